@@ -1,0 +1,176 @@
+// The one zod schema for config.json (CONTRACTS §7). Defaults live here and nowhere else.
+import { z } from "zod";
+
+const MIB = 1024 * 1024;
+
+const name = z.string().min(1);
+const points = z.number().min(-1).default(-1); // -1 = no limit
+const qpm = z.number().int().min(0).default(0); // 0 = no limit
+
+/** A client key: exactly one of the plain value (or `${ENV}`) or its sha256 hex digest. */
+const apiKeySchema = z
+  .object({
+    name,
+    kind: z.enum(["global", "app"]),
+    appId: z.string().min(1).optional(),
+    key: z.string().min(8, "a key needs at least 8 characters").optional(),
+    sha256: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, "expected 64 hex digits")
+      .optional(),
+    maxUsagePoints: points,
+    qpm,
+  })
+  .superRefine((k, ctx) => {
+    if ((k.key === undefined) === (k.sha256 === undefined))
+      ctx.addIssue({ code: "custom", message: "give exactly one of key or sha256", path: ["key"] });
+    if (k.kind === "app" && !k.appId) ctx.addIssue({ code: "custom", message: "an app key needs appId", path: ["appId"] });
+    if (k.kind === "global" && k.appId) ctx.addIssue({ code: "custom", message: "a global key carries no appId", path: ["appId"] });
+  });
+
+const channelSchema = z.object({
+  name,
+  /** `openai`: an OpenAI-compatible upstream; `echo`: answers locally (demo and tests). */
+  type: z.enum(["openai", "echo"]).default("openai"),
+  baseUrl: z.url({ protocol: /^https?$/ }).default("http://127.0.0.1:6006"),
+  key: z.string().default(""),
+  models: z.array(name).min(1),
+  weight: z.number().int().min(1).default(1),
+  priority: z.number().int().default(0),
+  /** Time allowed until the upstream's response headers arrive (a long prompt on a busy GPU is slow). */
+  firstByteTimeoutMs: z.number().int().positive().default(120_000),
+  /** Time allowed between two chunks of a streamed answer. */
+  idleTimeoutMs: z.number().int().positive().default(60_000),
+  /** Pooled connections kept open to this upstream. */
+  connections: z.number().int().positive().default(128),
+});
+
+const modelSchema = z.object({
+  model: name,
+  name: z.string().optional(),
+  maxContext: z.number().int().positive().default(8000),
+  maxResponse: z.number().int().positive().default(4000),
+  quoteMaxToken: z.number().int().nonnegative().default(2000),
+  maxTemperature: z.number().nonnegative().default(1.2),
+  vision: z.boolean().default(false),
+  defaultSystemChatPrompt: z.string().default(""),
+  inputPrice: z.number().nonnegative().default(0),
+  outputPrice: z.number().nonnegative().default(0),
+  charsPointsPrice: z.number().nonnegative().default(0),
+  tokenizer: z.enum(["cl100k_base", "o200k_base"]).default("cl100k_base"),
+});
+
+const appSchema = z.object({
+  id: name,
+  name: z.string().optional(),
+  model: name,
+  models: z.array(name).optional(),
+  systemPrompt: z.string().default(""),
+  temperature: z.number().nonnegative().optional(),
+  maxToken: z.number().int().positive().optional(),
+  history: z.number().int().min(0).default(6),
+  maxUsagePoints: points,
+  qpm,
+});
+
+const shareLinkSchema = z.object({
+  shareId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "letters, digits, _ and - only"),
+  appId: name,
+  authHost: z.url({ protocol: /^https?$/ }).optional(),
+  qpm,
+  maxUsagePoints: points,
+  expiresAt: z.iso.datetime({ offset: true }).nullable().default(null),
+  responseDetail: z.boolean().default(false),
+  callbackTimeoutMs: z.number().int().positive().default(5_000),
+});
+
+const serverSchema = z.object({
+  port: z.number().int().min(0).max(65535).default(3000),
+  host: z.string().default("127.0.0.1"),
+  bodyLimitBytes: z.number().int().positive().default(2 * MIB),
+  metricsToken: z.string().optional(),
+  log: z
+    .object({
+      level: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+      /** `stdout`, `stderr`, or a file path that lines are appended to. */
+      destination: z.string().default("stdout"),
+    })
+    .default({ level: "info", destination: "stdout" }),
+});
+
+const storeSchema = z.discriminatedUnion("driver", [
+  z.object({ driver: z.literal("sqlite"), path: z.string().default("./data/sluice.db") }),
+  z.object({ driver: z.literal("memory") }),
+  z.object({ driver: z.literal("redis"), url: z.string().min(1) }),
+]);
+
+export const configSchema = z
+  .object({
+    server: serverSchema.default(serverSchema.parse({})),
+    store: storeSchema.default({ driver: "sqlite", path: "./data/sluice.db" }),
+    channels: z.array(channelSchema).min(1),
+    llmModels: z.array(modelSchema).min(1),
+    apps: z.array(appSchema).default([]),
+    apiKeys: z.array(apiKeySchema).default([]),
+    shareLinks: z.array(shareLinkSchema).default([]),
+  })
+  .superRefine(checkReferences);
+
+export type Config = z.infer<typeof configSchema>;
+export type ChannelConfig = Config["channels"][number];
+export type ModelConfig = Config["llmModels"][number];
+export type AppConfig = Config["apps"][number];
+export type ApiKeyConfig = Config["apiKeys"][number];
+export type ShareLinkConfig = Config["shareLinks"][number];
+
+/** Cross-references between sections: every name used must be defined, every name defined once. */
+function checkReferences(c: RefCtxValue, ctx: z.RefinementCtx) {
+  const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
+  const models = new Set(c.llmModels.map((m) => m.model));
+  const apps = new Set(c.apps.map((a) => a.id));
+  const served = new Set(c.channels.flatMap((ch) => ch.models));
+
+  duplicates(c.llmModels.map((m) => m.model)).forEach((i) => issue(["llmModels", i, "model"], "duplicate model"));
+  duplicates(c.channels.map((ch) => ch.name)).forEach((i) => issue(["channels", i, "name"], "duplicate channel name"));
+  duplicates(c.apps.map((a) => a.id)).forEach((i) => issue(["apps", i, "id"], "duplicate app id"));
+  duplicates(c.apiKeys.map((k) => k.name)).forEach((i) => issue(["apiKeys", i, "name"], "duplicate key name"));
+  duplicates(c.shareLinks.map((s) => s.shareId)).forEach((i) => issue(["shareLinks", i, "shareId"], "duplicate shareId"));
+
+  c.channels.forEach((ch, i) =>
+    ch.models.forEach((m, j) => {
+      if (!models.has(m)) issue(["channels", i, "models", j], `unknown model "${m}" (not in llmModels)`);
+    }),
+  );
+  c.llmModels.forEach((m, i) => {
+    if (!served.has(m.model)) issue(["llmModels", i, "model"], `no channel serves model "${m.model}"`);
+    if (m.maxResponse >= m.maxContext) issue(["llmModels", i, "maxResponse"], "must be below maxContext");
+  });
+  c.apps.forEach((a, i) => {
+    if (!models.has(a.model)) issue(["apps", i, "model"], `unknown model "${a.model}"`);
+    a.models?.forEach((m, j) => {
+      if (!models.has(m)) issue(["apps", i, "models", j], `unknown model "${m}"`);
+    });
+    if (a.models && !a.models.includes(a.model)) issue(["apps", i, "models"], `must include the default model "${a.model}"`);
+  });
+  c.apiKeys.forEach((k, i) => {
+    if (k.appId && !apps.has(k.appId)) issue(["apiKeys", i, "appId"], `unknown app "${k.appId}"`);
+  });
+  c.shareLinks.forEach((s, i) => {
+    if (!apps.has(s.appId)) issue(["shareLinks", i, "appId"], `unknown app "${s.appId}"`);
+  });
+}
+
+type RefCtxValue = {
+  channels: ChannelConfig[];
+  llmModels: ModelConfig[];
+  apps: AppConfig[];
+  apiKeys: ApiKeyConfig[];
+  shareLinks: ShareLinkConfig[];
+};
+
+function duplicates(values: string[]): number[] {
+  const seen = new Set<string>();
+  const out: number[] = [];
+  values.forEach((v, i) => (seen.has(v) ? out.push(i) : seen.add(v)));
+  return out;
+}

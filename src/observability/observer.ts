@@ -1,0 +1,56 @@
+// What the gateway reports about its work. Metrics and the request log both listen here, so the
+// request pipeline reports each fact once and never knows who consumes it.
+
+export type UpstreamOutcome = "ok" | "http_error" | "unreachable" | "timeout" | "stream_cut" | "aborted";
+export type ShareCallbackKind = "init" | "start" | "finish";
+export type ShareCallbackOutcome = "success" | "rejected" | "error" | "retry" | "dropped";
+
+/** One finished HTTP request, as the request log and the metrics see it. No key, token or content. */
+export interface RequestRecord {
+  requestId: string;
+  /** the route pattern (e.g. `/v1/chat/completions`), or `unmatched`: never the raw path */
+  route: string;
+  method: string;
+  status: number;
+  appId?: string;
+  keyName?: string;
+  shareId?: string;
+  model?: string;
+  channel?: string;
+  stream?: boolean;
+  inputTokens?: number;
+  outputTokens?: number;
+  points?: number;
+  durationMs: number;
+  /** time to first token, streamed answers only */
+  ttftMs?: number;
+  /** OpenAI error code when the request failed */
+  errorCode?: string;
+}
+
+export interface Observer {
+  requestStarted(route: string): void;
+  requestFinished(record: RequestRecord): void;
+  upstreamFinished(channel: string, model: string, outcome: UpstreamOutcome): void;
+  channelState(channel: string, up: boolean): void;
+  shareCallback(kind: ShareCallbackKind, outcome: ShareCallbackOutcome): void;
+}
+
+/** Fans each report out to several observers. */
+export function combineObservers(observers: Observer[]): Observer {
+  return {
+    requestStarted: (route) => observers.forEach((o) => o.requestStarted(route)),
+    requestFinished: (record) => observers.forEach((o) => o.requestFinished(record)),
+    upstreamFinished: (c, m, out) => observers.forEach((o) => o.upstreamFinished(c, m, out)),
+    channelState: (c, up) => observers.forEach((o) => o.channelState(c, up)),
+    shareCallback: (k, out) => observers.forEach((o) => o.shareCallback(k, out)),
+  };
+}
+
+export const silentObserver: Observer = {
+  requestStarted() {},
+  requestFinished() {},
+  upstreamFinished() {},
+  channelState() {},
+  shareCallback() {},
+};

@@ -1,0 +1,105 @@
+// The store interface: conversations, share-link records, usage rows, spend counters and rate windows.
+// SQLite implements it today (store/sqlite.ts); a Redis store with the same behaviour comes later.
+
+/** Who owns a chat: null for chats made through an app key, a share-link user otherwise. */
+export interface ChatOwner {
+  shareId: string;
+  uid: string;
+}
+
+export interface ChatMessage {
+  role: "user" | "assistant";
+  content: string;
+  /** epoch milliseconds */
+  createdAt: number;
+}
+
+export interface ChatInfo {
+  chatId: string;
+  owner: ChatOwner | null;
+  title: string;
+  /** epoch milliseconds */
+  updatedAt: number;
+}
+
+export interface ChatSummary {
+  chatId: string;
+  title: string;
+  updatedAt: number;
+}
+
+export interface AppendRoundInput {
+  appId: string;
+  chatId: string;
+  owner: ChatOwner | null;
+  user: string;
+  assistant: string;
+  /** epoch milliseconds of the answer */
+  at: number;
+}
+
+export interface UsageRow {
+  /** epoch milliseconds */
+  time: number;
+  appId: string;
+  /** the API key's configured name, never the key; null for share-link users */
+  keyName: string | null;
+  shareId: string | null;
+  model: string;
+  channel: string;
+  inputTokens: number;
+  outputTokens: number;
+  points: number;
+  status: number;
+  durationMs: number;
+  chatId: string | null;
+}
+
+export interface UsageTotals {
+  requests: number;
+  inputTokens: number;
+  outputTokens: number;
+  points: number;
+}
+
+export interface UsageSummary {
+  totals: UsageTotals;
+  apps: Array<UsageTotals & { appId: string }>;
+  models: Array<UsageTotals & { model: string }>;
+}
+
+export interface UsageQuery {
+  /** epoch milliseconds, inclusive */
+  from?: number;
+  /** epoch milliseconds, exclusive */
+  to?: number;
+  appId?: string;
+}
+
+export interface RateDecision {
+  allowed: boolean;
+  /** when not allowed: milliseconds until a request would be allowed again */
+  retryAfterMs: number;
+}
+
+export interface Store {
+  /** The chat's owner and title, or undefined when (appId, chatId) has no chat yet. */
+  getChat(appId: string, chatId: string): Promise<ChatInfo | undefined>;
+  /** The last `limit` messages of the chat, oldest first ([] when none or limit is 0). */
+  loadMessages(appId: string, chatId: string, limit: number): Promise<ChatMessage[]>;
+  /** Stores the user turn and the assistant turn atomically; creates the chat (title from the first
+   *  user turn) when it does not exist yet, and moves its updatedAt. Concurrent calls lose no turn. */
+  appendRound(input: AppendRoundInput): Promise<void>;
+  /** A share-link user's chats updated at or after `since`, newest first, at most `limit`. */
+  listChats(owner: ChatOwner, opts: { since: number; limit: number }): Promise<ChatSummary[]>;
+  /** Inserts one usage row and adds its points to every named spend scope, in one transaction. */
+  recordUsage(row: UsageRow, spendScopes: string[]): Promise<void>;
+  summarizeUsage(query: UsageQuery): Promise<UsageSummary>;
+  /** Points spent so far by a scope (`app:<id>`, `key:<name>`, `share:<shareId>`). */
+  getSpent(scope: string): Promise<number>;
+  /** Counts one hit against a 60-second sliding window of `limit` hits for the scope. */
+  hitRate(scope: string, limit: number, now: number): Promise<RateDecision>;
+  /** Resolves when the store answers; rejects otherwise (used by /readyz). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
