@@ -1,0 +1,91 @@
+// The benchmark's printout: one table of every case, then the ratios against the targets.
+import type { LoadResult } from "./autocannon-case.js";
+import type { LatencyResult } from "./latency.js";
+
+export type TargetName = "direct" | "floor" | "sluice";
+export type Mode = "non-stream" | "stream" | "chatId";
+
+export interface CaseResult {
+  target: TargetName;
+  mode: Mode;
+  load?: LoadResult;
+  latency?: LatencyResult;
+  error?: string;
+}
+
+export interface MemoryResult {
+  streams: number;
+  sluiceIdleMb?: number;
+  sluiceMb?: number;
+  floorMb?: number;
+  error?: string;
+}
+
+const COLUMNS = ["case", "RPS", "p50 ms", "p99 ms", "failed", "1c p50 ms", "1c p99 ms", "added p50 ms", "TTFT p50 ms", "added TTFT ms"];
+
+export function printReport(cases: CaseResult[], memory: MemoryResult, seconds: number): void {
+  const find = (target: TargetName, mode: Mode) => cases.find((c) => c.target === target && c.mode === mode);
+  const rows = cases.map((c) => {
+    // The chatId case is a non-stream request, so its baseline is the direct non-stream one.
+    const direct = find("direct", c.mode === "stream" ? "stream" : "non-stream");
+    return [
+      `${c.target} ${c.mode}`,
+      num(c.load?.rps, 0),
+      num(c.load?.p50, 1),
+      num(c.load?.p99, 1),
+      num(c.load?.failed, 0),
+      num(c.latency?.p50, 3),
+      num(c.latency?.p99, 3),
+      c.target === "direct" ? "" : num(diff(c.latency?.p50, direct?.latency?.p50), 3),
+      num(c.latency?.ttftP50 ?? undefined, 3),
+      c.target === "direct" || c.mode !== "stream" ? "" : num(diff(c.latency?.ttftP50, direct?.latency?.ttftP50), 3),
+    ];
+  });
+  console.log(`\nSluice benchmark: autocannon 32 connections x ${seconds} s per case; 1c = one sequential connection\n`);
+  console.log(alignTable([COLUMNS, ...rows]));
+
+  const sluice = (mode: Mode) => find("sluice", mode);
+  const floor = (mode: Mode) => find("floor", mode);
+  const rssNote = memory.sluiceIdleMb === undefined ? "" : ` (idle ${num(memory.sluiceIdleMb, 0)} MB; floor proxy ${num(memory.floorMb, 0)} MB)`;
+  const checks: string[][] = [
+    ratioCheck("Sluice/floor RPS, non-stream", sluice("non-stream")?.load?.rps, floor("non-stream")?.load?.rps, 0.6),
+    ratioCheck("Sluice/floor RPS, stream", sluice("stream")?.load?.rps, floor("stream")?.load?.rps, 0.8),
+    ratioCheck("Sluice chatId/stateless RPS", sluice("chatId")?.load?.rps, sluice("non-stream")?.load?.rps, 0.8),
+    limitCheck("Sluice added p50, 1 connection", diff(sluice("non-stream")?.latency?.p50, find("direct", "non-stream")?.latency?.p50), 1, "ms"),
+    limitCheck("Sluice added TTFT p50, 1 connection", diff(sluice("stream")?.latency?.ttftP50, find("direct", "stream")?.latency?.ttftP50), 1, "ms"),
+    limitCheck(`Sluice RSS at ${memory.streams} open streams`, memory.sluiceMb, 250, "MB", rssNote),
+  ];
+  console.log(`\n${alignTable([["check", "measured", "target", "result"], ...checks])}`);
+
+  const problems = cases.filter((c) => c.error).map((c) => `${c.target} ${c.mode}: ${c.error}`);
+  if (memory.error) problems.push(`open streams: ${memory.error}`);
+  if (problems.length > 0) console.log(`\nNot measured:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+}
+
+function ratioCheck(label: string, value: number | undefined, base: number | undefined, min: number): string[] {
+  const ratio = value !== undefined && base ? value / base : undefined;
+  return [label, ratio === undefined ? "n/a" : `${ratio.toFixed(2)}x`, `>= ${min}x`, verdict(ratio, (r) => r >= min)];
+}
+
+function limitCheck(label: string, value: number | undefined, max: number, unit: string, note = ""): string[] {
+  return [label, value === undefined ? "n/a" : `${value.toFixed(unit === "ms" ? 3 : 0)} ${unit}${note}`, `<= ${max} ${unit}`, verdict(value, (v) => v <= max)];
+}
+
+function verdict(value: number | undefined, ok: (v: number) => boolean): string {
+  if (value === undefined || Number.isNaN(value)) return "n/a";
+  return ok(value) ? "PASS" : "MISS";
+}
+
+function diff(a: number | null | undefined, b: number | null | undefined): number | undefined {
+  return a == null || b == null ? undefined : a - b;
+}
+
+function num(value: number | undefined, digits: number): string {
+  return value === undefined || Number.isNaN(value) ? "-" : value.toFixed(digits);
+}
+
+function alignTable(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
+  const line = (r: string[]) => r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join("  ");
+  return [line(rows[0]!), widths.map((w) => "-".repeat(w)).join("  "), ...rows.slice(1).map(line)].join("\n");
+}

@@ -1,0 +1,62 @@
+// Who is calling the chat endpoint: an app key, or a share-link user (no key). Resolves the app,
+// the model it may use, and the budget and rate limits that apply.
+import type { AppConfig, ModelConfig, ShareLinkConfig } from "../config/schema.js";
+import type { Keyring, KeyIdentity } from "../auth/keys.js";
+import { GatewayError, notFound } from "../http/errors.js";
+import type { QuotaLimit } from "./quota.js";
+import type { ChatRequest } from "./request-schema.js";
+
+export interface Caller {
+  app: AppConfig;
+  key?: KeyIdentity;
+  /** share-link callers: the link and the outLinkUid (authToken or localId) they sent */
+  share?: { link: ShareLinkConfig; token: string };
+  limits: QuotaLimit[];
+}
+
+export interface CallerDeps {
+  keyring: Keyring;
+  apps: Map<string, AppConfig>;
+  resolveShareLink: (shareId: unknown, now: number) => ShareLinkConfig;
+}
+
+export function identifyCaller(deps: CallerDeps, authorization: string | null, req: ChatRequest, now: number): Caller {
+  if (req.shareId !== undefined && !authorization) {
+    const link = deps.resolveShareLink(req.shareId, now);
+    if (!req.outLinkUid) throw new GatewayError(400, "missing_out_link_uid", "outLinkUid is required with shareId.", { param: "outLinkUid" });
+    const app = deps.apps.get(link.appId)!;
+    return {
+      app,
+      share: { link, token: req.outLinkUid },
+      limits: [
+        appLimit(app),
+        { scope: `share:${link.shareId}`, label: "This share link", maxUsagePoints: link.maxUsagePoints, qpm: link.qpm },
+      ],
+    };
+  }
+  const key = deps.keyring.authenticate(authorization);
+  if (key.kind !== "app" || !key.appId) {
+    throw new GatewayError(403, "app_key_required", "Chat needs an application key: this is a global key. Use the API key of the application you want to chat with.");
+  }
+  const app = deps.apps.get(key.appId)!;
+  return {
+    app,
+    key,
+    limits: [appLimit(app), { scope: `key:${key.name}`, label: `API key ${key.name}`, maxUsagePoints: key.maxUsagePoints, qpm: key.qpm }],
+  };
+}
+
+function appLimit(app: AppConfig): QuotaLimit {
+  return { scope: `app:${app.id}`, label: `App ${app.id}`, maxUsagePoints: app.maxUsagePoints, qpm: app.qpm };
+}
+
+/** The model named by the request (absent: the app's default); 404 when the app may not use it. */
+export function resolveModel(models: Map<string, ModelConfig>, app: AppConfig, requested: string | undefined, serves: (m: string) => boolean): ModelConfig {
+  const name = requested ?? app.model;
+  const allowed = app.models ?? [app.model];
+  const model = models.get(name);
+  if (!model || !allowed.includes(name) || !serves(name)) {
+    throw notFound("model_not_found", `The model ${JSON.stringify(name.slice(0, 100))} does not exist or this app may not use it.`);
+  }
+  return model;
+}

@@ -1,0 +1,52 @@
+// The chat completions request body: OpenAI's fields plus FastGPT's chatId/detail/variables and the
+// share-link fields. Unknown OpenAI fields (top_p, stop, tools, …) pass through untouched.
+import { z } from "zod";
+import { badRequest } from "../http/errors.js";
+
+const textPart = z.looseObject({ type: z.literal("text"), text: z.string() });
+const imagePart = z.looseObject({
+  type: z.literal("image_url"),
+  image_url: z.union([z.string(), z.looseObject({ url: z.string() })]),
+});
+const otherPart = z.looseObject({ type: z.enum(["input_audio", "file", "refusal"]) });
+const contentPart = z.discriminatedUnion("type", [textPart, imagePart, otherPart]);
+
+const messageSchema = z.looseObject({
+  role: z.enum(["system", "developer", "user", "assistant", "tool", "function"], {
+    error: "role must be one of system, developer, user, assistant, tool, function",
+  }),
+  content: z.union([z.string(), z.array(contentPart), z.null()], {
+    error: "content must be a string or an array of content parts",
+  }),
+});
+
+export const chatRequestSchema = z.looseObject({
+  model: z.string().min(1).optional(),
+  messages: z.array(messageSchema).min(1, "messages must hold at least one message"),
+  stream: z.boolean().optional(),
+  stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
+  temperature: z.number().nullish(),
+  max_tokens: z.number().int().positive().nullish(),
+  max_completion_tokens: z.number().int().positive().nullish(),
+  chatId: z.string().min(1).max(128).optional(),
+  detail: z.boolean().optional(),
+  variables: z.record(z.string(), z.unknown()).optional(),
+  shareId: z.string().min(1).optional(),
+  outLinkUid: z.string().min(1).optional(),
+});
+
+export type ChatRequest = z.infer<typeof chatRequestSchema>;
+export type ChatMessage = ChatRequest["messages"][number];
+
+/** The validated request, or a 400 naming the first offending field. */
+export function parseChatRequest(body: unknown): ChatRequest {
+  if (!body || typeof body !== "object" || Array.isArray(body)) {
+    throw badRequest("invalid_request", "Request body must be a JSON object.");
+  }
+  const result = chatRequestSchema.safeParse(body);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const param = issue.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("").replace(/^\./, "");
+  const message = issue.code === "invalid_type" && issue.input === undefined ? `${param} is required` : `${param}: ${issue.message}`;
+  throw badRequest("invalid_request", message, param || null);
+}

@@ -1,0 +1,125 @@
+// After an answer: tokens, points, the stored turns, the usage row, the budget settlement and the
+// share-link finish report. After a failure: a usage row with its status, nothing else stored.
+import type { ModelConfig } from "../config/schema.js";
+import type { ShareAuth } from "../share/callbacks.js";
+import type { Store } from "../store/types.js";
+import { countMessages, countText, messageText } from "../tokens/counter.js";
+import { computePoints } from "../tokens/points.js";
+import type { Usage } from "../upstream/types.js";
+import type { Caller } from "./caller.js";
+import type { LimitedChat } from "./limits.js";
+import type { Reservation } from "./quota.js";
+import { buildReport, type ReportItem } from "./report.js";
+import type { ChatRequest } from "./request-schema.js";
+
+/** Everything known about one chat request once it is ready to go upstream. */
+export interface Exchange {
+  caller: Caller;
+  model: ModelConfig;
+  req: ChatRequest;
+  limited: LimitedChat;
+  reservation: Reservation;
+  chatId: string | undefined;
+  /** share-link users: the uid the operator (or the localId) gave */
+  uid: string | undefined;
+  channel: string;
+  /** epoch ms at arrival, and performance.now() at arrival for durations */
+  time: number;
+  started: number;
+}
+
+export interface AnswerOutcome {
+  text: string;
+  usage: Usage | null | undefined;
+  finishReason: string;
+}
+
+export interface Settled {
+  inputTokens: number;
+  outputTokens: number;
+  points: number;
+  /** built on first use: only detail answers and share-link finish callbacks need it */
+  report(): ReportItem;
+}
+
+export interface SettleDeps {
+  store: Store;
+  shareAuth: ShareAuth;
+}
+
+export async function settleAnswer(deps: SettleDeps, ex: Exchange, out: AnswerOutcome): Promise<Settled> {
+  const { model, limited } = ex;
+  // 1. Tokens: the upstream's usage wins; otherwise count (the prompt may be counted already).
+  const inputTokens = out.usage?.prompt_tokens ?? limited.promptTokens ?? countMessages(limited.messages, model.tokenizer);
+  const outputTokens = out.usage?.completion_tokens ?? countText(out.text, model.tokenizer);
+  const points = computePoints(model, inputTokens, outputTokens);
+  const durationMs = performance.now() - ex.started;
+  let report: ReportItem | undefined;
+  const settled: Settled = {
+    inputTokens,
+    outputTokens,
+    points,
+    report: () =>
+      (report ??= buildReport({
+        model,
+        messages: limited.messages,
+        textOutput: out.text,
+        inputTokens,
+        outputTokens,
+        points,
+        temperature: limited.temperature,
+        maxTokens: limited.maxTokens,
+        finishReason: out.finishReason,
+        runningTimeMs: durationMs,
+      })),
+  };
+
+  // 2. The conversation's new round, then the usage row and spend; both before the client sees the end.
+  if (ex.chatId) {
+    const lastUser = ex.req.messages.findLast((m) => m.role === "user");
+    await deps.store.appendRound({
+      appId: ex.caller.app.id,
+      chatId: ex.chatId,
+      owner: ex.caller.share ? { shareId: ex.caller.share.link.shareId, uid: ex.uid! } : null,
+      user: lastUser ? messageText(lastUser.content) : "",
+      assistant: out.text,
+      at: Date.now(),
+    });
+  }
+  await recordUsage(deps, ex, { status: 200, inputTokens, outputTokens, points, durationMs });
+  ex.reservation.settle(points);
+
+  // 3. The operator's finish report: queued, never awaited.
+  const share = ex.caller.share;
+  if (share?.link.authHost) deps.shareAuth.finish(share.link, share.token, ex.caller.app.name ?? ex.caller.app.id, [settled.report()]);
+  return settled;
+}
+
+export async function settleFailure(deps: SettleDeps, ex: Exchange, status: number): Promise<void> {
+  ex.reservation.release();
+  await recordUsage(deps, ex, { status, inputTokens: 0, outputTokens: 0, points: 0, durationMs: performance.now() - ex.started }).catch(() => {});
+}
+
+async function recordUsage(
+  deps: SettleDeps,
+  ex: Exchange,
+  r: { status: number; inputTokens: number; outputTokens: number; points: number; durationMs: number },
+): Promise<void> {
+  await deps.store.recordUsage(
+    {
+      time: ex.time,
+      appId: ex.caller.app.id,
+      keyName: ex.caller.key?.name ?? null,
+      shareId: ex.caller.share?.link.shareId ?? null,
+      model: ex.model.model,
+      channel: ex.channel,
+      inputTokens: r.inputTokens,
+      outputTokens: r.outputTokens,
+      points: r.points,
+      status: r.status,
+      durationMs: Math.round(r.durationMs),
+      chatId: ex.chatId ?? null,
+    },
+    ex.caller.limits.map((l) => l.scope),
+  );
+}

@@ -1,0 +1,77 @@
+// The one error type of the gateway, and the one place it becomes an OpenAI-shaped response body.
+// Handlers throw; the app's error hook formats. Messages never carry keys, tokens or upstream URLs.
+
+export type ErrorType =
+  | "invalid_request_error"
+  | "authentication_error"
+  | "permission_error"
+  | "not_found_error"
+  | "rate_limit_error"
+  | "insufficient_quota"
+  | "upstream_error"
+  | "server_error";
+
+export interface OpenAIErrorBody {
+  error: { message: string; type: ErrorType; code: string; param: string | null };
+}
+
+export class GatewayError extends Error {
+  readonly status: number;
+  readonly type: ErrorType;
+  readonly code: string;
+  readonly param: string | null;
+  /** extra response headers, e.g. Retry-After */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    opts: { type?: ErrorType; param?: string | null; headers?: Record<string, string> } = {},
+  ) {
+    super(message);
+    this.name = "GatewayError";
+    this.status = status;
+    this.code = code;
+    this.type = opts.type ?? defaultType(status);
+    this.param = opts.param ?? null;
+    this.headers = opts.headers ?? {};
+  }
+
+  toBody(): OpenAIErrorBody {
+    return { error: { message: this.message, type: this.type, code: this.code, param: this.param } };
+  }
+}
+
+function defaultType(status: number): ErrorType {
+  if (status === 401) return "authentication_error";
+  if (status === 403) return "permission_error";
+  if (status === 404) return "not_found_error";
+  if (status === 429) return "rate_limit_error";
+  if (status >= 500) return "upstream_error";
+  return "invalid_request_error";
+}
+
+/** Shorthands for the errors thrown in many places. */
+export const badRequest = (code: string, message: string, param: string | null = null) =>
+  new GatewayError(400, code, message, { param });
+export const notFound = (code: string, message: string) => new GatewayError(404, code, message);
+
+/** Any thrown value as a GatewayError; unknown errors become a 500 whose message reveals nothing. */
+export function toGatewayError(err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err;
+  const status = (err as { status?: unknown })?.status;
+  if (typeof status === "number" && status >= 400 && status < 500) {
+    // h3's own errors (malformed URL, 405 …): keep the status, use h3's message
+    const message = (err as Error).message || "Bad request";
+    return new GatewayError(status, status === 404 ? "not_found" : "invalid_request", message);
+  }
+  return new GatewayError(500, "internal_error", "Internal server error", { type: "server_error" });
+}
+
+export function errorResponse(err: GatewayError, extraHeaders?: Record<string, string>): Response {
+  return new Response(JSON.stringify(err.toBody()), {
+    status: err.status,
+    headers: { "content-type": "application/json; charset=utf-8", ...err.headers, ...extraHeaders },
+  });
+}

@@ -1,0 +1,209 @@
+// Prometheus metrics (CONTRACTS §8): an Observer that turns the pipeline's reports into the
+// `sluice_*` and OpenTelemetry GenAI families, plus the process defaults, in a registry of its own.
+// Every label value comes from a bounded set, so a caller can never grow the series count.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type {
+  Observer,
+  RequestRecord,
+  ShareCallbackKind,
+  ShareCallbackOutcome,
+  UpstreamOutcome,
+} from "../observability/observer.js";
+
+export interface MetricsOptions {
+  /** configured `llmModels[].model` names */
+  models: string[];
+  /** configured `apps[].id` values */
+  apps: string[];
+  /** configured `channels[].name` values */
+  channels: string[];
+}
+
+export type Metrics = Observer & {
+  registry: Registry;
+  /** the Prometheus text exposition of every family */
+  render(): Promise<string>;
+  contentType: string;
+};
+
+/** OpenTelemetry GenAI semantic conventions, `gen_ai.client.token.usage`. */
+const TOKEN_BUCKETS = [
+  1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
+];
+/** OpenTelemetry GenAI semantic conventions, `gen_ai.server.time_to_first_token`. */
+const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0];
+/** OpenTelemetry GenAI semantic conventions, `gen_ai.server.request.duration`. */
+const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
+
+const MAX_ROUTES = 32;
+const OTHER = "other";
+const TOKEN_TYPES = ["input", "output"] as const;
+const SHARE_KINDS: ShareCallbackKind[] = ["init", "start", "finish"];
+const SHARE_OUTCOMES: ShareCallbackOutcome[] = ["success", "rejected", "error", "retry", "dropped"];
+
+export function createMetrics(opts: MetricsOptions): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const f = defineFamilies(registry);
+  const label = createLabelBounds(opts);
+  initialiseSeries(f, opts);
+
+  let inflight = 0;
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    render: () => registry.metrics(),
+
+    requestStarted() {
+      inflight += 1;
+      f.inflight.set(inflight);
+    },
+
+    requestFinished(r: RequestRecord) {
+      // a finish without a start must not drive the gauge below zero
+      inflight = Math.max(0, inflight - 1);
+      f.inflight.set(inflight);
+
+      const route = label.route(r.route);
+      const model = label.model(r.model);
+      const app = label.app(r.appId);
+      f.requests.inc({ route, model, app, status: String(r.status) });
+      f.duration.observe({ route }, amount(r.durationMs) / 1000);
+      if (r.ttftMs !== undefined) f.ttft.observe({ model }, amount(r.ttftMs) / 1000);
+      recordTokens(f, model, app, "input", r.inputTokens);
+      recordTokens(f, model, app, "output", r.outputTokens);
+      if (r.points !== undefined) f.points.inc({ model, app }, amount(r.points));
+    },
+
+    upstreamFinished(channel: string, model: string, outcome: UpstreamOutcome) {
+      f.upstream.inc({ channel: label.channel(channel), model: label.model(model), outcome });
+    },
+
+    channelState(channel: string, up: boolean) {
+      f.channelUp.set({ channel: label.channel(channel) }, up ? 1 : 0);
+    },
+
+    shareCallback(kind: ShareCallbackKind, outcome: ShareCallbackOutcome) {
+      f.shareCallbacks.inc({ kind, outcome });
+    },
+  };
+}
+
+type Families = ReturnType<typeof defineFamilies>;
+
+function defineFamilies(registers: Registry) {
+  const reg = { registers: [registers] };
+  return {
+    requests: new Counter({
+      name: "sluice_requests_total",
+      help: "Finished HTTP requests by route pattern, model, app and status code.",
+      labelNames: ["route", "model", "app", "status"] as const,
+      ...reg,
+    }),
+    duration: new Histogram({
+      name: "sluice_request_duration_seconds",
+      help: "Time from request arrival to the end of the response, by route pattern.",
+      labelNames: ["route"] as const,
+      buckets: DURATION_BUCKETS,
+      ...reg,
+    }),
+    ttft: new Histogram({
+      name: "gen_ai_server_time_to_first_token_seconds",
+      help: "Time to the first streamed token, by model.",
+      labelNames: ["model"] as const,
+      buckets: TTFT_BUCKETS,
+      ...reg,
+    }),
+    tokenUsage: new Histogram({
+      name: "gen_ai_client_token_usage",
+      help: "Tokens per answered request, by model and token type (input/output).",
+      labelNames: ["gen_ai_request_model", "gen_ai_token_type"] as const,
+      buckets: TOKEN_BUCKETS,
+      ...reg,
+    }),
+    tokens: new Counter({
+      name: "sluice_tokens_total",
+      help: "Tokens used, by model, app and type (input/output).",
+      labelNames: ["model", "app", "type"] as const,
+      ...reg,
+    }),
+    points: new Counter({
+      name: "sluice_points_total",
+      help: "Usage points charged, by model and app.",
+      labelNames: ["model", "app"] as const,
+      ...reg,
+    }),
+    upstream: new Counter({
+      name: "sluice_upstream_requests_total",
+      help: "Upstream model calls by channel, model and outcome.",
+      labelNames: ["channel", "model", "outcome"] as const,
+      ...reg,
+    }),
+    inflight: new Gauge({
+      name: "sluice_inflight_requests",
+      help: "Requests being handled right now.",
+      ...reg,
+    }),
+    shareCallbacks: new Counter({
+      name: "sluice_share_callbacks_total",
+      help: "Share-link auth callbacks by kind (init/start/finish) and outcome.",
+      labelNames: ["kind", "outcome"] as const,
+      ...reg,
+    }),
+    channelUp: new Gauge({
+      name: "sluice_channel_up",
+      help: "1 when the channel is taking traffic, 0 while it is marked down.",
+      labelNames: ["channel"] as const,
+      ...reg,
+    }),
+  };
+}
+
+/** Series the dashboard reads exist from the first scrape, so panels show zeros rather than nothing
+ *  and the first real increment is seen by rate(). */
+function initialiseSeries(f: Families, opts: MetricsOptions): void {
+  for (const channel of opts.channels) {
+    f.channelUp.set({ channel }, 1);
+    for (const model of opts.models) f.upstream.inc({ channel, model, outcome: "ok" }, 0);
+  }
+  for (const kind of SHARE_KINDS) for (const outcome of SHARE_OUTCOMES) f.shareCallbacks.inc({ kind, outcome }, 0);
+  for (const model of opts.models) {
+    f.ttft.zero({ model });
+    for (const type of TOKEN_TYPES) f.tokenUsage.zero({ gen_ai_request_model: model, gen_ai_token_type: type });
+  }
+  f.inflight.set(0);
+}
+
+function recordTokens(f: Families, model: string, app: string, type: "input" | "output", count: number | undefined) {
+  if (count === undefined) return;
+  f.tokens.inc({ model, app, type }, amount(count));
+  f.tokenUsage.observe({ gen_ai_request_model: model, gen_ai_token_type: type }, amount(count));
+}
+
+/** prom-client throws on a negative counter step and NaN poisons a sum; a report must never break a request. */
+function amount(n: number): number {
+  return Number.isFinite(n) && n > 0 ? n : 0;
+}
+
+/** Maps free-form values onto the configured names; anything else shares one `other` value. */
+function createLabelBounds(opts: MetricsOptions) {
+  const models = new Set(opts.models);
+  const apps = new Set(opts.apps);
+  const channels = new Set(opts.channels);
+  const routes = new Set<string>();
+  const within = (known: Set<string>) => (value: string | undefined) =>
+    !value ? "" : known.has(value) ? value : OTHER;
+
+  return {
+    model: within(models),
+    app: within(apps),
+    channel: within(channels),
+    route(value: string): string {
+      if (routes.has(value)) return value;
+      if (routes.size >= MAX_ROUTES) return OTHER;
+      routes.add(value);
+      return value;
+    },
+  };
+}

@@ -1,0 +1,36 @@
+// The /metrics endpoint: the Prometheus text of a metrics registry, behind an optional bearer token
+// (`server.metricsToken`) so a gateway reachable from outside does not publish its traffic figures.
+import { createHash, timingSafeEqual } from "node:crypto";
+import { GatewayError, errorResponse } from "../http/errors.js";
+import type { Metrics } from "./prometheus.js";
+
+export async function metricsResponse(
+  metrics: Pick<Metrics, "render" | "contentType">,
+  token: string | undefined,
+  authorization: string | null,
+): Promise<Response> {
+  if (token) {
+    const given = bearer(authorization);
+    if (given === undefined) return unauthorized("missing_api_key", "Metrics require an Authorization: Bearer <token> header.");
+    if (!sameSecret(given, token)) return unauthorized("invalid_api_key", "Invalid metrics token.");
+  }
+  return new Response(await metrics.render(), {
+    status: 200,
+    headers: { "content-type": metrics.contentType, "cache-control": "no-store" },
+  });
+}
+
+function unauthorized(code: string, message: string): Response {
+  return errorResponse(new GatewayError(401, code, message, { headers: { "www-authenticate": "Bearer" } }));
+}
+
+function bearer(header: string | null): string | undefined {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
+  return match?.[1];
+}
+
+/** Hashing first gives equal-length inputs, so the comparison time reveals nothing, not even the length. */
+function sameSecret(a: string, b: string): boolean {
+  const digest = (s: string) => createHash("sha256").update(s).digest();
+  return timingSafeEqual(digest(a), digest(b));
+}

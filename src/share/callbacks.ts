@@ -1,0 +1,207 @@
+// The operator's identity callbacks for share links (CONTRACTS §6, seed 4.2–4.3): `init` and
+// `start` ask the operator's server whether a user may go on and who they are; `finish` reports
+// each answer in the background, bounded and retried. Errors never carry the token or the host.
+import { LRUCache } from "lru-cache";
+import { createFetch } from "ofetch";
+import type { ShareLinkConfig } from "../config/schema.js";
+import { GatewayError } from "../http/errors.js";
+import type { Observer, ShareCallbackKind } from "../observability/observer.js";
+import { createWorkQueue } from "./finish-queue.js";
+import { isValidUid, validateUid } from "./links.js";
+
+export interface ShareAuth {
+  /** The user's uid for a share-link initialisation (cached briefly per link and token). */
+  init(link: ShareLinkConfig, token: string): Promise<string>;
+  /** Asks the operator before each chat; the uid to store the chat under. */
+  start(link: ShareLinkConfig, token: string, question: string): Promise<string>;
+  /** Reports a finished answer in the background; never throws, never delays. */
+  finish(link: ShareLinkConfig, token: string, appName: string, responseData: unknown[]): void;
+  /** Resolves when every queued finish report has been sent or given up. */
+  drain(): Promise<void>;
+  /** Refuses new reports, drops queued ones, aborts calls in flight; resolves when all settled. */
+  close(): Promise<void>;
+}
+
+export interface ShareAuthOptions {
+  observer: Observer;
+  /** retries of a failed finish report after the first attempt (default 3) */
+  finishRetries?: number;
+  /** finish reports held at once, waiting or being sent (default 1000) */
+  finishQueueMax?: number;
+  /** first retry delay; each later retry waits twice as long (default 500 ms) */
+  finishBackoffMs?: number;
+  /** how long a successful init is remembered (default 60 s) */
+  initCacheTtlMs?: number;
+  fetch?: typeof globalThis.fetch;
+}
+
+interface FinishJob {
+  link: ShareLinkConfig;
+  body: { token: string; appName: string; responseData: unknown[] };
+}
+
+interface VerifyData {
+  uid?: unknown;
+}
+
+type Verdict = { kind: "passed"; data: VerifyData } | { kind: "rejected"; message: string } | { kind: "broken" };
+
+const FINISH_CONCURRENCY = 8;
+const INIT_CACHE_MAX = 5000;
+const MAX_MESSAGE_CHARS = 500;
+const GENERIC_REJECTION = "Identity verification failed";
+
+const unavailable = () =>
+  new GatewayError(502, "share_auth_unavailable", "Identity verification failed: the verification server did not answer");
+const invalidUid = () =>
+  new GatewayError(
+    502,
+    "share_auth_invalid_uid",
+    "Identity verification failed: the verification server returned an invalid user id",
+  );
+
+export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
+  const { observer } = opts;
+  const retries = opts.finishRetries ?? 3;
+  const backoffMs = opts.finishBackoffMs ?? 500;
+  const $fetch = createFetch({ fetch: opts.fetch ?? globalThis.fetch });
+  const initCache = new LRUCache<string, string>({ max: INIT_CACHE_MAX, ttl: opts.initCacheTtlMs ?? 60_000 });
+  const closing = new AbortController();
+  const callSignal = (link: ShareLinkConfig) =>
+    AbortSignal.any([closing.signal, AbortSignal.timeout(link.callbackTimeoutMs)]);
+
+  /** One verification call; resolves with the reply's `data` only when `success === true`. */
+  async function verify(kind: ShareCallbackKind, link: ShareLinkConfig, path: string, body: object): Promise<VerifyData> {
+    let status: number;
+    let reply: unknown;
+    try {
+      const res = await $fetch.raw(path, {
+        baseURL: link.authHost,
+        method: "POST",
+        body,
+        retry: false,
+        ignoreResponseError: true,
+        parseResponse: JSON.parse, // a reply that is not JSON is a broken server, not a rejection
+        signal: callSignal(link),
+      });
+      status = res.status;
+      reply = res._data;
+    } catch {
+      observer.shareCallback(kind, "error");
+      throw unavailable();
+    }
+    const verdict = readVerdict(status, reply);
+    if (verdict.kind === "broken") {
+      observer.shareCallback(kind, "error");
+      throw unavailable();
+    }
+    if (verdict.kind === "rejected") {
+      observer.shareCallback(kind, "rejected");
+      throw new GatewayError(403, "share_auth_rejected", verdict.message);
+    }
+    return verdict.data;
+  }
+
+  /** The uid the operator returned, reported as the call's outcome. */
+  function acceptUid(kind: ShareCallbackKind, uid: unknown): string {
+    if (!isValidUid(uid)) {
+      observer.shareCallback(kind, "error");
+      throw invalidUid();
+    }
+    observer.shareCallback(kind, "success");
+    return uid;
+  }
+
+  async function sendFinish(job: FinishJob): Promise<void> {
+    try {
+      await $fetch.raw("/shareAuth/finish", {
+        baseURL: job.link.authHost,
+        method: "POST",
+        body: job.body,
+        responseType: "text",
+        retry: retries,
+        // ofetch calls this once per retry it is about to make: the one place to count retries
+        retryDelay: (ctx) => {
+          if (closing.signal.aborted) return 0;
+          observer.shareCallback("finish", "retry");
+          return backoffMs * 2 ** (retries - Number(ctx.options.retry));
+        },
+        // a fresh timeout per attempt; a closed gateway makes no further attempt
+        onRequest: (ctx) => {
+          closing.signal.throwIfAborted();
+          ctx.options.signal = callSignal(job.link);
+        },
+      });
+      observer.shareCallback("finish", "success");
+    } catch {
+      observer.shareCallback("finish", "error");
+    }
+  }
+
+  const finishQueue = createWorkQueue(sendFinish, {
+    max: opts.finishQueueMax ?? 1000,
+    concurrency: FINISH_CONCURRENCY,
+  });
+
+  return {
+    async init(link, token) {
+      if (!link.authHost) return validateUid(token);
+      const key = `${link.shareId}\n${link.authHost}\n${token}`;
+      const cached = initCache.get(key);
+      if (cached !== undefined) return cached;
+      const data = await verify("init", link, "/shareAuth/init", { token });
+      const uid = acceptUid("init", data.uid);
+      initCache.set(key, uid);
+      return uid;
+    },
+
+    async start(link, token, question) {
+      if (!link.authHost) return validateUid(token);
+      const data = await verify("start", link, "/shareAuth/start", { token, question });
+      if (data.uid === undefined || data.uid === null) {
+        const uid = validateUid(token);
+        observer.shareCallback("start", "success");
+        return uid;
+      }
+      return acceptUid("start", data.uid);
+    },
+
+    finish(link, token, appName, responseData) {
+      if (!link.authHost) return;
+      const accepted = !closing.signal.aborted && finishQueue.offer({ link, body: { token, appName, responseData } });
+      if (!accepted) observer.shareCallback("finish", "dropped");
+    },
+
+    drain: () => finishQueue.drain(),
+
+    async close() {
+      closing.abort();
+      for (let i = finishQueue.clear(); i > 0; i--) observer.shareCallback("finish", "dropped");
+      await finishQueue.drain();
+    },
+  };
+}
+
+/**
+ * What a verification reply means: its `data` when the user may go on, the text to show when the
+ * operator refused, or "broken" when the reply is no verification answer at all.
+ */
+function readVerdict(status: number, reply: unknown): Verdict {
+  const ok = status >= 200 && status < 300;
+  if (!isRecord(reply)) return { kind: "broken" };
+  if (reply.success === true) {
+    return ok ? { kind: "passed", data: isRecord(reply.data) ? reply.data : {} } : { kind: "broken" };
+  }
+  // an error status counts as a refusal only when the body says so explicitly
+  if (!ok && reply.success !== false) return { kind: "broken" };
+  return { kind: "rejected", message: pickMessage(reply.message) ?? pickMessage(reply.msg) ?? GENERIC_REJECTION };
+}
+
+function pickMessage(value: unknown): string | undefined {
+  if (typeof value !== "string" || value.trim() === "") return undefined;
+  return value.length > MAX_MESSAGE_CHARS ? `${value.slice(0, MAX_MESSAGE_CHARS)}…` : value;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

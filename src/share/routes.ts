@@ -1,0 +1,114 @@
+// The share-link API (CONTRACTS §6): init, a user's chat list, one chat's messages, and the chat
+// window page. Tokens travel in JSON bodies so they stay out of URLs and access logs.
+import type { H3Event } from "h3";
+import { z } from "zod";
+import type { ShareLinkConfig } from "../config/schema.js";
+import { GatewayError, badRequest, notFound } from "../http/errors.js";
+import type { ChatOwner, Store } from "../store/types.js";
+import type { ShareAuth } from "./callbacks.js";
+import { resolveShareLink } from "./links.js";
+import { sharePageResponse } from "./page.js";
+
+export interface ShareRoutesDeps {
+  links: Map<string, ShareLinkConfig>;
+  apps: Map<string, { id: string; name?: string }>;
+  store: Store;
+  auth: ShareAuth;
+  now?: () => number;
+  /** The request body as JSON (the gateway's body limit and parse errors apply). */
+  readJson: (event: H3Event) => Promise<unknown>;
+}
+
+export interface ShareRoutes {
+  init(event: H3Event): Promise<ShareInitReply>;
+  chats(event: H3Event): Promise<{ chats: ShareChatSummary[] }>;
+  chat(event: H3Event): Promise<ShareChatReply>;
+  page(event: H3Event): Response;
+}
+
+export interface ShareChatSummary {
+  chatId: string;
+  title: string;
+  updatedAt: number;
+}
+
+export interface ShareInitReply {
+  shareId: string;
+  appName: string;
+  uid: string;
+  chats: ShareChatSummary[];
+}
+
+export interface ShareChatReply {
+  chatId: string;
+  messages: Array<{ role: "user" | "assistant"; content: string; createdAt: number }>;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+// CONTRACTS §6 / seed §8: a user's record pull is at most 20 chats from the last 30 days
+const LIST_LIMIT = 20;
+const LIST_WINDOW_MS = 30 * DAY_MS;
+const MAX_CHAT_MESSAGES = 1000;
+
+const userBody = z.object({
+  shareId: z.string().min(1).max(64),
+  outLinkUid: z.string().min(1).max(4096),
+});
+const chatBody = userBody.extend({ chatId: z.string().min(1).max(255) });
+
+export function createShareRoutes(deps: ShareRoutesDeps): ShareRoutes {
+  const now = deps.now ?? Date.now;
+
+  /** The link and the user's uid; the operator's init callback (cached) maps a token to a uid. */
+  async function identify(body: z.infer<typeof userBody>) {
+    const link = resolveShareLink(deps.links, body.shareId, now());
+    const uid = await deps.auth.init(link, body.outLinkUid);
+    const owner: ChatOwner = { shareId: link.shareId, uid };
+    return { link, owner };
+  }
+  const readBody = async <S extends z.ZodType>(event: H3Event, schema: S) =>
+    parseBody(schema, await deps.readJson(event));
+
+  const listChats = (owner: ChatOwner) =>
+    deps.store.listChats(owner, { since: now() - LIST_WINDOW_MS, limit: LIST_LIMIT });
+
+  return {
+    async init(event) {
+      const { link, owner } = await identify(await readBody(event, userBody));
+      const appName = deps.apps.get(link.appId)?.name ?? link.appId;
+      return { shareId: link.shareId, appName, uid: owner.uid, chats: await listChats(owner) };
+    },
+
+    async chats(event) {
+      const { owner } = await identify(await readBody(event, userBody));
+      return { chats: await listChats(owner) };
+    },
+
+    async chat(event) {
+      const { chatId, ...user } = await readBody(event, chatBody);
+      const { link, owner } = await identify(user);
+      const info = await deps.store.getChat(link.appId, chatId);
+      if (!info) throw notFound("chat_not_found", "This chat does not exist.");
+      if (info.owner?.shareId !== owner.shareId || info.owner.uid !== owner.uid) {
+        throw new GatewayError(403, "chat_not_owned", "This chat belongs to another user.");
+      }
+      const messages = await deps.store.loadMessages(link.appId, chatId, MAX_CHAT_MESSAGES);
+      return {
+        chatId,
+        messages: messages.map(({ role, content, createdAt }) => ({ role, content, createdAt })),
+      };
+    },
+
+    page: () => sharePageResponse(),
+  };
+}
+
+/** The body checked by `schema`, or a 400 naming the first wrong field. */
+function parseBody<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
+  const result = schema.safeParse(raw);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const field = issue?.path.join(".") || null;
+  const where = field ? `${field}: ` : "";
+  throw badRequest("invalid_request", `Invalid request body: ${where}${issue?.message ?? "malformed"}`, field);
+}

@@ -1,0 +1,67 @@
+// The SQLite schema and its versions. `PRAGMA user_version` holds how many migrations a database
+// has had; at open, the missing ones run in order inside one transaction.
+import type Database from "better-sqlite3";
+
+/** Append only: a released migration is never edited, a change is a new entry. */
+const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE chats (
+    app_id     TEXT    NOT NULL,
+    chat_id    TEXT    NOT NULL,
+    share_id   TEXT,
+    uid        TEXT,
+    title      TEXT    NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (app_id, chat_id)
+  );
+  CREATE INDEX chats_by_owner ON chats (share_id, uid, updated_at);
+
+  CREATE TABLE messages (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    app_id     TEXT    NOT NULL,
+    chat_id    TEXT    NOT NULL,
+    role       TEXT    NOT NULL CHECK (role IN ('user', 'assistant')),
+    content    TEXT    NOT NULL,
+    created_at INTEGER NOT NULL
+  );
+  CREATE INDEX messages_by_chat ON messages (app_id, chat_id, id);
+
+  CREATE TABLE usage (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    time          INTEGER NOT NULL,
+    app_id        TEXT    NOT NULL,
+    key_name      TEXT,
+    share_id      TEXT,
+    model         TEXT    NOT NULL,
+    channel       TEXT    NOT NULL,
+    input_tokens  INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    points        REAL    NOT NULL,
+    status        INTEGER NOT NULL,
+    duration_ms   INTEGER NOT NULL,
+    chat_id       TEXT
+  );
+  CREATE INDEX usage_by_time ON usage (time);
+  CREATE INDEX usage_by_app_time ON usage (app_id, time);
+
+  CREATE TABLE spend (
+    scope  TEXT PRIMARY KEY,
+    points REAL NOT NULL DEFAULT 0
+  );
+  `,
+];
+
+/** Brings the database to the latest schema version; refuses a database made by a newer build. */
+export function migrate(db: Database.Database): void {
+  const apply = db.transaction(() => {
+    const current = db.pragma("user_version", { simple: true }) as number;
+    if (current > MIGRATIONS.length) {
+      throw new Error(`the database has schema version ${current}; this build knows up to ${MIGRATIONS.length}`);
+    }
+    for (const step of MIGRATIONS.slice(current)) db.exec(step);
+    db.pragma(`user_version = ${MIGRATIONS.length}`);
+  });
+  // immediate: two processes opening a fresh file at once must not both run version 1
+  apply.immediate();
+}

@@ -1,0 +1,223 @@
+// The SQLite Store: conversations, share-link chat lists, usage rows and spend counters persist in
+// one database file (or `:memory:`); rate windows live in process memory, as they need not survive
+// a restart.
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import Database from "better-sqlite3";
+import { LRUCache } from "lru-cache";
+import { migrate } from "./migrations.js";
+import type {
+  AppendRoundInput,
+  ChatInfo,
+  ChatMessage,
+  ChatSummary,
+  RateDecision,
+  Store,
+  UsageQuery,
+  UsageRow,
+  UsageSummary,
+  UsageTotals,
+} from "./types.js";
+
+const TITLE_MAX_CHARS = 60;
+const RATE_WINDOW_MS = 60_000;
+const RATE_MAX_SCOPES = 10_000;
+const BUSY_TIMEOUT_MS = 5_000;
+
+interface ChatRow {
+  share_id: string | null;
+  uid: string | null;
+  title: string;
+  updated_at: number;
+}
+interface MessageRow {
+  role: "user" | "assistant";
+  content: string;
+  created_at: number;
+}
+interface SummaryRow extends UsageTotals {
+  name: string;
+}
+interface UsageFilter {
+  from: number;
+  to: number;
+  appId: string | null;
+}
+type Statements = ReturnType<typeof prepareStatements>;
+
+export function createSqliteStore(path: string): Store {
+  const db = openDatabase(path);
+  const sql = prepareStatements(db);
+  const hitRate = createRateWindows();
+  return {
+    ...createChatOps(db, sql),
+    ...createUsageOps(db, sql),
+    async hitRate(scope, limit, now) {
+      return hitRate(scope, limit, now);
+    },
+    async ping() {
+      sql.ping.get();
+    },
+    async close() {
+      if (db.open) db.close();
+    },
+  };
+}
+
+function openDatabase(path: string): Database.Database {
+  const inMemory = path === ":memory:" || path === "";
+  if (!inMemory && !path.startsWith("file:")) mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  // In WAL mode with synchronous=NORMAL a commit has written its frames to the WAL file (the OS
+  // page cache) before it returns; only the fsync waits for checkpoints. So every committed
+  // transaction survives `kill -9` of this process; only a power loss or OS crash can drop the
+  // last commits. That is the durability we promise, at a fraction of the cost of FULL.
+  db.pragma("synchronous = NORMAL");
+  // Several gateway processes may share the file: wait for the writer instead of failing at once.
+  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  migrate(db);
+  return db;
+}
+
+function prepareStatements(db: Database.Database) {
+  const totals = `COUNT(*) AS requests, COALESCE(SUM(input_tokens), 0) AS inputTokens,
+    COALESCE(SUM(output_tokens), 0) AS outputTokens, COALESCE(SUM(points), 0) AS points`;
+  const filter = `WHERE time >= @from AND time < @to AND (@appId IS NULL OR app_id = @appId)`;
+  const grouped = (column: string) =>
+    db.prepare<UsageFilter, SummaryRow>(
+      `SELECT ${column} AS name, ${totals} FROM usage ${filter} GROUP BY ${column} ORDER BY ${column}`,
+    );
+  return {
+    getChat: db.prepare<[string, string], ChatRow>(
+      `SELECT share_id, uid, title, updated_at FROM chats WHERE app_id = ? AND chat_id = ?`,
+    ),
+    upsertChat: db.prepare<{ appId: string; chatId: string; shareId: string | null; uid: string | null; title: string; at: number }>(
+      `INSERT INTO chats (app_id, chat_id, share_id, uid, title, created_at, updated_at)
+       VALUES (@appId, @chatId, @shareId, @uid, @title, @at, @at)
+       ON CONFLICT (app_id, chat_id) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at)`,
+    ),
+    insertMessage: db.prepare<[string, string, string, string, number]>(
+      `INSERT INTO messages (app_id, chat_id, role, content, created_at) VALUES (?, ?, ?, ?, ?)`,
+    ),
+    lastMessages: db.prepare<[string, string, number], MessageRow>(
+      `SELECT role, content, created_at FROM (
+         SELECT id, role, content, created_at FROM messages
+         WHERE app_id = ? AND chat_id = ? ORDER BY id DESC LIMIT ?
+       ) ORDER BY id ASC`,
+    ),
+    listChats: db.prepare<[string, string, number, number], { chat_id: string; title: string; updated_at: number }>(
+      `SELECT chat_id, title, updated_at FROM chats
+       WHERE share_id = ? AND uid = ? AND updated_at >= ?
+       ORDER BY updated_at DESC, rowid DESC LIMIT ?`,
+    ),
+    insertUsage: db.prepare<UsageRow>(
+      `INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens,
+         points, status, duration_ms, chat_id)
+       VALUES (@time, @appId, @keyName, @shareId, @model, @channel, @inputTokens, @outputTokens,
+         @points, @status, @durationMs, @chatId)`,
+    ),
+    addSpend: db.prepare<[string, number]>(
+      `INSERT INTO spend (scope, points) VALUES (?, ?)
+       ON CONFLICT (scope) DO UPDATE SET points = points + excluded.points`,
+    ),
+    getSpent: db.prepare<[string], { points: number }>(`SELECT points FROM spend WHERE scope = ?`),
+    usageTotals: db.prepare<UsageFilter, UsageTotals>(`SELECT ${totals} FROM usage ${filter}`),
+    usageByApp: grouped("app_id"),
+    usageByModel: grouped("model"),
+    ping: db.prepare(`SELECT 1`),
+  };
+}
+
+function createChatOps(db: Database.Database, sql: Statements) {
+  const appendRound = db.transaction((input: AppendRoundInput) => {
+    sql.upsertChat.run({
+      appId: input.appId,
+      chatId: input.chatId,
+      shareId: input.owner?.shareId ?? null,
+      uid: input.owner?.uid ?? null,
+      title: titleFrom(input.user),
+      at: input.at,
+    });
+    sql.insertMessage.run(input.appId, input.chatId, "user", input.user, input.at);
+    sql.insertMessage.run(input.appId, input.chatId, "assistant", input.assistant, input.at);
+  });
+
+  return {
+    async getChat(appId: string, chatId: string): Promise<ChatInfo | undefined> {
+      const row = sql.getChat.get(appId, chatId);
+      if (!row) return undefined;
+      const owner = row.share_id !== null && row.uid !== null ? { shareId: row.share_id, uid: row.uid } : null;
+      return { chatId, owner, title: row.title, updatedAt: row.updated_at };
+    },
+    async loadMessages(appId: string, chatId: string, limit: number): Promise<ChatMessage[]> {
+      const count = Math.floor(limit);
+      if (!(count > 0)) return [];
+      return sql.lastMessages
+        .all(appId, chatId, count)
+        .map((m) => ({ role: m.role, content: m.content, createdAt: m.created_at }));
+    },
+    async appendRound(input: AppendRoundInput): Promise<void> {
+      // immediate: take the write lock up front so another process cannot make this commit fail
+      appendRound.immediate(input);
+    },
+    async listChats(owner: { shareId: string; uid: string }, opts: { since: number; limit: number }): Promise<ChatSummary[]> {
+      const count = Math.floor(opts.limit);
+      if (!(count > 0)) return [];
+      return sql.listChats
+        .all(owner.shareId, owner.uid, opts.since, count)
+        .map((c) => ({ chatId: c.chat_id, title: c.title, updatedAt: c.updated_at }));
+    },
+  };
+}
+
+function createUsageOps(db: Database.Database, sql: Statements) {
+  const recordUsage = db.transaction((row: UsageRow, scopes: string[]) => {
+    sql.insertUsage.run(row);
+    // a scope named twice is still one budget: count the row once
+    for (const scope of new Set(scopes)) sql.addSpend.run(scope, row.points);
+  });
+
+  return {
+    async recordUsage(row: UsageRow, spendScopes: string[]): Promise<void> {
+      recordUsage.immediate(row, spendScopes);
+    },
+    async summarizeUsage(query: UsageQuery): Promise<UsageSummary> {
+      const filter: UsageFilter = {
+        from: query.from ?? Number.MIN_SAFE_INTEGER,
+        to: query.to ?? Number.MAX_SAFE_INTEGER,
+        appId: query.appId ?? null,
+      };
+      const totals = sql.usageTotals.get(filter) ?? { requests: 0, inputTokens: 0, outputTokens: 0, points: 0 };
+      return {
+        totals: { ...totals },
+        apps: sql.usageByApp.all(filter).map(({ name, ...t }) => ({ appId: name, ...t })),
+        models: sql.usageByModel.all(filter).map(({ name, ...t }) => ({ model: name, ...t })),
+      };
+    },
+    async getSpent(scope: string): Promise<number> {
+      return sql.getSpent.get(scope)?.points ?? 0;
+    },
+  };
+}
+
+/** The first user turn, whitespace collapsed, cut to 60 characters (code points, not UTF-16 units). */
+function titleFrom(user: string): string {
+  return Array.from(user.replace(/\s+/g, " ").trim()).slice(0, TITLE_MAX_CHARS).join("");
+}
+
+/** 60-second sliding windows per scope; a refused hit is not counted. */
+function createRateWindows() {
+  // the TTL drops a scope once its newest hit has left the window: an idle scope costs nothing
+  const windows = new LRUCache<string, number[]>({ max: RATE_MAX_SCOPES, ttl: RATE_WINDOW_MS });
+  return (scope: string, limit: number, now: number): RateDecision => {
+    const hits = windows.get(scope) ?? [];
+    while (hits.length > 0 && hits[0]! <= now - RATE_WINDOW_MS) hits.shift();
+    if (hits.length >= limit) {
+      return { allowed: false, retryAfterMs: (hits[0] ?? now) + RATE_WINDOW_MS - now };
+    }
+    hits.push(now);
+    windows.set(scope, hits);
+    return { allowed: true, retryAfterMs: 0 };
+  };
+}

@@ -1,0 +1,35 @@
+// What a channel gives back, whatever the channel is (an OpenAI-compatible server or the echo demo).
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens?: number;
+}
+
+/** A non-stream answer: the upstream's chat.completion object. */
+export interface CompletionJson {
+  id?: string;
+  object?: string;
+  created?: number;
+  model?: string;
+  choices: Array<{ index?: number; message?: { role?: string; content?: string | null }; finish_reason?: string | null }>;
+  usage?: Usage | null;
+  [key: string]: unknown;
+}
+
+export type UpstreamAnswer =
+  | { kind: "json"; completion: CompletionJson }
+  /** `events` yields the `data:` payloads of the upstream's SSE stream, `[DONE]` excluded. */
+  | { kind: "stream"; events: AsyncIterable<string> };
+
+export interface UpstreamRequest {
+  body: Record<string, unknown>;
+  stream: boolean;
+  signal: AbortSignal;
+}
+
+export interface ChannelClient {
+  readonly name: string;
+  send(req: UpstreamRequest): Promise<UpstreamAnswer>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,206 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createStore } from "../src/store/index.js";
+import { createSqliteStore } from "../src/store/sqlite.js";
+import type { AppendRoundInput, Store, UsageRow } from "../src/store/types.js";
+
+const DAY = 24 * 60 * 60 * 1000;
+const T0 = Date.UTC(2025, 0, 1);
+const alice = { shareId: "public", uid: "alice" };
+
+function round(over: Partial<AppendRoundInput> & { user: string }): AppendRoundInput {
+  return { appId: "support", chatId: "c1", owner: null, assistant: `re: ${over.user}`, at: T0, ...over };
+}
+
+function usage(over: Partial<UsageRow>): UsageRow {
+  return {
+    time: T0, appId: "support", keyName: "web", shareId: null, model: "glm", channel: "local",
+    inputTokens: 10, outputTokens: 5, points: 1, status: 200, durationMs: 30, chatId: null, ...over,
+  };
+}
+
+let store: Store;
+beforeEach(() => {
+  store = createSqliteStore(":memory:");
+});
+afterEach(async () => {
+  await store.close();
+});
+
+describe("conversations", () => {
+  it("keeps a three-round history in order, oldest first", async () => {
+    for (const user of ["one", "two", "three"]) await store.appendRound(round({ user }));
+    const messages = await store.loadMessages("support", "c1", 100);
+    expect(messages.map((m) => `${m.role}:${m.content}`)).toEqual([
+      "user:one", "assistant:re: one", "user:two", "assistant:re: two", "user:three", "assistant:re: three",
+    ]);
+    expect(messages[0]!.createdAt).toBe(T0);
+  });
+
+  it("loads only the last `limit` messages, still oldest first", async () => {
+    for (const user of ["one", "two", "three"]) await store.appendRound(round({ user }));
+    const last = await store.loadMessages("support", "c1", 3);
+    expect(last.map((m) => m.content)).toEqual(["re: two", "three", "re: three"]);
+    expect(await store.loadMessages("support", "c1", 0)).toEqual([]);
+    expect(await store.loadMessages("support", "nope", 10)).toEqual([]);
+  });
+
+  it("keeps chats apart, and the same chatId under two apps is two chats", async () => {
+    await store.appendRound(round({ user: "in c1" }));
+    await store.appendRound(round({ chatId: "c2", user: "in c2" }));
+    await store.appendRound(round({ appId: "sales", user: "sales c1" }));
+    const content = async (appId: string, chatId: string) =>
+      (await store.loadMessages(appId, chatId, 10)).map((m) => m.content);
+    expect(await content("support", "c1")).toEqual(["in c1", "re: in c1"]);
+    expect(await content("support", "c2")).toEqual(["in c2", "re: in c2"]);
+    expect(await content("sales", "c1")).toEqual(["sales c1", "re: sales c1"]);
+    expect((await store.getChat("sales", "c1"))?.title).toBe("sales c1");
+  });
+
+  it("titles a chat with its first user turn, whitespace collapsed, at most 60 characters", async () => {
+    await store.appendRound(round({ user: `  hello \n\t world ${"x".repeat(100)}` }));
+    await store.appendRound(round({ user: "a later question" }));
+    const chat = await store.getChat("support", "c1");
+    expect(chat?.title).toBe(`hello world ${"x".repeat(48)}`);
+    expect(chat?.title).toHaveLength(60);
+  });
+
+  it("returns the owner, title and updatedAt of a chat; undefined for none", async () => {
+    await store.appendRound(round({ chatId: "s1", owner: alice, user: "hi", at: T0 }));
+    await store.appendRound(round({ chatId: "s1", owner: alice, user: "again", at: T0 + 5 }));
+    await store.appendRound(round({ chatId: "k1", user: "by key" }));
+    expect(await store.getChat("support", "s1")).toEqual({ chatId: "s1", owner: alice, title: "hi", updatedAt: T0 + 5 });
+    expect((await store.getChat("support", "k1"))?.owner).toBeNull();
+    expect(await store.getChat("support", "missing")).toBeUndefined();
+  });
+
+  it("loses no turn when 50 rounds are appended to one chat at once", async () => {
+    const users = Array.from({ length: 50 }, (_, i) => `q${i}`);
+    await Promise.all(users.map((user) => store.appendRound(round({ user }))));
+    const messages = await store.loadMessages("support", "c1", 1000);
+    expect(messages).toHaveLength(100);
+    for (let i = 0; i < 100; i += 2) {
+      // each round stays whole: its answer follows its question
+      expect(messages[i + 1]!.content).toBe(`re: ${messages[i]!.content}`);
+    }
+    expect(new Set(messages.filter((m) => m.role === "user").map((m) => m.content))).toEqual(new Set(users));
+  });
+});
+
+describe("share-link chat lists", () => {
+  it("lists at most 20 chats updated since the cut-off, newest first, for that user only", async () => {
+    const now = T0 + 60 * DAY;
+    for (let i = 0; i < 25; i++) {
+      await store.appendRound(round({ chatId: `new${i}`, owner: alice, user: `q${i}`, at: now - i * 1000 }));
+    }
+    await store.appendRound(round({ chatId: "old", owner: alice, user: "old", at: now - 31 * DAY }));
+    await store.appendRound(round({ chatId: "bob", owner: { shareId: "public", uid: "bob" }, user: "b", at: now }));
+    await store.appendRound(round({ chatId: "other-link", owner: { shareId: "vip", uid: "alice" }, user: "v", at: now }));
+
+    const chats = await store.listChats(alice, { since: now - 30 * DAY, limit: 20 });
+    expect(chats).toHaveLength(20);
+    expect(chats.map((c) => c.chatId)).toEqual(Array.from({ length: 20 }, (_, i) => `new${i}`));
+    expect(chats[0]).toEqual({ chatId: "new0", title: "q0", updatedAt: now });
+
+    const all = await store.listChats(alice, { since: now - 30 * DAY, limit: 100 });
+    expect(all.map((c) => c.chatId)).not.toContain("old");
+    expect(all).toHaveLength(25);
+  });
+
+  it("moves a chat to the top when a round is added to it", async () => {
+    await store.appendRound(round({ chatId: "a", owner: alice, user: "a", at: T0 }));
+    await store.appendRound(round({ chatId: "b", owner: alice, user: "b", at: T0 + 1 }));
+    await store.appendRound(round({ chatId: "a", owner: alice, user: "a2", at: T0 + 2 }));
+    const chats = await store.listChats(alice, { since: 0, limit: 20 });
+    expect(chats.map((c) => c.chatId)).toEqual(["a", "b"]);
+  });
+});
+
+describe("usage and spend", () => {
+  it("summarises usage overall, per app and per model, filtered by from, to and appId", async () => {
+    await store.recordUsage(usage({ time: T0, inputTokens: 10, outputTokens: 5, points: 1.5 }), []);
+    await store.recordUsage(usage({ time: T0 + 10, model: "qwen", inputTokens: 20, outputTokens: 2, points: 2 }), []);
+    await store.recordUsage(usage({ time: T0 + 20, appId: "sales", inputTokens: 1, outputTokens: 1, points: 0.5 }), []);
+
+    const all = await store.summarizeUsage({});
+    expect(all.totals).toEqual({ requests: 3, inputTokens: 31, outputTokens: 8, points: 4 });
+    expect(all.apps).toEqual([
+      { appId: "sales", requests: 1, inputTokens: 1, outputTokens: 1, points: 0.5 },
+      { appId: "support", requests: 2, inputTokens: 30, outputTokens: 7, points: 3.5 },
+    ]);
+    expect(all.models).toEqual([
+      { model: "glm", requests: 2, inputTokens: 11, outputTokens: 6, points: 2 },
+      { model: "qwen", requests: 1, inputTokens: 20, outputTokens: 2, points: 2 },
+    ]);
+
+    // from is inclusive, to exclusive
+    const window = await store.summarizeUsage({ from: T0 + 10, to: T0 + 20 });
+    expect(window.totals).toEqual({ requests: 1, inputTokens: 20, outputTokens: 2, points: 2 });
+    const sales = await store.summarizeUsage({ appId: "sales" });
+    expect(sales.totals.requests).toBe(1);
+    expect(sales.apps.map((a) => a.appId)).toEqual(["sales"]);
+
+    const none = await store.summarizeUsage({ from: T0 + 1000 });
+    expect(none).toEqual({ totals: { requests: 0, inputTokens: 0, outputTokens: 0, points: 0 }, apps: [], models: [] });
+  });
+
+  it("adds each usage row's points to every named spend scope once", async () => {
+    expect(await store.getSpent("app:support")).toBe(0);
+    await store.recordUsage(usage({ points: 2 }), ["app:support", "key:web"]);
+    await store.recordUsage(usage({ points: 3 }), ["app:support", "app:support"]);
+    expect(await store.getSpent("app:support")).toBe(5);
+    expect(await store.getSpent("key:web")).toBe(2);
+    expect(await store.getSpent("share:public")).toBe(0);
+  });
+});
+
+describe("rate windows", () => {
+  it("allows `limit` hits per 60 s and says when the oldest hit leaves the window", async () => {
+    expect(await store.hitRate("key:web", 2, T0)).toEqual({ allowed: true, retryAfterMs: 0 });
+    expect((await store.hitRate("key:web", 2, T0 + 1000)).allowed).toBe(true);
+    expect(await store.hitRate("key:web", 2, T0 + 15_000)).toEqual({ allowed: false, retryAfterMs: 45_000 });
+    // another scope has its own window
+    expect((await store.hitRate("key:other", 2, T0 + 15_000)).allowed).toBe(true);
+    // the first hit has left the window; the refused hit was not counted
+    expect((await store.hitRate("key:web", 2, T0 + 60_000)).allowed).toBe(true);
+    expect(await store.hitRate("key:web", 2, T0 + 60_500)).toEqual({ allowed: false, retryAfterMs: 500 });
+  });
+});
+
+describe("persistence", () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "sluice-store-"));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("keeps chats, usage and spend across a close and reopen, creating the parent folder", async () => {
+    const path = join(dir, "nested", "sluice.db");
+    const first = createStore({ driver: "sqlite", path });
+    await first.appendRound(round({ owner: alice, user: "remember me" }));
+    await first.recordUsage(usage({ points: 4 }), ["share:public"]);
+    await first.close();
+
+    const second = createStore({ driver: "sqlite", path });
+    try {
+      await second.ping();
+      expect((await second.loadMessages("support", "c1", 10)).map((m) => m.content)).toEqual(["remember me", "re: remember me"]);
+      expect(await second.listChats(alice, { since: 0, limit: 20 })).toHaveLength(1);
+      expect((await second.summarizeUsage({})).totals.requests).toBe(1);
+      expect(await second.getSpent("share:public")).toBe(4);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it("opens a memory store and refuses the redis driver for now", async () => {
+    const memory = createStore({ driver: "memory" });
+    await memory.ping();
+    await memory.close();
+    expect(() => createStore({ driver: "redis", url: "redis://127.0.0.1" })).toThrow(/not available yet/);
+  });
+});
