@@ -17,6 +17,9 @@ interface StoredKey {
   identity: KeyIdentity;
 }
 
+export const missingApiKey = () =>
+  new GatewayError(401, "missing_api_key", "Missing API key: send it as 'Authorization: Bearer <key>'.");
+
 const sha256 = (value: string): Buffer => createHash("sha256").update(value, "utf8").digest();
 
 export function createKeyring(keys: ApiKeyConfig[]) {
@@ -28,9 +31,7 @@ export function createKeyring(keys: ApiKeyConfig[]) {
   /** The key's identity; 401 when the header is missing, garbled or names no configured key. */
   function authenticate(authorization: string | null | undefined): KeyIdentity {
     const key = bearerToken(authorization);
-    if (!key) {
-      throw new GatewayError(401, "missing_api_key", "Missing API key: send it as 'Authorization: Bearer <key>'.");
-    }
+    if (!key) throw missingApiKey();
     const digest = sha256(key);
     let found: KeyIdentity | undefined;
     // Compare against every key, so timing reveals neither which key matched nor how many exist.

@@ -1,7 +1,7 @@
 // Who is calling the chat endpoint: an app key, or a share-link user (no key). Resolves the app,
 // the model it may use, and the budget and rate limits that apply.
 import type { AppConfig, ModelConfig, ShareLinkConfig } from "../config/schema.js";
-import type { Keyring, KeyIdentity } from "../auth/keys.js";
+import { missingApiKey, type Keyring, type KeyIdentity } from "../auth/keys.js";
 import { GatewayError, notFound } from "../http/errors.js";
 import type { QuotaLimit } from "./quota.js";
 import type { ChatRequest } from "./request-schema.js";
@@ -20,8 +20,9 @@ export interface CallerDeps {
   resolveShareLink: (shareId: unknown, now: number) => ShareLinkConfig;
 }
 
-export function identifyCaller(deps: CallerDeps, authorization: string | null, req: ChatRequest, now: number): Caller {
-  if (req.shareId !== undefined && !authorization) {
+/** `key`: the identity of the request's Authorization header, checked before the body was read. */
+export function identifyCaller(deps: CallerDeps, key: KeyIdentity | undefined, req: ChatRequest, now: number): Caller {
+  if (!key && req.shareId !== undefined) {
     const link = deps.resolveShareLink(req.shareId, now);
     if (!req.outLinkUid) throw new GatewayError(400, "missing_out_link_uid", "outLinkUid is required with shareId.", { param: "outLinkUid" });
     const app = deps.apps.get(link.appId)!;
@@ -34,7 +35,7 @@ export function identifyCaller(deps: CallerDeps, authorization: string | null, r
       ],
     };
   }
-  const key = deps.keyring.authenticate(authorization);
+  if (!key) throw missingApiKey();
   if (key.kind !== "app" || !key.appId) {
     throw new GatewayError(403, "app_key_required", "Chat needs an application key: this is a global key. Use the API key of the application you want to chat with.");
   }

@@ -32,28 +32,32 @@ export function createChatHandler(deps: ChatDeps) {
     const started = performance.now();
     const facts = factsOf(event);
 
-    // 1. The body, validated.
+    // 1. A key, when one is sent, is checked before the body is read: a wrong key costs no parsing.
+    const authorization = event.req.headers.get("authorization");
+    const key = authorization ? deps.keyring.authenticate(authorization) : undefined;
+
+    // 2. The body, validated.
     const req = parseChatRequest(await readJsonBody(event, deps.bodyLimit));
     facts.stream = req.stream === true;
 
-    // 2. The caller (app key or share-link user), its app and the model.
-    const caller = identifyCaller(deps, event.req.headers.get("authorization"), req, time);
+    // 3. The caller (app key or share-link user), its app and the model.
+    const caller = identifyCaller(deps, key, req, time);
     Object.assign(facts, { appId: caller.app.id, keyName: caller.key?.name, shareId: caller.share?.link.shareId });
     const model = resolveModel(deps.models, caller.app, req.model, deps.router.serves);
     facts.model = model.model;
 
-    // 3. Budgets and rates: reserve before the call, settle after.
+    // 4. Budgets and rates: reserve before the call, settle after.
     const reservation = await deps.quota.admit(caller.limits, time);
     let ex: Exchange | undefined;
     try {
-      // 4. Share-link users: the operator's before-chat check gives the uid.
+      // 5. Share-link users: the operator's before-chat check gives the uid.
       const uid = caller.share ? await deps.shareAuth.start(caller.share.link, caller.share.token, lastUserText(req.messages)) : undefined;
 
-      // 5. Conversation history, then the model's limits.
+      // 6. Conversation history, then the model's limits.
       const history = req.chatId ? await loadHistory(deps.store, caller, req.chatId, uid) : [];
       const limited = applyLimits(req, mergeHistory(history, req.messages), model, caller.app);
 
-      // 6. The upstream call, aborted when the client goes away.
+      // 7. The upstream call, aborted when the client goes away.
       const controller = new AbortController();
       const nodeRes = event.runtime?.node?.res;
       nodeRes?.once("close", () => nodeRes.writableFinished || controller.abort());
@@ -61,7 +65,7 @@ export function createChatHandler(deps: ChatDeps) {
       const { answer, channel } = await callUpstream(deps, ex, upstreamBody(req, model, limited), controller.signal);
       ex.channel = facts.channel = channel;
 
-      // 7. The answer, in the shape the client asked for.
+      // 8. The answer, in the shape the client asked for.
       const detail = req.detail === true && (!caller.share || caller.share.link.responseDetail);
       if (!req.stream) {
         if (answer.kind !== "json") throw new GatewayError(502, "upstream_bad_response", "The model server streamed an answer that was asked for whole.");

@@ -4,7 +4,7 @@
 (() => {
   const $ = (id) => document.getElementById(id);
   const ui = {
-    sidebar: $("sidebar"), toggle: $("toggle-sidebar"), list: $("chat-list"), newChat: $("new-chat"),
+    sidebar: $("sidebar"), toggle: $("toggle-sidebar"), main: $("main"), list: $("chat-list"), newChat: $("new-chat"),
     title: $("app-name"), error: $("error"), messages: $("messages"), form: $("composer"),
     input: $("input"), send: $("send"),
   };
@@ -252,6 +252,14 @@
     }
   });
   ui.newChat.addEventListener("click", newChat);
-  ui.toggle.addEventListener("click", () => openSidebar(!ui.sidebar.classList.contains("open")));
+  ui.toggle.addEventListener("click", (e) => {
+    e.stopPropagation(); // the click would otherwise reach #main and close the list again
+    openSidebar(!ui.sidebar.classList.contains("open"));
+  });
+  // phone width: the list covers the window; a tap beside it or Escape puts it away
+  ui.main.addEventListener("click", () => openSidebar(false));
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") openSidebar(false);
+  });
   start();
 })();

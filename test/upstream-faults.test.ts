@@ -1,0 +1,96 @@
+// Upstream faults (CONTRACTS §3, §4): each keeps a failing status and says nothing of the upstream.
+import { createServer } from "node:net";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { startGateway, type StartedGateway } from "./support/gateway.js";
+import { UPSTREAM_SECRET, startUpstream, type Upstream } from "./support/upstream.js";
+import { CHANNEL_KEY, chat, coreConfig, userMessage } from "./support/core-config.js";
+
+let upstream: Upstream;
+let gw: StartedGateway;
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+function expectNoLeak(text: string): void {
+  expect(text).not.toContain(UPSTREAM_SECRET);
+  expect(text).not.toContain(upstream.url);
+  expect(text).not.toContain("127.0.0.1");
+  expect(text).not.toContain(CHANNEL_KEY);
+}
+
+beforeAll(async () => {
+  upstream = await startUpstream();
+  const cfg = coreConfig(upstream.url);
+  (cfg.channels as Record<string, unknown>[])[0]!.firstByteTimeoutMs = 300;
+  gw = await startGateway(cfg);
+});
+afterAll(async () => {
+  await gw.close();
+  await upstream.close();
+});
+beforeEach(() => upstream.reset());
+
+describe("upstream faults", () => {
+  it("answers 502 when the model server cannot be reached", async () => {
+    const dead = await startGateway(coreConfig(`http://127.0.0.1:${await closedPort()}`));
+    try {
+      const res = await chat(dead.url, { messages: [userMessage("hi")] });
+      expect(res.status).toBe(502);
+      const text = await res.text();
+      expect(JSON.parse(text).error.code).toBe("upstream_unreachable");
+      expect(text).not.toContain("127.0.0.1");
+    } finally {
+      await dead.close();
+    }
+  });
+
+  it("answers 504 when the first byte does not come in time", async () => {
+    upstream.behave({ hang: true });
+    const res = await chat(gw.url, { messages: [userMessage("hi")] });
+    expect(res.status).toBe(504);
+    expect((await res.json()).error.code).toBe("upstream_timeout");
+  });
+
+  it.each([400, 401, 429, 500, 503])("passes upstream HTTP %i on with an OpenAI error body and no upstream secrets", async (status) => {
+    upstream.behave({ status });
+    const res = await chat(gw.url, { messages: [userMessage("hi")] });
+    expect(res.status).toBe(status);
+    const text = await res.text();
+    expect(JSON.parse(text).error).toMatchObject({ code: "upstream_error" });
+    expectNoLeak(text);
+  });
+
+  it("answers a stream request's upstream error with the status, before any byte is sent", async () => {
+    upstream.behave({ status: 503 });
+    const res = await chat(gw.url, { messages: [userMessage("hi")], stream: true });
+    expect(res.status).toBe(503);
+    expectNoLeak(await res.text());
+  });
+
+  it("keeps serving after upstream faults", async () => {
+    upstream.behave({ status: 500 });
+    await (await chat(gw.url, { messages: [userMessage("hi")] })).text();
+    upstream.reset();
+    expect((await chat(gw.url, { messages: [userMessage("hi")] })).status).toBe(200);
+  });
+
+  it("fails over to another channel when one is unreachable", async () => {
+    const cfg = coreConfig(upstream.url);
+    const channels = cfg.channels as Record<string, unknown>[];
+    channels.unshift({ name: "dead", baseUrl: `http://127.0.0.1:${await closedPort()}`, models: ["m1"], priority: 10 });
+    const failover = await startGateway(cfg);
+    try {
+      const res = await chat(failover.url, { messages: [userMessage("hi")] });
+      expect(res.status).toBe(200);
+      const metrics = await (await fetch(`${failover.url}/metrics`)).text();
+      expect(metrics).toMatch(/sluice_channel_up\{channel="dead"\} 0/);
+    } finally {
+      await failover.close();
+    }
+  });
+});
