@@ -21,6 +21,8 @@ import type { Store } from "./store/types.js";
 import { createChannelRouter } from "./upstream/router.js";
 import { createAdminRoutes } from "./admin-routes.js";
 
+const FINISH_DRAIN_MS = 10_000;
+
 export interface GatewayDeps {
   store: Store;
   /** more listeners besides metrics and the request log (tests) */
@@ -91,7 +93,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   return {
     app,
     async close() {
-      await shareAuth.drain();
+      // queued finish reports get a bounded chance; what is left is dropped (and counted)
+      await Promise.race([shareAuth.drain(), new Promise((resolve) => setTimeout(resolve, FINISH_DRAIN_MS).unref())]);
       await Promise.all([shareAuth.close(), router.close(), requestLog.close()]);
     },
   };

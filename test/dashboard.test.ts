@@ -189,11 +189,15 @@ async function startPrometheus(target: string, dir: string) {
     log = (log + chunk.toString()).slice(-4000); // the tail is enough to say why it failed
   });
   const url = `http://127.0.0.1:${port}`;
-  await pollUntil("Prometheus to be ready", 20_000, async () => {
+  const ready = await pollUntil("Prometheus to be ready", 20_000, async () => {
     if (child.exitCode !== null) throw new Error(`prometheus exited (${child.exitCode}):\n${log}`);
     const res = await fetch(`${url}/-/ready`).catch(() => undefined);
     return res?.status === 200;
-  });
+  }, false);
+  if (!ready) {
+    await stopProcess(child);
+    throw new Error(`Prometheus was not ready within 20 s:\n${log}`);
+  }
   return { url, process: child, log: () => log };
 }
 

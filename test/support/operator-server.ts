@@ -1,7 +1,6 @@
 // A real operator identity server for tests (seed 4.2–4.3, CONTRACTS §6): records every callback,
 // checks its method, path, headers and body, and answers as each token's mode says.
-import { once } from "node:events";
-import { EventEmitter } from "node:events";
+import { EventEmitter, once } from "node:events";
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
