@@ -90,12 +90,11 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   // The base `/api` alone, and every unknown path: 404 in the error shape, counted under one label.
   app.all("/**", observe("unmatched", () => Promise.reject(notFound("not_found", "No such endpoint."))));
 
-  return {
-    app,
-    async close() {
-      // queued finish reports get a bounded chance; what is left is dropped (and counted)
-      await Promise.race([shareAuth.drain(), new Promise((resolve) => setTimeout(resolve, FINISH_DRAIN_MS).unref())]);
-      await Promise.all([shareAuth.close(), router.close(), requestLog.close()]);
-    },
-  };
+  let closing: Promise<void> | undefined;
+  async function close(): Promise<void> {
+    // queued finish reports get a bounded chance; what is left is dropped (and counted)
+    await Promise.race([shareAuth.drain(), new Promise((resolve) => setTimeout(resolve, FINISH_DRAIN_MS).unref())]);
+    await Promise.all([shareAuth.close(), router.close(), requestLog.close()]);
+  }
+  return { app, close: () => (closing ??= close()) };
 }

@@ -1,5 +1,8 @@
 // Starts a real gateway on 127.0.0.1 (random port) for tests: raw config in, URL out.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { toNodeHandler } from "h3/node";
 import { parseConfig } from "../../src/config/load.js";
@@ -27,12 +30,18 @@ export interface StartOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/** Silent logs unless the test config says otherwise; in-memory store unless one is given. */
+/**
+ * In-memory store unless one is given. Unless the test config sets its own log, every request is
+ * logged at debug level to a temp file, and close() fails if that log or /metrics holds any
+ * configured key: the whole suite's traffic is scanned for secrets this way.
+ */
 export async function startGateway(rawConfig: unknown, opts: StartOptions = {}): Promise<StartedGateway> {
   const raw = rawConfig as Record<string, unknown>;
+  const server0 = (raw.server ?? {}) as Record<string, unknown>;
+  const logDir = server0.log ? undefined : mkdtempSync(join(tmpdir(), "sluice-log-"));
   const withDefaults = {
     ...raw,
-    server: { log: { level: "silent" }, ...(raw.server as object | undefined) },
+    server: { log: { level: "debug", destination: logDir ? join(logDir, "requests.log") : "stdout" }, ...server0 },
     store: raw.store ?? { driver: "memory" },
   };
   const config = parseConfig(withDefaults, opts.env ?? process.env);
@@ -48,10 +57,36 @@ export async function startGateway(rawConfig: unknown, opts: StartOptions = {}):
     store,
     server,
     async close() {
+      const metrics = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: metricsAuth(config) }).then((r) => r.text());
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await gateway.close();
       if (!opts.store) await store.close();
+      if (!logDir) return;
+      const log = readFileSync(join(logDir, "requests.log"), "utf8");
+      rmSync(logDir, { recursive: true, force: true });
+      assertNoSecrets(config, { log, metrics });
     },
   };
+}
+
+function metricsAuth(config: Config): Record<string, string> {
+  return config.server.metricsToken ? { authorization: `Bearer ${config.server.metricsToken}` } : {};
+}
+
+/** Every configured client key, channel key and metrics token: none may appear in `texts`. */
+export function secretsOf(config: Config): string[] {
+  return [
+    ...config.apiKeys.map((k) => k.key),
+    ...config.channels.map((c) => c.key),
+    config.server.metricsToken,
+  ].filter((s): s is string => typeof s === "string" && s.length >= 6);
+}
+
+export function assertNoSecrets(config: Config, texts: Record<string, string>): void {
+  for (const [where, text] of Object.entries(texts)) {
+    for (const secret of secretsOf(config)) {
+      if (text.includes(secret)) throw new Error(`a configured key appears in the gateway's ${where}`);
+    }
+  }
 }
