@@ -1,12 +1,11 @@
-// Upstream faults (CONTRACTS §3, §4): each keeps a failing status and says nothing of the upstream.
+// Upstream faults (CONTRACTS §3, §4): each keeps a failing status and says nothing of the h.upstream.
 import { createServer } from "node:net";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startGateway, type StartedGateway } from "./support/gateway.js";
-import { UPSTREAM_SECRET, startUpstream, type Upstream } from "./support/upstream.js";
+import { beforeEach, describe, expect, it } from "vitest";
+import { startGateway } from "./support/gateway.js";
+import { useGateway } from "./support/harness.js";
+import { UPSTREAM_SECRET } from "./support/upstream.js";
 import { CHANNEL_KEY, chat, coreConfig, userMessage } from "./support/core-config.js";
 
-let upstream: Upstream;
-let gw: StartedGateway;
 
 async function closedPort(): Promise<number> {
   const server = createServer();
@@ -18,22 +17,17 @@ async function closedPort(): Promise<number> {
 
 function expectNoLeak(text: string): void {
   expect(text).not.toContain(UPSTREAM_SECRET);
-  expect(text).not.toContain(upstream.url);
+  expect(text).not.toContain(h.upstream.url);
   expect(text).not.toContain("127.0.0.1");
   expect(text).not.toContain(CHANNEL_KEY);
 }
 
-beforeAll(async () => {
-  upstream = await startUpstream();
-  const cfg = coreConfig(upstream.url);
+const h = useGateway((url) => {
+  const cfg = coreConfig(url);
   (cfg.channels as Record<string, unknown>[])[0]!.firstByteTimeoutMs = 300;
-  gw = await startGateway(cfg);
+  return cfg;
 });
-afterAll(async () => {
-  await gw.close();
-  await upstream.close();
-});
-beforeEach(() => upstream.reset());
+beforeEach(() => h.upstream.reset());
 
 describe("upstream faults", () => {
   it("answers 502 when the model server cannot be reached", async () => {
@@ -50,15 +44,15 @@ describe("upstream faults", () => {
   });
 
   it("answers 504 when the first byte does not come in time", async () => {
-    upstream.behave({ hang: true });
-    const res = await chat(gw.url, { messages: [userMessage("hi")] });
+    h.upstream.behave({ hang: true });
+    const res = await chat(h.gw.url, { messages: [userMessage("hi")] });
     expect(res.status).toBe(504);
     expect((await res.json()).error.code).toBe("upstream_timeout");
   });
 
   it.each([400, 401, 429, 500, 503])("passes upstream HTTP %i on with an OpenAI error body and no upstream secrets", async (status) => {
-    upstream.behave({ status });
-    const res = await chat(gw.url, { messages: [userMessage("hi")] });
+    h.upstream.behave({ status });
+    const res = await chat(h.gw.url, { messages: [userMessage("hi")] });
     expect(res.status).toBe(status);
     const text = await res.text();
     expect(JSON.parse(text).error).toMatchObject({ code: "upstream_error" });
@@ -66,21 +60,21 @@ describe("upstream faults", () => {
   });
 
   it("answers a stream request's upstream error with the status, before any byte is sent", async () => {
-    upstream.behave({ status: 503 });
-    const res = await chat(gw.url, { messages: [userMessage("hi")], stream: true });
+    h.upstream.behave({ status: 503 });
+    const res = await chat(h.gw.url, { messages: [userMessage("hi")], stream: true });
     expect(res.status).toBe(503);
     expectNoLeak(await res.text());
   });
 
   it("keeps serving after upstream faults", async () => {
-    upstream.behave({ status: 500 });
-    await (await chat(gw.url, { messages: [userMessage("hi")] })).text();
-    upstream.reset();
-    expect((await chat(gw.url, { messages: [userMessage("hi")] })).status).toBe(200);
+    h.upstream.behave({ status: 500 });
+    await (await chat(h.gw.url, { messages: [userMessage("hi")] })).text();
+    h.upstream.reset();
+    expect((await chat(h.gw.url, { messages: [userMessage("hi")] })).status).toBe(200);
   });
 
   it("fails over to another channel when one is unreachable", async () => {
-    const cfg = coreConfig(upstream.url);
+    const cfg = coreConfig(h.upstream.url);
     const channels = cfg.channels as Record<string, unknown>[];
     channels.unshift({ name: "dead", baseUrl: `http://127.0.0.1:${await closedPort()}`, models: ["m1"], priority: 10 });
     const failover = await startGateway(cfg);
