@@ -21,7 +21,8 @@ export interface ReportItem {
   model: string;
   contextTotalLen: number;
   totalPoints: number;
-  temperature: number | undefined;
+  /** null when neither the request nor the app set one: the model server's own default applied */
+  temperature: number | null;
   maxToken: number;
   historyPreview: HistoryItem[];
   finishReason: string;
@@ -54,7 +55,7 @@ export function buildReport(r: ReportInput): ReportItem {
     model: r.model.name ?? r.model.model,
     contextTotalLen: r.messages.length,
     totalPoints: r.points,
-    temperature: r.temperature,
+    temperature: r.temperature ?? null,
     maxToken: r.maxTokens,
     historyPreview: historyPreview(r.messages),
     finishReason: r.finishReason,
