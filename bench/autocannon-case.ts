@@ -1,6 +1,9 @@
 // One throughput case: autocannon against one target for a fixed time, counting only 2xx answers.
 import autocannon from "autocannon";
+import { performance } from "node:perf_hooks";
 import { CHAT_HEADERS, CHAT_PATH } from "./chat-request.js";
+
+export const CONNECTIONS = 32;
 
 export interface LoadResult {
   /** Successful (2xx) requests per second. */
@@ -10,24 +13,36 @@ export interface LoadResult {
   p99: number;
   /** Connection errors, timeouts and non-2xx answers. */
   failed: number;
+  /** Share of the time the bench's own event loop (load generator + test upstream) was busy. */
+  clientBusy: number;
 }
 
-/** `bodyFor(i)` gives connection i its request body (e.g. its own chatId). */
-export async function runLoad(origin: string, bodyFor: (connection: number) => string, seconds: number, connections = 32): Promise<LoadResult> {
-  let next = 0;
-  const result = await autocannon({
-    url: origin + CHAT_PATH,
-    method: "POST",
-    headers: CHAT_HEADERS,
-    body: bodyFor(0),
-    connections,
-    duration: seconds,
-    setupClient: (client) => client.setBody(bodyFor(next++)),
-  });
+/**
+ * `bodyFor(i)` gives connection i its request body (e.g. its own chatId). A warm-up run comes
+ * first and is thrown away: a cold Node process serves a fraction of its warm rate for seconds.
+ */
+export async function runLoad(origin: string, bodyFor: (connection: number) => string, seconds: number, warmupSeconds: number): Promise<LoadResult> {
+  if (warmupSeconds > 0) await fire(origin, bodyFor, warmupSeconds);
+  const before = performance.eventLoopUtilization();
+  const result = await fire(origin, bodyFor, seconds);
   return {
     rps: result["2xx"] / result.duration,
     p50: result.latency.p50,
     p99: result.latency.p99,
     failed: result.errors + result.non2xx,
+    clientBusy: performance.eventLoopUtilization(before).utilization,
   };
+}
+
+function fire(origin: string, bodyFor: (connection: number) => string, seconds: number): Promise<autocannon.Result> {
+  let next = 0;
+  return autocannon({
+    url: origin + CHAT_PATH,
+    method: "POST",
+    headers: CHAT_HEADERS,
+    body: bodyFor(0),
+    connections: CONNECTIONS,
+    duration: seconds,
+    setupClient: (client) => client.setBody(bodyFor(next++)),
+  });
 }

@@ -28,6 +28,7 @@ const running = new Set<ChildProcess>();
 
 // The last resort: whatever way the bench ends, no child outlives it.
 process.once("exit", () => running.forEach((child) => child.kill("SIGKILL")));
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(130));
 
 export async function spawnNodeServer(name: string, opts: SpawnOptions): Promise<NodeServer> {
   const port = await freePort();
@@ -86,7 +87,8 @@ async function waitUntilReady(url: string, ready: (status: number) => boolean, t
       if (ready(res.status)) return;
       last = `GET ${new URL(url).pathname} answered ${res.status}`;
     } catch (err) {
-      last = err instanceof Error ? err.message : String(err);
+      const cause = err instanceof Error ? (err.cause as { code?: string } | undefined)?.code : undefined;
+      last = cause ?? (err instanceof Error ? err.message : String(err));
     }
     if (Date.now() > deadline) throw new Error(`not ready after ${timeoutMs / 1000} s (${last})`);
     await sleep(200);

@@ -1,5 +1,5 @@
 // The benchmark's printout: one table of every case, then the ratios against the targets.
-import type { LoadResult } from "./autocannon-case.js";
+import { CONNECTIONS, type LoadResult } from "./autocannon-case.js";
 import type { LatencyResult } from "./latency.js";
 
 export type TargetName = "direct" | "floor" | "sluice";
@@ -21,9 +21,17 @@ export interface MemoryResult {
   error?: string;
 }
 
-const COLUMNS = ["case", "RPS", "p50 ms", "p99 ms", "failed", "1c p50 ms", "1c p99 ms", "added p50 ms", "TTFT p50 ms", "added TTFT ms"];
+const COLUMNS = ["case", "RPS", "p50 ms", "p99 ms", "failed", "client busy", "1c p50 ms", "1c p99 ms", "added p50 ms", "TTFT p50 ms", "added TTFT ms"];
 
-export function printReport(cases: CaseResult[], memory: MemoryResult, seconds: number): void {
+export interface RunSettings {
+  seconds: number;
+  warmupSeconds: number;
+  /** 1-minute load average and core count when the run began: other work skews every number. */
+  loadAverage: number;
+  cores: number;
+}
+
+export function printReport(cases: CaseResult[], memory: MemoryResult, run: RunSettings): void {
   const find = (target: TargetName, mode: Mode) => cases.find((c) => c.target === target && c.mode === mode);
   const rows = cases.map((c) => {
     // The chatId case is a non-stream request, so its baseline is the direct non-stream one.
@@ -34,6 +42,7 @@ export function printReport(cases: CaseResult[], memory: MemoryResult, seconds: 
       num(c.load?.p50, 1),
       num(c.load?.p99, 1),
       num(c.load?.failed, 0),
+      c.load ? `${(c.load.clientBusy * 100).toFixed(0)}%` : "-",
       num(c.latency?.p50, 3),
       num(c.latency?.p99, 3),
       c.target === "direct" ? "" : num(diff(c.latency?.p50, direct?.latency?.p50), 3),
@@ -41,7 +50,10 @@ export function printReport(cases: CaseResult[], memory: MemoryResult, seconds: 
       c.target === "direct" || c.mode !== "stream" ? "" : num(diff(c.latency?.ttftP50, direct?.latency?.ttftP50), 3),
     ];
   });
-  console.log(`\nSluice benchmark: autocannon 32 connections x ${seconds} s per case; 1c = one sequential connection\n`);
+  console.log(`\nSluice benchmark: autocannon ${CONNECTIONS} connections, ${run.seconds} s per case after ${run.warmupSeconds} s warm-up;
+1c = one sequential connection (500 requests after 50 warm-up);
+client busy = the bench process's event loop (load generator + test upstream);
+machine load average at start ${run.loadAverage.toFixed(2)} on ${run.cores} cores\n`);
   console.log(alignTable([COLUMNS, ...rows]));
 
   const sluice = (mode: Mode) => find("sluice", mode);

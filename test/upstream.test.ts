@@ -1,5 +1,6 @@
 // The fake upstream model itself: what it answers, how it misbehaves, and what it records.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { parseSse } from "./support/sse.js";
 import { startUpstream, UPSTREAM_SECRET, type Upstream } from "./support/upstream.js";
 
 let upstream: Upstream;
@@ -20,12 +21,7 @@ function chat(body: object, init: RequestInit = {}) {
 
 /** The JSON payloads of the `data:` lines, `[DONE]` kept as a string. */
 async function readEvents(res: Response): Promise<unknown[]> {
-  const text = await res.text();
-  return text
-    .split("\n\n")
-    .filter((frame) => frame.startsWith("data: "))
-    .map((frame) => frame.slice(6))
-    .map((data) => (data === "[DONE]" ? data : JSON.parse(data)));
+  return parseSse(await res.text()).map(({ data }) => (data === "[DONE]" ? data : JSON.parse(data)));
 }
 
 describe("test upstream", () => {

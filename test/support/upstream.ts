@@ -82,16 +82,17 @@ export interface Upstream {
   close(): Promise<void>;
 }
 
-const DEFAULT_BEHAVIOUR: UpstreamBehaviour = {
+/** What the upstream does unless told otherwise (tests may compare against `text` and `usage`). */
+export const UPSTREAM_DEFAULTS: Readonly<UpstreamBehaviour> = Object.freeze({
   text: "Hello from the test upstream. This answer is the same every time.",
   chunks: 5,
   chunkDelayMs: 0,
   firstByteDelayMs: 0,
   status: 200,
-  usage: { prompt_tokens: 11, completion_tokens: 13 },
+  usage: Object.freeze({ prompt_tokens: 11, completion_tokens: 13 }),
   cutAfterChunks: null,
   hang: false,
-};
+});
 
 const CHAT_PATH = "/v1/chat/completions";
 const CREATED = Math.floor(Date.now() / 1000);
@@ -100,13 +101,12 @@ const MAX_CACHED_ANSWERS = 64;
 
 export async function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
   const { record = true, ...initial } = opts;
-  let behaviour: UpstreamBehaviour = { ...DEFAULT_BEHAVIOUR, ...initial };
-  // Whole answers for the no-delay, no-cut case, keyed by model and shape: no per-request JSON work.
-  const answers = new Map<string, Buffer>();
+  let current = withCache({ ...UPSTREAM_DEFAULTS, ...initial });
   const requests: RecordedRequest[] = [];
   const arrived = createCounter();
   const aborted = createCounter();
   let abortsConsumed = 0;
+  const nextAbort = () => aborted.reach(++abortsConsumed);
 
   const server = createServer((req, res) => {
     void handle(req, res).catch(() => res.destroy());
@@ -125,7 +125,8 @@ export async function startUpstream(opts: UpstreamOptions = {}): Promise<Upstrea
     if (record) requests.push({ method: req.method, path, headers: flattenHeaders(req), body });
     arrived.bump();
 
-    const b = behaviour; // one request sees one behaviour, even if a test changes it meanwhile
+    // One request sees one behaviour (and its cache), even if a test changes it meanwhile.
+    const { behaviour: b, cached } = current;
     let cut = false;
     const stop = new AbortController();
     res.on("close", () => {
@@ -168,17 +169,6 @@ export async function startUpstream(opts: UpstreamOptions = {}): Promise<Upstrea
     res.end();
   }
 
-  function cached(key: string, build: () => Buffer | string): Buffer {
-    let hit = answers.get(key);
-    if (!hit) {
-      if (answers.size >= MAX_CACHED_ANSWERS) answers.clear();
-      const built = build();
-      hit = typeof built === "string" ? Buffer.from(built) : built;
-      answers.set(key, hit);
-    }
-    return hit;
-  }
-
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     // A large backlog: the benchmark opens 1,000 streams at once through the gateway.
@@ -195,24 +185,38 @@ export async function startUpstream(opts: UpstreamOptions = {}): Promise<Upstrea
       return found;
     },
     behave(change) {
-      behaviour = { ...behaviour, ...change };
-      answers.clear();
+      current = withCache({ ...current.behaviour, ...change });
     },
     reset() {
-      behaviour = { ...DEFAULT_BEHAVIOUR, ...initial };
-      answers.clear();
+      current = withCache({ ...UPSTREAM_DEFAULTS, ...initial });
       requests.length = 0;
       arrived.reset();
     },
     waitForRequests: (count) => arrived.reach(count),
-    waitForAbort: () => aborted.reach(++abortsConsumed),
-    onRequestClosed: () => aborted.reach(++abortsConsumed),
+    waitForAbort: nextAbort,
+    onRequestClosed: nextAbort,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       }),
   };
+}
+
+/** A behaviour with its whole answers for the no-delay, no-cut case: no per-request JSON work. */
+function withCache(behaviour: UpstreamBehaviour) {
+  const answers = new Map<string, Buffer>();
+  const cached = (key: string, build: () => Buffer | string): Buffer => {
+    let hit = answers.get(key);
+    if (!hit) {
+      if (answers.size >= MAX_CACHED_ANSWERS) answers.clear();
+      const built = build();
+      hit = typeof built === "string" ? Buffer.from(built) : built;
+      answers.set(key, hit);
+    }
+    return hit;
+  };
+  return { behaviour, cached };
 }
 
 const JSON_HEADERS = { "content-type": "application/json" };
