@@ -1,9 +1,10 @@
 // POST /v1/chat/completions and /api/v1/chat/completions: one request from body to answer.
+import type { ServerResponse } from "node:http";
 import type { H3Event } from "h3";
 import type { ModelConfig } from "../config/schema.js";
 import { readJsonBody } from "../http/body.js";
 import { GatewayError } from "../http/errors.js";
-import { factsOf, type RequestFacts } from "../http/facts.js";
+import { HANDLED, factsOf, type RequestFacts } from "../http/facts.js";
 import type { Observer } from "../observability/observer.js";
 import type { Store } from "../store/types.js";
 import { messageText } from "../tokens/counter.js";
@@ -15,7 +16,7 @@ import { applyLimits, type LimitedChat } from "./limits.js";
 import type { Quota } from "./quota.js";
 import { parseChatRequest, type ChatMessage, type ChatRequest } from "./request-schema.js";
 import { respondJson } from "./respond-json.js";
-import { completionAsEvents, respondStream } from "./respond-stream.js";
+import { SSE_HEADERS, completionAsSse, relayStream } from "./respond-stream.js";
 import { settleFailure, type Exchange, type SettleDeps, type Settled } from "./settle.js";
 
 export interface ChatDeps extends CallerDeps, SettleDeps {
@@ -27,7 +28,7 @@ export interface ChatDeps extends CallerDeps, SettleDeps {
 }
 
 export function createChatHandler(deps: ChatDeps) {
-  return async function handleChat(event: H3Event): Promise<Response> {
+  return async function handleChat(event: H3Event): Promise<Response | typeof HANDLED> {
     const time = Date.now();
     const started = performance.now();
     const facts = factsOf(event);
@@ -59,7 +60,7 @@ export function createChatHandler(deps: ChatDeps) {
 
       // 7. The upstream call, aborted when the client goes away.
       const controller = new AbortController();
-      const nodeRes = event.runtime?.node?.res;
+      const nodeRes = event.runtime?.node?.res as ServerResponse | undefined; // http/1.1 only: listhen serves no http2
       nodeRes?.once("close", () => nodeRes.writableFinished || controller.abort());
       ex = { caller, model, req, limited, reservation, chatId: req.chatId, uid, channel: "", time, started };
       const { answer, channel } = await callUpstream(deps, ex, upstreamBody(req, model, limited), controller.signal);
@@ -74,19 +75,19 @@ export function createChatHandler(deps: ChatDeps) {
         recordTokens(facts, settled);
         return response;
       }
-      const events = answer.kind === "stream" ? answer.events : completionAsEvents(answer.completion);
-      const { response, done } = respondStream(deps, ex, events, {
+      if (!nodeRes) throw new GatewayError(500, "stream_unsupported", "Streaming needs the Node server adapter.", { type: "server_error" });
+      const body = answer.kind === "stream" ? answer.body : completionAsSse(answer.completion);
+      nodeRes.writeHead(200, { ...SSE_HEADERS, "x-request-id": facts.requestId ?? "" });
+      const end = await relayStream(deps, ex, body, nodeRes, {
         detail,
         includeUsage: req.stream_options?.include_usage === true,
         signal: controller.signal,
         onFirstToken: () => (facts.ttftMs = performance.now() - started),
       });
-      facts.streamDone = done.then((end) => {
-        deps.observer.upstreamFinished(channel, model.model, end.clientGone ? "aborted" : ((end.error as UpstreamError | undefined)?.outcome ?? (end.error ? "http_error" : "ok")));
-        if (end.settled) recordTokens(facts, end.settled);
-        return { errorCode: end.error?.code ?? (end.clientGone ? "client_closed" : undefined) };
-      });
-      return response;
+      deps.observer.upstreamFinished(channel, model.model, end.clientGone ? "aborted" : end.error instanceof UpstreamError ? end.error.outcome : end.error ? "http_error" : "ok");
+      if (end.settled) recordTokens(facts, end.settled);
+      facts.errorCode = end.error?.code ?? (end.clientGone ? "client_closed" : undefined);
+      return HANDLED;
     } catch (err) {
       if (ex?.channel) {
         facts.channel = ex.channel;

@@ -7,7 +7,7 @@ import { settleAnswer, type Exchange, type SettleDeps, type Settled } from "./se
 export async function respondJson(deps: SettleDeps, ex: Exchange, completion: CompletionJson, withDetail: boolean): Promise<{ response: Response; settled: Settled }> {
   const choice = completion.choices[0];
   const settled = await settleAnswer(deps, ex, {
-    text: choice?.message?.content ?? "",
+    text: () => choice?.message?.content ?? "",
     usage: completion.usage,
     finishReason: choice?.finish_reason ?? "stop",
   });

@@ -1,11 +1,13 @@
-// A streamed answer. Upstream chunks are written to the client as they arrive; the usage chunk the
-// gateway always asks for is hidden from clients that did not ask; `detail` switches to FastGPT's
-// event stream. A failure after the first byte ends the stream with an error event, never cleanly.
-import { PassThrough } from "node:stream";
-import { FastResponse } from "srvx";
+// A streamed answer, written straight to the Node response: upstream bytes reach the client as
+// they arrive (through the SSE relay), with backpressure; the usage chunk the gateway always asks
+// for is hidden from clients that did not ask; `detail` switches to FastGPT's event stream. A
+// failure after the first byte ends the stream with an error event, never with a clean end.
+import type { ServerResponse } from "node:http";
+import { Readable } from "node:stream";
 import { GatewayError } from "../http/errors.js";
-import { UpstreamError, badUpstreamReply, mapTransportError } from "../upstream/errors.js";
-import type { CompletionJson, Usage } from "../upstream/types.js";
+import { mapTransportError, streamCut } from "../upstream/errors.js";
+import type { CompletionJson } from "../upstream/types.js";
+import { createSseRelay } from "./sse-relay.js";
 import { settleAnswer, settleFailure, type Exchange, type SettleDeps, type Settled } from "./settle.js";
 
 export const SSE_HEADERS = {
@@ -29,94 +31,84 @@ export interface StreamEnd {
   clientGone: boolean;
 }
 
-interface ChunkShape {
-  choices?: Array<{ delta?: { content?: string | null }; finish_reason?: string | null }>;
-  usage?: Usage | null;
-  error?: unknown;
-}
+/** Relays `body` (upstream SSE bytes) to `res`, whose head is already written; resolves at the end. */
+export async function relayStream(deps: SettleDeps, ex: Exchange, body: Readable, res: ServerResponse, opts: StreamOptions): Promise<StreamEnd> {
+  const write = (bytes: string | Buffer) => (res.destroyed ? true : res.write(bytes));
+  const relay = createSseRelay({ detail: opts.detail, includeUsage: opts.includeUsage, model: ex.model.model, write, onFirstContent: opts.onFirstToken });
+  try {
+    // 1. Relay until [DONE] (or the end of a stream that already gave its finish reason).
+    await pump(body, res, relay.push, () => relay.done);
+    relay.finish();
+    if (!relay.done && !relay.finishReason) throw streamCut(ex.model.model);
 
-export function respondStream(deps: SettleDeps, ex: Exchange, events: AsyncIterable<string>, opts: StreamOptions): { response: Response; done: Promise<StreamEnd> } {
-  const out = new PassThrough();
-  out.on("error", () => {}); // a write racing the client's disconnect is not a failure of ours
-  const prefix = opts.detail ? "event: answer\ndata: " : "data: ";
-  const send = (data: string) => {
-    if (!out.destroyed) out.write(`${prefix}${data}\n\n`);
-  };
-
-  async function pump(): Promise<StreamEnd> {
-    let text = "";
-    let usage: Usage | undefined;
-    let finishReason = "stop";
-    let first = true;
-    try {
-      for await (const data of events) {
-        const chunk = JSON.parse(data) as ChunkShape;
-        if (chunk.error) throw chunk.error;
-        const choice = chunk.choices?.[0];
-        const piece = choice?.delta?.content;
-        if (piece) {
-          text += piece;
-          if (first) {
-            first = false;
-            opts.onFirstToken();
-          }
-        }
-        if (choice?.finish_reason) finishReason = choice.finish_reason;
-        if (chunk.usage) {
-          usage = chunk.usage;
-          if (!opts.includeUsage) {
-            if (!chunk.choices || chunk.choices.length === 0) continue;
-            delete chunk.usage;
-            send(JSON.stringify(chunk));
-            continue;
-          }
-        }
-        send(data);
-      }
-      const settled = await settleAnswer(deps, ex, { text, usage, finishReason });
-      if (opts.includeUsage && !usage) send(usageChunk(settled));
-      send("[DONE]");
-      if (opts.detail && !out.destroyed) out.write(`event: flowResponses\ndata: ${JSON.stringify([settled.report()])}\n\n`);
-      out.end();
-      return { settled, clientGone: false };
-    } catch (err) {
-      // 499: the client closed the request (nginx's convention), recorded so it shows in usage
-      if (opts.signal.aborted) {
-        await settleFailure(deps, ex, 499);
-        return { clientGone: true };
-      }
-      const error = toStreamError(err, ex.model.model);
-      await settleFailure(deps, ex, error.status);
-      if (!out.destroyed) {
-        out.write(opts.detail ? `event: error\ndata: ${JSON.stringify(error.toBody())}\n\n` : `data: ${JSON.stringify(error.toBody())}\n\n`);
-        out.end();
-      }
-      return { error, clientGone: false };
+    // 2. Settle (the turns are stored before the client sees the end), then close the stream.
+    const settled = await settleAnswer(deps, ex, { text: () => relay.text(), usage: relay.usage, finishReason: relay.finishReason ?? "stop" });
+    if (opts.includeUsage && !relay.usage) write(`${opts.detail ? "event: answer\n" : ""}data: ${usageChunk(settled)}\n\n`);
+    write(opts.detail ? "event: answer\ndata: [DONE]\n\n" : "data: [DONE]\n\n");
+    if (opts.detail) write(`event: flowResponses\ndata: ${JSON.stringify([settled.report()])}\n\n`);
+    res.end();
+    return { settled, clientGone: false };
+  } catch (err) {
+    // 499: the client closed the request (nginx's convention), recorded so it shows in usage
+    if (opts.signal.aborted) {
+      await settleFailure(deps, ex, 499);
+      return { clientGone: true };
     }
+    const error = err instanceof GatewayError ? err : mapTransportError(err, ex.model.model);
+    await settleFailure(deps, ex, error.status);
+    write(opts.detail ? `event: error\ndata: ${JSON.stringify(error.toBody())}\n\n` : `data: ${JSON.stringify(error.toBody())}\n\n`);
+    res.end();
+    return { error, clientGone: false };
   }
-
-  // srvx pipes a Node stream body straight into the socket: no web-stream hop per chunk
-  const response = new FastResponse(out as unknown as ReadableStream, { status: 200, headers: SSE_HEADERS });
-  return { response, done: pump() };
 }
 
-function toStreamError(err: unknown, model: string): GatewayError {
-  if (err instanceof GatewayError) return err;
-  if (err instanceof SyntaxError) return badUpstreamReply(model);
-  if (err && typeof err === "object" && !(err instanceof Error)) {
-    // an `error` object the upstream sent mid-stream: its text may carry internals, so say less
-    return new UpstreamError(502, "upstream_error", `The model server for ${model} reported an error during the answer.`, "http_error");
-  }
-  return mapTransportError(err, model);
+/** Feeds every chunk of `body` to `push`, pausing while the client is slow; resolves at the end. */
+function pump(body: Readable, res: ServerResponse, push: (chunk: Buffer) => boolean, finished: () => boolean): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      try {
+        if (!push(chunk)) {
+          body.pause();
+          res.once("drain", () => body.resume());
+        }
+        // the answer is complete: stop here; the rest of the body drains on its own
+        if (finished()) done();
+      } catch (err) {
+        fail(err);
+      }
+    };
+    const done = () => {
+      cleanup();
+      body.on("error", () => {}); // a late socket error after a complete answer changes nothing
+      body.resume(); // keep the pooled connection reusable
+      resolve();
+    };
+    const fail = (err: unknown) => {
+      cleanup();
+      body.destroy();
+      reject(err);
+    };
+    const cleanup = () => {
+      body.off("data", onData);
+      body.off("end", done);
+      body.off("error", fail);
+    };
+    body.on("data", onData);
+    body.once("end", done);
+    body.once("error", fail);
+  });
 }
 
-/** A whole completion as stream events, for an upstream that answered a stream request with JSON. */
-export async function* completionAsEvents(completion: CompletionJson): AsyncGenerator<string> {
+/** A whole completion as SSE bytes, for an upstream that answered a stream request with JSON. */
+export function completionAsSse(completion: CompletionJson): Readable {
   const { choices, usage, ...rest } = completion;
   const base = { ...rest, object: "chat.completion.chunk" };
   const choice = choices[0];
-  yield JSON.stringify({ ...base, choices: [{ index: 0, delta: { role: "assistant", content: choice?.message?.content ?? "" }, finish_reason: null }] });
-  yield JSON.stringify({ ...base, choices: [{ index: 0, delta: {}, finish_reason: choice?.finish_reason ?? "stop" }], ...(usage ? { usage } : {}) });
+  const events = [
+    { ...base, choices: [{ index: 0, delta: { role: "assistant", content: choice?.message?.content ?? "" }, finish_reason: null }] },
+    { ...base, choices: [{ index: 0, delta: {}, finish_reason: choice?.finish_reason ?? "stop" }], ...(usage ? { usage } : {}) },
+  ];
+  return Readable.from([...events.map((e) => `data: ${JSON.stringify(e)}\n\n`), "data: [DONE]\n\n"].map((s) => Buffer.from(s)));
 }
 
 function usageChunk(s: Settled): string {

@@ -29,7 +29,8 @@ export interface Exchange {
 }
 
 export interface AnswerOutcome {
-  text: string;
+  /** the answer's text; a function because a relayed stream recovers it only when needed */
+  text: () => string;
   usage: Usage | null | undefined;
   finishReason: string;
 }
@@ -51,7 +52,7 @@ export async function settleAnswer(deps: SettleDeps, ex: Exchange, out: AnswerOu
   const { model, limited } = ex;
   // 1. Tokens: the upstream's usage wins; otherwise count (the prompt may be counted already).
   const inputTokens = out.usage?.prompt_tokens ?? limited.promptTokens ?? countMessages(limited.messages, model.tokenizer);
-  const outputTokens = out.usage?.completion_tokens ?? countText(out.text, model.tokenizer);
+  const outputTokens = out.usage?.completion_tokens ?? countText(out.text(), model.tokenizer);
   const points = computePoints(model, inputTokens, outputTokens);
   const durationMs = performance.now() - ex.started;
   let report: ReportItem | undefined;
@@ -63,7 +64,7 @@ export async function settleAnswer(deps: SettleDeps, ex: Exchange, out: AnswerOu
       (report ??= buildReport({
         model,
         messages: limited.messages,
-        textOutput: out.text,
+        textOutput: out.text(),
         inputTokens,
         outputTokens,
         points,
@@ -82,7 +83,7 @@ export async function settleAnswer(deps: SettleDeps, ex: Exchange, out: AnswerOu
       chatId: ex.chatId,
       owner: ex.caller.share ? { shareId: ex.caller.share.link.shareId, uid: ex.uid! } : null,
       user: lastUser ? messageText(lastUser.content) : "",
-      assistant: out.text,
+      assistant: out.text(),
       at: Date.now(),
     });
   }

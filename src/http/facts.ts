@@ -3,11 +3,17 @@ import type { H3Event } from "h3";
 import type { RequestRecord } from "../observability/observer.js";
 
 export type RequestFacts = Partial<
-  Pick<RequestRecord, "appId" | "keyName" | "shareId" | "model" | "channel" | "stream" | "inputTokens" | "outputTokens" | "points" | "ttftMs" | "errorCode">
-> & {
-  /** for streamed answers: settles when the stream has ended, so the record is written then */
-  streamDone?: Promise<{ errorCode?: string }>;
-};
+  Pick<
+    RequestRecord,
+    "requestId" | "appId" | "keyName" | "shareId" | "model" | "channel" | "stream" | "inputTokens" | "outputTokens" | "points" | "ttftMs" | "errorCode"
+  >
+>;
+
+/**
+ * What a handler returns once it has written the whole response to the Node response itself
+ * (streams). h3 registers this symbol as "already handled" and then sends nothing more.
+ */
+export const HANDLED: unique symbol = Symbol.for("h3.handled") as never;
 
 export function factsOf(event: H3Event): RequestFacts {
   const ctx = event.context as { facts?: RequestFacts };

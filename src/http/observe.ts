@@ -1,12 +1,12 @@
 // Wraps every route: request id, in-flight count, errors formatted once, one record per request
-// (for streams: when the stream ends, not when the headers leave).
+// (for streams written straight to the socket: when the stream has ended).
 import { randomUUID } from "node:crypto";
 import type { H3Event } from "h3";
 import type { Observer } from "../observability/observer.js";
 import { errorResponse, toGatewayError } from "./errors.js";
-import { factsOf } from "./facts.js";
+import { HANDLED, factsOf } from "./facts.js";
 
-export type RouteHandler = (event: H3Event) => Response | Promise<Response>;
+export type RouteHandler = (event: H3Event) => Response | typeof HANDLED | Promise<Response | typeof HANDLED>;
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -15,35 +15,28 @@ export function createRouteWrapper(observer: Observer) {
     return async (event) => {
       const started = performance.now();
       const incoming = event.req.headers.get("x-request-id");
-      const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+      const facts = factsOf(event);
+      const requestId = (facts.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID());
       observer.requestStarted(route);
-      let response: Response;
-      let errorCode: string | undefined;
+      let result: Response | typeof HANDLED;
       try {
-        response = await handler(event);
+        result = await handler(event);
       } catch (err) {
         const error = toGatewayError(err);
         if (error.status >= 500 && error.code === "internal_error") console.error(`[sluice] ${requestId}:`, err);
-        errorCode = error.code;
-        response = errorResponse(error);
+        facts.errorCode = error.code;
+        result = errorResponse(error);
       }
-      response.headers.set("x-request-id", requestId);
-      const facts = factsOf(event);
-      const finish = (code: string | undefined) => {
-        const { streamDone, ...rest } = facts;
-        observer.requestFinished({
-          ...rest,
-          requestId,
-          route,
-          method: event.req.method,
-          status: response.status,
-          durationMs: performance.now() - started,
-          errorCode: code,
-        });
-      };
-      if (facts.streamDone) facts.streamDone.then((end) => finish(end.errorCode), () => finish("internal_error"));
-      else finish(errorCode);
-      return response;
+      if (result !== HANDLED) result.headers.set("x-request-id", requestId);
+      observer.requestFinished({
+        ...facts,
+        requestId,
+        route,
+        method: event.req.method,
+        status: result === HANDLED ? (event.runtime?.node?.res?.statusCode ?? 200) : result.status,
+        durationMs: performance.now() - started,
+      });
+      return result;
     };
   };
 }

@@ -1,6 +1,7 @@
 // The built-in demo channel: answers locally by echoing the last user message, streaming too, so a
 // fresh install answers its first request with no model server running. It reports no usage, so the
 // gateway's own token counting is what a demo shows.
+import { Readable } from "node:stream";
 import type { ChannelConfig } from "../config/schema.js";
 import { messageText } from "../tokens/counter.js";
 import type { ChatMessage } from "../chat/request-schema.js";
@@ -30,12 +31,13 @@ export function createEchoChannel(channel: ChannelConfig): ChannelClient {
         },
       };
     }
-    return { kind: "stream", events: echoChunks(id, created, model, text) };
+    const events = [...echoChunks(id, created, model, text), "[DONE]"];
+    return { kind: "stream", body: Readable.from(events.map((e) => Buffer.from(`data: ${e}\n\n`))) };
   }
   return { name: channel.name, send, close: async () => {} };
 }
 
-async function* echoChunks(id: string, created: number, model: string, text: string): AsyncGenerator<string> {
+function* echoChunks(id: string, created: number, model: string, text: string): Generator<string> {
   const chunk = (delta: Record<string, string>, finish: string | null) =>
     JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta, finish_reason: finish }] });
   yield chunk({ role: "assistant", content: "" }, null);

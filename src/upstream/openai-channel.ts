@@ -1,8 +1,7 @@
 // A channel to an OpenAI-compatible model server, over one pooled undici client per channel.
 import { Pool } from "undici";
 import type { ChannelConfig } from "../config/schema.js";
-import { badUpstreamReply, mapTransportError, streamCut, upstreamStatus } from "./errors.js";
-import { readSseData } from "./sse.js";
+import { badUpstreamReply, mapTransportError, upstreamStatus } from "./errors.js";
 import type { ChannelClient, CompletionJson, UpstreamAnswer, UpstreamRequest } from "./types.js";
 
 const MAX_ERROR_BODY = 64 * 1024;
@@ -47,7 +46,7 @@ export function createOpenAIChannel(channel: ChannelConfig): ChannelClient {
     }
     const type = String(res.headers["content-type"] ?? "");
     if (req.stream && type.includes("text/event-stream")) {
-      return { kind: "stream", events: readSseData(res.body, () => streamCut(model)) };
+      return { kind: "stream", body: res.body };
     }
     let completion: CompletionJson;
     try {

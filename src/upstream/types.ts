@@ -1,3 +1,5 @@
+import type { Readable } from "node:stream";
+
 // What a channel gives back, whatever the channel is (an OpenAI-compatible server or the echo demo).
 
 export interface Usage {
@@ -19,8 +21,8 @@ export interface CompletionJson {
 
 export type UpstreamAnswer =
   | { kind: "json"; completion: CompletionJson }
-  /** `events` yields the `data:` payloads of the upstream's SSE stream, `[DONE]` excluded. */
-  | { kind: "stream"; events: AsyncIterable<string> };
+  /** the upstream's SSE bytes, as they arrive */
+  | { kind: "stream"; body: Readable };
 
 export interface UpstreamRequest {
   body: Record<string, unknown>;

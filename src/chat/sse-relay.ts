@@ -1,0 +1,175 @@
+// Relays an upstream SSE byte stream to the client. Bytes pass through untouched unless a region
+// carries something the gateway must act on (usage, a finish reason, an error, `[DONE]`), or the
+// client asked for FastGPT's event stream; only those regions are parsed. The answer's text is
+// recovered from the kept regions afterwards, and only when something needs it.
+import { badUpstreamReply, UpstreamError } from "../upstream/errors.js";
+import type { Usage } from "../upstream/types.js";
+
+const EVENT_END = Buffer.from("\n\n");
+const CR = 13;
+/** Substrings that make a region worth parsing; a false positive only costs a parse. */
+const MARKERS = ['"usage"', "[DONE]", '"finish_reason":"', '"finish_reason": "', '"error"'].map((m) => Buffer.from(m));
+const CONTENT_KEYS = ['"content":"', '"content": "'].map((m) => Buffer.from(m));
+
+export interface RelayOptions {
+  /** FastGPT event stream: every chunk as `event: answer` */
+  detail: boolean;
+  /** the client asked for the usage chunk */
+  includeUsage: boolean;
+  model: string;
+  /** writes to the client; false asks the caller to wait for drain */
+  write: (bytes: string | Buffer) => boolean;
+  onFirstContent: () => void;
+}
+
+export interface SseRelay {
+  /** Feeds upstream bytes; returns what the client write returned (false: apply backpressure). */
+  push(chunk: Buffer): boolean;
+  /** The upstream ended: anything left unterminated is taken as a last event. */
+  finish(): void;
+  readonly done: boolean;
+  readonly usage: Usage | undefined;
+  readonly finishReason: string | undefined;
+  /** The answer's text, parsed from every relayed region (memoized). */
+  text(): string;
+}
+
+interface ChunkShape {
+  choices?: Array<{ delta?: { content?: string | null }; finish_reason?: string | null }>;
+  usage?: Usage | null;
+  error?: unknown;
+}
+
+export function createSseRelay(opts: RelayOptions): SseRelay {
+  const kept: Buffer[] = [];
+  let pending: Buffer | undefined;
+  let done = false;
+  let usage: Usage | undefined;
+  let finishReason: string | undefined;
+  let firstContent = false;
+  let text: string | undefined;
+  const prefix = opts.detail ? "event: answer\ndata: " : "data: ";
+
+  function push(chunk: Buffer): boolean {
+    if (done) return true; // after [DONE]: the rest is drained, not relayed
+    let data = pending ? Buffer.concat([pending, chunk]) : chunk;
+    if (data.indexOf(CR) >= 0) data = Buffer.from(data.toString("utf8").replace(/\r\n?/g, "\n"));
+    const cut = data.lastIndexOf(EVENT_END);
+    if (cut < 0) {
+      pending = data;
+      return true;
+    }
+    const end = cut + EVENT_END.length;
+    pending = end === data.length ? undefined : Buffer.from(data.subarray(end));
+    return relayRegion(end === data.length ? data : data.subarray(0, end));
+  }
+
+  function relayRegion(region: Buffer): boolean {
+    kept.push(region);
+    if (!firstContent && CONTENT_KEYS.some((k) => hasNonEmptyValue(region, k))) {
+      firstContent = true;
+      opts.onFirstContent();
+    }
+    if (!opts.detail && !MARKERS.some((m) => region.includes(m))) return opts.write(region);
+    const out = inspectRegion(region.toString("utf8"));
+    return out ? opts.write(out) : true;
+  }
+
+  /** Parses each event of the region; returns what the client gets of it. */
+  function inspectRegion(region: string): string {
+    let out = "";
+    for (const block of region.split("\n\n")) {
+      const data = dataOf(block);
+      if (data === undefined) continue;
+      if (data === "[DONE]") {
+        done = true;
+        break;
+      }
+      const chunk = parseChunk(data, opts.model);
+      const choice = chunk.choices?.[0];
+      if (choice?.finish_reason) finishReason = choice.finish_reason;
+      let forward = data;
+      if (chunk.usage) {
+        usage = chunk.usage;
+        if (!opts.includeUsage) {
+          if (!chunk.choices || chunk.choices.length === 0) continue;
+          delete chunk.usage;
+          forward = JSON.stringify(chunk);
+        }
+      }
+      out += `${prefix}${forward}\n\n`;
+    }
+    return out;
+  }
+
+  return {
+    push,
+    finish() {
+      if (done || !pending) return;
+      const rest = pending;
+      pending = undefined;
+      push(Buffer.concat([rest, EVENT_END]));
+    },
+    get done() {
+      return done;
+    },
+    get usage() {
+      return usage;
+    },
+    get finishReason() {
+      return finishReason;
+    },
+    text() {
+      return (text ??= collectText(kept));
+    },
+  };
+}
+
+/** The `data:` payload of one SSE event (several data lines join with newlines); undefined if none. */
+function dataOf(block: string): string | undefined {
+  let data: string | undefined;
+  for (const line of block.split("\n")) {
+    if (!line.startsWith("data:")) continue;
+    const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
+    data = data === undefined ? value : `${data}\n${value}`;
+  }
+  return data;
+}
+
+function parseChunk(data: string, model: string): ChunkShape {
+  let chunk: ChunkShape;
+  try {
+    chunk = JSON.parse(data) as ChunkShape;
+  } catch {
+    throw badUpstreamReply(model);
+  }
+  if (chunk?.error) {
+    // its text may carry the upstream's internals, so the client gets less
+    throw new UpstreamError(502, "upstream_error", `The model server for ${model} reported an error during the answer.`, "http_error");
+  }
+  return chunk;
+}
+
+function collectText(regions: Buffer[]): string {
+  let text = "";
+  for (const region of regions) {
+    for (const block of region.toString("utf8").split("\n\n")) {
+      const data = dataOf(block);
+      if (data === undefined || data === "[DONE]") continue;
+      try {
+        text += (JSON.parse(data) as ChunkShape).choices?.[0]?.delta?.content ?? "";
+      } catch {
+        // relayed regions were valid or already failed the stream
+      }
+    }
+  }
+  return text;
+}
+
+/** Whether `key` occurs followed by a value that is not the empty string. */
+function hasNonEmptyValue(region: Buffer, key: Buffer): boolean {
+  for (let at = region.indexOf(key); at >= 0; at = region.indexOf(key, at + 1)) {
+    if (region[at + key.length] !== 0x22) return true; // 0x22: the closing quote of ""
+  }
+  return false;
+}

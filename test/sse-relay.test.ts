@@ -1,0 +1,70 @@
+// The SSE relay: bytes pass untouched where nothing needs doing, and every event survives any
+// split of the upstream's bytes.
+import { describe, expect, it } from "vitest";
+import { createSseRelay, type RelayOptions } from "../src/chat/sse-relay.js";
+
+const chunk = (content: string | null, finish: string | null = null) =>
+  JSON.stringify({ id: "x", object: "chat.completion.chunk", choices: [{ index: 0, delta: content === null ? {} : { content }, finish_reason: finish }] });
+const usage = JSON.stringify({ id: "x", object: "chat.completion.chunk", choices: [], usage: { prompt_tokens: 3, completion_tokens: 4 } });
+const upstreamText = [chunk("Hel"), chunk("lo"), chunk(null, "stop"), usage, "[DONE]"].map((d) => `data: ${d}\n\n`).join("");
+
+function run(bytes: string, split: number[], opts: Partial<RelayOptions> = {}) {
+  let out = "";
+  let first = 0;
+  const relay = createSseRelay({ detail: false, includeUsage: false, model: "m", write: (b) => ((out += b.toString()), true), onFirstContent: () => first++, ...opts });
+  const buf = Buffer.from(bytes);
+  let at = 0;
+  for (const cut of [...split, buf.length]) {
+    relay.push(buf.subarray(at, cut));
+    at = cut;
+  }
+  relay.finish();
+  return { out, relay, first };
+}
+
+describe("SSE relay", () => {
+  it("relays content chunks byte for byte and hides usage from a client that did not ask", () => {
+    const { out, relay, first } = run(upstreamText, []);
+    expect(out).toBe([chunk("Hel"), chunk("lo"), chunk(null, "stop")].map((d) => `data: ${d}\n\n`).join(""));
+    expect(relay.done).toBe(true);
+    expect(relay.usage).toEqual({ prompt_tokens: 3, completion_tokens: 4 });
+    expect(relay.finishReason).toBe("stop");
+    expect(relay.text()).toBe("Hello");
+    expect(first).toBe(1);
+  });
+
+  it("gives the same result however the bytes are split", () => {
+    const whole = run(upstreamText, []).out;
+    for (let i = 1; i < upstreamText.length; i += 7) {
+      const { out, relay } = run(upstreamText, [i, Math.min(i + 3, upstreamText.length)]);
+      expect(out).toBe(whole);
+      expect(relay.text()).toBe("Hello");
+    }
+  });
+
+  it("passes usage to a client that asked for it", () => {
+    expect(run(upstreamText, [], { includeUsage: true }).out).toContain('"usage"');
+  });
+
+  it("accepts CRLF line ends and multi-line data", () => {
+    const crlf = upstreamText.replace(/\n/g, "\r\n");
+    const { relay } = run(crlf, [5, 40]);
+    expect(relay.text()).toBe("Hello");
+    expect(relay.done).toBe(true);
+  });
+
+  it("writes FastGPT answer events with detail", () => {
+    const { out } = run(upstreamText, [], { detail: true });
+    expect(out.split("\n\n").filter(Boolean).every((e) => e.startsWith("event: answer\ndata: "))).toBe(true);
+  });
+
+  it("throws a gateway error for an upstream error event or invalid JSON", () => {
+    expect(() => run(`data: ${chunk("a")}\n\ndata: {"error":{"message":"secret"}}\n\n`, [])).toThrow(/reported an error/);
+    expect(() => run(`data: {"usage": oops}\n\n`, [])).toThrow(/not valid/);
+  });
+
+  it("relays nothing after [DONE]", () => {
+    const { out } = run(`data: [DONE]\n\ndata: ${chunk("late")}\n\n`, [14]);
+    expect(out).toBe("");
+  });
+});
