@@ -31,7 +31,8 @@ export interface StreamEnd {
   clientGone: boolean;
 }
 
-/** Relays `body` (upstream SSE bytes) to `res`, whose head is already written; resolves at the end. */
+/** Relays `body` (upstream SSE bytes) to `res`, whose head is already written; resolves when all is
+ *  written. The caller ends `res` (by returning HANDLED). */
 export async function relayStream(deps: SettleDeps, ex: Exchange, body: Readable, res: ServerResponse, opts: StreamOptions): Promise<StreamEnd> {
   const write = (bytes: string | Buffer) => (res.destroyed ? true : res.write(bytes));
   const relay = createSseRelay({ detail: opts.detail, includeUsage: opts.includeUsage, model: ex.model.model, write, onFirstContent: opts.onFirstToken });
@@ -46,7 +47,7 @@ export async function relayStream(deps: SettleDeps, ex: Exchange, body: Readable
     if (opts.includeUsage && !relay.usage) write(`${opts.detail ? "event: answer\n" : ""}data: ${usageChunk(settled)}\n\n`);
     write(opts.detail ? "event: answer\ndata: [DONE]\n\n" : "data: [DONE]\n\n");
     if (opts.detail) write(`event: flowResponses\ndata: ${JSON.stringify([settled.report()])}\n\n`);
-    res.end();
+    // no res.end() here: the handler returns HANDLED and the server adapter ends the response once
     return { settled, clientGone: false };
   } catch (err) {
     // 499: the client closed the request (nginx's convention), recorded so it shows in usage
@@ -57,7 +58,6 @@ export async function relayStream(deps: SettleDeps, ex: Exchange, body: Readable
     const error = err instanceof GatewayError ? err : mapTransportError(err, ex.model.model);
     await settleFailure(deps, ex, error.status);
     write(opts.detail ? `event: error\ndata: ${JSON.stringify(error.toBody())}\n\n` : `data: ${JSON.stringify(error.toBody())}\n\n`);
-    res.end();
     return { error, clientGone: false };
   }
 }

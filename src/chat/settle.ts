@@ -75,19 +75,23 @@ export async function settleAnswer(deps: SettleDeps, ex: Exchange, out: AnswerOu
       })),
   };
 
-  // 2. The conversation's new round, then the usage row and spend; both before the client sees the end.
+  // 2. The conversation's new round and the usage row, issued together so they share one commit;
+  //    both are on disk before the client sees the end.
+  const writes = [recordUsage(deps, ex, { status: 200, inputTokens, outputTokens, points, durationMs })];
   if (ex.chatId) {
     const lastUser = ex.req.messages.findLast((m) => m.role === "user");
-    await deps.store.appendRound({
-      appId: ex.caller.app.id,
-      chatId: ex.chatId,
-      owner: ex.caller.share ? { shareId: ex.caller.share.link.shareId, uid: ex.uid! } : null,
-      user: lastUser ? messageText(lastUser.content) : "",
-      assistant: out.text(),
-      at: Date.now(),
-    });
+    writes.push(
+      deps.store.appendRound({
+        appId: ex.caller.app.id,
+        chatId: ex.chatId,
+        owner: ex.caller.share ? { shareId: ex.caller.share.link.shareId, uid: ex.uid! } : null,
+        user: lastUser ? messageText(lastUser.content) : "",
+        assistant: out.text(),
+        at: Date.now(),
+      }),
+    );
   }
-  await recordUsage(deps, ex, { status: 200, inputTokens, outputTokens, points, durationMs });
+  await Promise.all(writes);
   ex.reservation.settle(points);
 
   // 3. The operator's finish report: queued, never awaited.

@@ -9,6 +9,17 @@ const EVENT_END = Buffer.from("\n\n");
 const CR = 13;
 /** Substrings that make a region worth parsing; a false positive only costs a parse. */
 const MARKERS = ['"usage"', "[DONE]", '"finish_reason":"', '"finish_reason": "', '"error"'].map((m) => Buffer.from(m));
+const ANSWER_EVENT = Buffer.from("event: answer\n");
+
+/** The earliest position of any marker at or after `from`, or -1. */
+function firstMarker(bytes: Buffer, from: number): number {
+  let first = -1;
+  for (const m of MARKERS) {
+    const at = bytes.indexOf(m, from);
+    if (at >= 0 && (first < 0 || at < first)) first = at;
+  }
+  return first;
+}
 const CONTENT_KEYS = ['"content":"', '"content": "'].map((m) => Buffer.from(m));
 
 export interface RelayOptions {
@@ -48,7 +59,6 @@ export function createSseRelay(opts: RelayOptions): SseRelay {
   let finishReason: string | undefined;
   let firstContent = false;
   let text: string | undefined;
-  const prefix = opts.detail ? "event: answer\ndata: " : "data: ";
 
   function push(chunk: Buffer): boolean {
     if (done) return true; // after [DONE]: the rest is drained, not relayed
@@ -70,36 +80,65 @@ export function createSseRelay(opts: RelayOptions): SseRelay {
       firstContent = true;
       opts.onFirstContent();
     }
-    if (!opts.detail && !MARKERS.some((m) => region.includes(m))) return opts.write(region);
-    const out = inspectRegion(region.toString("utf8"));
-    return out ? opts.write(out) : true;
-  }
-
-  /** Parses each event of the region; returns what the client gets of it. */
-  function inspectRegion(region: string): string {
-    let out = "";
-    for (const block of region.split("\n\n")) {
-      const data = dataOf(block);
-      if (data === undefined) continue;
-      if (data === "[DONE]") {
-        done = true;
+    if (opts.detail) return writeAll(detailEvents(region));
+    // Bytes up to the event holding the first marker pass whole; that event is parsed; repeat.
+    const out: Buffer[] = [];
+    for (let start = 0; start < region.length && !done; ) {
+      const marker = firstMarker(region, start);
+      if (marker < 0) {
+        out.push(start === 0 ? region : region.subarray(start));
         break;
       }
-      const chunk = parseChunk(data, opts.model);
-      const choice = chunk.choices?.[0];
-      if (choice?.finish_reason) finishReason = choice.finish_reason;
-      let forward = data;
-      if (chunk.usage) {
-        usage = chunk.usage;
-        if (!opts.includeUsage) {
-          if (!chunk.choices || chunk.choices.length === 0) continue;
-          delete chunk.usage;
-          forward = JSON.stringify(chunk);
-        }
+      const before = region.lastIndexOf(EVENT_END, marker);
+      const eventStart = before < start ? start : before + EVENT_END.length;
+      const eventEnd = region.indexOf(EVENT_END, marker) + EVENT_END.length;
+      if (eventStart > start) out.push(region.subarray(start, eventStart));
+      const forward = inspectEvent(region.toString("utf8", eventStart, eventEnd));
+      if (forward !== undefined) out.push(Buffer.from(`data: ${forward}\n\n`));
+      start = eventEnd;
+    }
+    return writeAll(out);
+  }
+
+  /** FastGPT's event stream: every event gets `event: answer`, so every event is looked at. */
+  function detailEvents(region: Buffer): Buffer[] {
+    const out: Buffer[] = [];
+    for (let start = 0; start < region.length && !done; ) {
+      const end = region.indexOf(EVENT_END, start) + EVENT_END.length;
+      const event = region.subarray(start, end);
+      start = end;
+      if (firstMarker(event, 0) < 0) {
+        out.push(ANSWER_EVENT, event);
+        continue;
       }
-      out += `${prefix}${forward}\n\n`;
+      const forward = inspectEvent(event.toString("utf8"));
+      if (forward !== undefined) out.push(Buffer.from(`event: answer\ndata: ${forward}\n\n`));
     }
     return out;
+  }
+
+  function writeAll(out: Buffer[]): boolean {
+    if (out.length === 0) return true;
+    return opts.write(out.length === 1 ? out[0]! : Buffer.concat(out));
+  }
+
+  /** Acts on one marked event; returns the data the client gets, or undefined for none. */
+  function inspectEvent(block: string): string | undefined {
+    const data = dataOf(block);
+    if (data === undefined) return undefined;
+    if (data === "[DONE]") {
+      done = true;
+      return undefined;
+    }
+    const chunk = parseChunk(data, opts.model);
+    const choice = chunk.choices?.[0];
+    if (choice?.finish_reason) finishReason = choice.finish_reason;
+    if (!chunk.usage) return data;
+    usage = chunk.usage;
+    if (opts.includeUsage) return data;
+    if (!chunk.choices || chunk.choices.length === 0) return undefined;
+    delete chunk.usage;
+    return JSON.stringify(chunk);
   }
 
   return {

@@ -6,6 +6,7 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { LRUCache } from "lru-cache";
 import { migrate } from "./migrations.js";
+import { createWriteBatcher } from "./write-batch.js";
 import type {
   AppendRoundInput,
   ChatInfo,
@@ -49,9 +50,10 @@ export function createSqliteStore(path: string): Store {
   const db = openDatabase(path);
   const sql = prepareStatements(db);
   const hitRate = createRateWindows();
+  const batched = createWriteBatcher(db);
   return {
-    ...createChatOps(db, sql),
-    ...createUsageOps(db, sql),
+    ...createChatOps(sql, batched),
+    ...createUsageOps(sql, batched),
     async hitRate(scope, limit, now) {
       return hitRate(scope, limit, now);
     },
@@ -129,8 +131,10 @@ function prepareStatements(db: Database.Database) {
   };
 }
 
-function createChatOps(db: Database.Database, sql: Statements) {
-  const appendRound = db.transaction((input: AppendRoundInput) => {
+type Batched = ReturnType<typeof createWriteBatcher>;
+
+function createChatOps(sql: Statements, batched: Batched) {
+  const appendRound = batched((input: AppendRoundInput) => {
     sql.upsertChat.run({
       appId: input.appId,
       chatId: input.chatId,
@@ -157,10 +161,7 @@ function createChatOps(db: Database.Database, sql: Statements) {
         .all(appId, chatId, count)
         .map((m) => ({ role: m.role, content: m.content, createdAt: m.created_at }));
     },
-    async appendRound(input: AppendRoundInput): Promise<void> {
-      // immediate: take the write lock up front so another process cannot make this commit fail
-      appendRound.immediate(input);
-    },
+    appendRound,
     async listChats(owner: { shareId: string; uid: string }, opts: { since: number; limit: number }): Promise<ChatSummary[]> {
       const count = Math.floor(opts.limit);
       if (!(count > 0)) return [];
@@ -171,17 +172,15 @@ function createChatOps(db: Database.Database, sql: Statements) {
   };
 }
 
-function createUsageOps(db: Database.Database, sql: Statements) {
-  const recordUsage = db.transaction((row: UsageRow, scopes: string[]) => {
+function createUsageOps(sql: Statements, batched: Batched) {
+  const recordUsage = batched((row: UsageRow, scopes: string[]) => {
     sql.insertUsage.run(row);
     // a scope named twice is still one budget: count the row once
     for (const scope of new Set(scopes)) sql.addSpend.run(scope, row.points);
   });
 
   return {
-    async recordUsage(row: UsageRow, spendScopes: string[]): Promise<void> {
-      recordUsage.immediate(row, spendScopes);
-    },
+    recordUsage,
     async summarizeUsage(query: UsageQuery): Promise<UsageSummary> {
       const filter: UsageFilter = {
         from: query.from ?? Number.MIN_SAFE_INTEGER,
