@@ -1,19 +1,30 @@
 // Token counting (CONTRACTS §5) with gpt-tokenizer, plus the cheap byte bound that lets the hot path
 // skip counting: a token is never shorter than one UTF-8 byte, so bytes bound tokens from above.
-import * as cl100k from "gpt-tokenizer/encoding/cl100k_base";
-import * as o200k from "gpt-tokenizer/encoding/o200k_base";
+import { createRequire } from "node:module";
 import type { ChatMessage } from "../chat/request-schema.js";
 
 export type TokenizerName = "cl100k_base" | "o200k_base";
 
 // User text may contain special-token spellings such as "<|endoftext|>": count them as plain text.
 const AS_TEXT = { disallowedSpecial: new Set<string>() };
-const ENCODERS = { cl100k_base: cl100k, o200k_base: o200k } as const;
+
+interface Encoder {
+  countTokens(text: string, options: typeof AS_TEXT): number;
+}
+// An encoding's tables take 40-70 MB: each is loaded (synchronously) the first time it is needed,
+// which is never while upstreams report usage and the byte bound proves every prompt fits.
+const require = createRequire(import.meta.url);
+const encoders = new Map<TokenizerName, Encoder>();
+function encoder(name: TokenizerName): Encoder {
+  let e = encoders.get(name);
+  if (!e) encoders.set(name, (e = require(`gpt-tokenizer/cjs/encoding/${name}`) as Encoder));
+  return e;
+}
 
 export const MESSAGE_OVERHEAD = 4;
 
 export function countText(text: string, tokenizer: TokenizerName = "cl100k_base"): number {
-  return text.length === 0 ? 0 : ENCODERS[tokenizer].countTokens(text, AS_TEXT);
+  return text.length === 0 ? 0 : encoder(tokenizer).countTokens(text, AS_TEXT);
 }
 
 /** The text of a message's content: a string, or the text parts of a multi-part content. */
