@@ -28,7 +28,7 @@ describe("SSE relay", () => {
     expect(out).toBe([chunk("Hel"), chunk("lo"), chunk(null, "stop")].map((d) => `data: ${d}\n\n`).join(""));
     expect(relay.done).toBe(true);
     expect(relay.usage).toEqual({ prompt_tokens: 3, completion_tokens: 4 });
-    expect(relay.finishReason).toBe("stop");
+    expect(relay.finishReason()).toBe("stop");
     expect(relay.text()).toBe("Hello");
     expect(first).toBe(1);
   });

@@ -89,6 +89,30 @@ describe("conversations", () => {
   });
 });
 
+describe("history cache", () => {
+  it("sees every committed round after the history was read once, also past the cached 64 messages", async () => {
+    expect(await store.getChat("support", "long")).toBeUndefined(); // caches "no such chat"
+    expect(await store.loadMessages("support", "long", 12)).toEqual([]);
+    for (let i = 0; i < 40; i++) await store.appendRound(round({ chatId: "long", user: `u${i}`, assistant: `a${i}`, at: T0 + i }));
+    expect((await store.getChat("support", "long"))?.updatedAt).toBe(T0 + 39);
+    const last12 = await store.loadMessages("support", "long", 12);
+    expect(last12.map((m) => m.content)).toEqual(Array.from({ length: 6 }, (_, i) => [`u${34 + i}`, `a${34 + i}`]).flat());
+    const all = await store.loadMessages("support", "long", 200);
+    expect(all).toHaveLength(80);
+    expect(all[0]!.content).toBe("u0");
+  });
+
+  it("agrees with a fresh read of the database after concurrent rounds", async () => {
+    await store.loadMessages("support", "busy", 12);
+    await Promise.all(Array.from({ length: 30 }, (_, i) => store.appendRound(round({ chatId: "busy", user: `q${i}`, assistant: `r${i}`, at: T0 }))));
+    const cached = await store.loadMessages("support", "busy", 60);
+    const fromDisk = await store.loadMessages("support", "busy", 200); // past the cache: read from SQLite
+    expect(cached).toHaveLength(60);
+    expect(cached).toEqual(fromDisk);
+    for (let i = 0; i < 60; i += 2) expect(cached[i + 1]!.content).toBe(cached[i]!.content.replace("q", "r"));
+  });
+});
+
 describe("share-link chat lists", () => {
   it("lists at most 20 chats updated since the cut-off, newest first, for that user only", async () => {
     const now = T0 + 60 * DAY;

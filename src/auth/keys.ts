@@ -1,6 +1,6 @@
 // Client API keys (CONTRACTS §2): resolves `Authorization: Bearer <key>` to a configured key.
 // Keys are held only as sha256 digests and compared in constant time; no key is ever echoed.
-import { createHash, timingSafeEqual } from "node:crypto";
+import { hash, timingSafeEqual } from "node:crypto";
 import type { ApiKeyConfig } from "../config/schema.js";
 import { GatewayError } from "../http/errors.js";
 
@@ -20,7 +20,7 @@ interface StoredKey {
 export const missingApiKey = () =>
   new GatewayError(401, "missing_api_key", "Missing API key: send it as 'Authorization: Bearer <key>'.");
 
-const sha256 = (value: string): Buffer => createHash("sha256").update(value, "utf8").digest();
+const sha256 = (value: string): Buffer => hash("sha256", value, "buffer");
 
 export function createKeyring(keys: ApiKeyConfig[]) {
   const stored: StoredKey[] = keys.map((k) => ({

@@ -9,7 +9,7 @@ export async function respondJson(deps: SettleDeps, ex: Exchange, completion: Co
   const settled = await settleAnswer(deps, ex, {
     text: () => choice?.message?.content ?? "",
     usage: completion.usage,
-    finishReason: choice?.finish_reason ?? "stop",
+    finishReason: () => choice?.finish_reason ?? "stop",
   });
   const body: CompletionJson = {
     ...completion,

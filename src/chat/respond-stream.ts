@@ -40,10 +40,11 @@ export async function relayStream(deps: SettleDeps, ex: Exchange, body: Readable
     // 1. Relay until [DONE] (or the end of a stream that already gave its finish reason).
     await pump(body, res, relay.push, () => relay.done);
     relay.finish();
-    if (!relay.done && !relay.finishReason) throw streamCut(ex.model.model);
+    // without [DONE], only an answer that gave its finish reason is complete
+    if (!relay.done && !relay.finishReason()) throw streamCut(ex.model.model);
 
     // 2. Settle (the turns are stored before the client sees the end), then close the stream.
-    const settled = await settleAnswer(deps, ex, { text: () => relay.text(), usage: relay.usage, finishReason: relay.finishReason ?? "stop" });
+    const settled = await settleAnswer(deps, ex, { text: () => relay.text(), usage: relay.usage, finishReason: () => relay.finishReason() ?? "stop" });
     if (opts.includeUsage && !relay.usage) write(`${opts.detail ? "event: answer\n" : ""}data: ${usageChunk(settled)}\n\n`);
     write(opts.detail ? "event: answer\ndata: [DONE]\n\n" : "data: [DONE]\n\n");
     if (opts.detail) write(`event: flowResponses\ndata: ${JSON.stringify([settled.report()])}\n\n`);

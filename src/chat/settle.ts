@@ -32,7 +32,8 @@ export interface AnswerOutcome {
   /** the answer's text; a function because a relayed stream recovers it only when needed */
   text: () => string;
   usage: Usage | null | undefined;
-  finishReason: string;
+  /** a function for the same reason: read only when a report is built */
+  finishReason: () => string;
 }
 
 export interface Settled {
@@ -70,7 +71,7 @@ export async function settleAnswer(deps: SettleDeps, ex: Exchange, out: AnswerOu
         points,
         temperature: limited.temperature,
         maxTokens: limited.maxTokens,
-        finishReason: out.finishReason,
+        finishReason: out.finishReason(),
         runningTimeMs: durationMs,
       })),
   };

@@ -7,8 +7,9 @@ import type { Usage } from "../upstream/types.js";
 
 const EVENT_END = Buffer.from("\n\n");
 const CR = 13;
-/** Substrings that make a region worth parsing; a false positive only costs a parse. */
-const MARKERS = ['"usage"', "[DONE]", '"finish_reason":"', '"finish_reason": "', '"error"'].map((m) => Buffer.from(m));
+/** Substrings that make an event worth parsing; a false positive only costs a parse. The finish
+ *  reason is not among them: it is read afterwards with the text, and only when needed. */
+const MARKERS = ['"usage"', "[DONE]", '"error"'].map((m) => Buffer.from(m));
 const ANSWER_EVENT = Buffer.from("event: answer\n");
 
 /** The earliest position of any marker at or after `from`, or -1. */
@@ -40,9 +41,10 @@ export interface SseRelay {
   finish(): void;
   readonly done: boolean;
   readonly usage: Usage | undefined;
-  readonly finishReason: string | undefined;
   /** The answer's text, parsed from every relayed region (memoized). */
   text(): string;
+  /** The last finish reason the upstream gave, parsed with the text; undefined when none. */
+  finishReason(): string | undefined;
 }
 
 interface ChunkShape {
@@ -56,9 +58,8 @@ export function createSseRelay(opts: RelayOptions): SseRelay {
   let pending: Buffer | undefined;
   let done = false;
   let usage: Usage | undefined;
-  let finishReason: string | undefined;
   let firstContent = false;
-  let text: string | undefined;
+  let collected: Collected | undefined;
 
   function push(chunk: Buffer): boolean {
     if (done) return true; // after [DONE]: the rest is drained, not relayed
@@ -131,8 +132,6 @@ export function createSseRelay(opts: RelayOptions): SseRelay {
       return undefined;
     }
     const chunk = parseChunk(data, opts.model);
-    const choice = chunk.choices?.[0];
-    if (choice?.finish_reason) finishReason = choice.finish_reason;
     if (!chunk.usage) return data;
     usage = chunk.usage;
     if (opts.includeUsage) return data;
@@ -155,11 +154,11 @@ export function createSseRelay(opts: RelayOptions): SseRelay {
     get usage() {
       return usage;
     },
-    get finishReason() {
-      return finishReason;
-    },
     text() {
-      return (text ??= collectText(kept));
+      return (collected ??= collect(kept)).text;
+    },
+    finishReason() {
+      return (collected ??= collect(kept)).finishReason;
     },
   };
 }
@@ -189,20 +188,27 @@ function parseChunk(data: string, model: string): ChunkShape {
   return chunk;
 }
 
-function collectText(regions: Buffer[]): string {
-  let text = "";
+interface Collected {
+  text: string;
+  finishReason: string | undefined;
+}
+
+function collect(regions: Buffer[]): Collected {
+  const out: Collected = { text: "", finishReason: undefined };
   for (const region of regions) {
     for (const block of region.toString("utf8").split("\n\n")) {
       const data = dataOf(block);
       if (data === undefined || data === "[DONE]") continue;
       try {
-        text += (JSON.parse(data) as ChunkShape).choices?.[0]?.delta?.content ?? "";
+        const choice = (JSON.parse(data) as ChunkShape).choices?.[0];
+        out.text += choice?.delta?.content ?? "";
+        if (choice?.finish_reason) out.finishReason = choice.finish_reason;
       } catch {
         // relayed regions were valid or already failed the stream
       }
     }
   }
-  return text;
+  return out;
 }
 
 /** Whether `key` occurs followed by a value that is not the empty string. */

@@ -6,7 +6,8 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { LRUCache } from "lru-cache";
 import { migrate } from "./migrations.js";
-import { createWriteBatcher } from "./write-batch.js";
+import { CACHED_MESSAGES, createChatCache } from "./chat-cache.js";
+import { createWriteBatcher, type Batched } from "./write-batch.js";
 import type {
   AppendRoundInput,
   ChatInfo,
@@ -131,9 +132,8 @@ function prepareStatements(db: Database.Database) {
   };
 }
 
-type Batched = ReturnType<typeof createWriteBatcher>;
-
 function createChatOps(sql: Statements, batched: Batched) {
+  const cache = createChatCache();
   const appendRound = batched((input: AppendRoundInput) => {
     sql.upsertChat.run({
       appId: input.appId,
@@ -145,21 +145,27 @@ function createChatOps(sql: Statements, batched: Batched) {
     });
     sql.insertMessage.run(input.appId, input.chatId, "user", input.user, input.at);
     sql.insertMessage.run(input.appId, input.chatId, "assistant", input.assistant, input.at);
-  });
+  }, cache.appended);
 
   return {
     async getChat(appId: string, chatId: string): Promise<ChatInfo | undefined> {
+      const cached = cache.info(appId, chatId);
+      if (cached !== undefined) return cached ?? undefined;
       const row = sql.getChat.get(appId, chatId);
-      if (!row) return undefined;
-      const owner = row.share_id !== null && row.uid !== null ? { shareId: row.share_id, uid: row.uid } : null;
-      return { chatId, owner, title: row.title, updatedAt: row.updated_at };
+      const owner = row?.share_id != null && row.uid !== null ? { shareId: row.share_id, uid: row.uid } : null;
+      const info = row ? { chatId, owner, title: row.title, updatedAt: row.updated_at } : null;
+      cache.setInfo(appId, chatId, info);
+      return info ?? undefined;
     },
     async loadMessages(appId: string, chatId: string, limit: number): Promise<ChatMessage[]> {
       const count = Math.floor(limit);
       if (!(count > 0)) return [];
-      return sql.lastMessages
-        .all(appId, chatId, count)
-        .map((m) => ({ role: m.role, content: m.content, createdAt: m.created_at }));
+      const cached = cache.messages(appId, chatId, count);
+      if (cached) return cached;
+      const read = Math.max(count, CACHED_MESSAGES);
+      const rows = sql.lastMessages.all(appId, chatId, read).map((m) => ({ role: m.role, content: m.content, createdAt: m.created_at }));
+      if (read === CACHED_MESSAGES) cache.setMessages(appId, chatId, rows, rows.length < read);
+      return rows.slice(-count);
     },
     appendRound,
     async listChats(owner: { shareId: string; uid: string }, opts: { since: number; limit: number }): Promise<ChatSummary[]> {

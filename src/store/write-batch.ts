@@ -5,11 +5,15 @@ import type Database from "better-sqlite3";
 
 interface Job {
   run: () => void;
+  /** runs synchronously right after the commit, before any caller resumes */
+  committed?: () => void;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
 
-export function createWriteBatcher(db: Database.Database): <A extends unknown[]>(write: (...args: A) => void) => (...args: A) => Promise<void> {
+export type Batched = <A extends unknown[]>(write: (...args: A) => void, committed?: (...args: A) => void) => (...args: A) => Promise<void>;
+
+export function createWriteBatcher(db: Database.Database): Batched {
   let queue: Job[] = [];
   let scheduled = false;
 
@@ -39,16 +43,19 @@ export function createWriteBatcher(db: Database.Database): <A extends unknown[]>
     }
     for (const job of jobs) {
       if (failed.has(job)) job.reject(failed.get(job));
-      else job.resolve();
+      else {
+        job.committed?.();
+        job.resolve();
+      }
     }
   }
 
-  return (write) => {
+  return (write, committed) => {
     // nested in the batch's transaction, a better-sqlite3 transaction function is a savepoint
     const inSavepoint = db.transaction(write);
     return (...args) =>
       new Promise<void>((resolve, reject) => {
-        queue.push({ run: () => inSavepoint(...args), resolve, reject });
+        queue.push({ run: () => inSavepoint(...args), committed: committed && (() => committed(...args)), resolve, reject });
         if (!scheduled) {
           scheduled = true;
           setImmediate(flush);

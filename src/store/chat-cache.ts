@@ -1,0 +1,61 @@
+// Recent history of active chats, kept in memory by the SQLite store so that a chatId request
+// does not read the database: filled on a miss, written through at commit. Bounded by total size.
+// The SQLite store is owned by one gateway process; several instances share state through Redis.
+import { LRUCache } from "lru-cache";
+import type { AppendRoundInput, ChatInfo, ChatMessage } from "./types.js";
+
+/** Messages kept per chat: more than any app's history asks for in practice (history 6 = 12). */
+export const CACHED_MESSAGES = 64;
+const MAX_BYTES = 64 * 1024 * 1024;
+const MAX_CHATS = 20_000;
+
+interface Entry {
+  /** undefined: not read yet; null: the chat does not exist */
+  info?: ChatInfo | null;
+  /** the chat's last messages, oldest first; undefined: not read yet */
+  messages?: ChatMessage[];
+  /** `messages` holds the whole chat */
+  complete?: boolean;
+}
+
+export function createChatCache() {
+  const entries = new LRUCache<string, Entry>({
+    max: MAX_CHATS,
+    maxSize: MAX_BYTES,
+    sizeCalculation: (e) => 64 + (e.messages?.reduce((n, m) => n + 32 + m.content.length * 2, 0) ?? 0),
+  });
+  const keyOf = (appId: string, chatId: string) => `${appId}\u0000${chatId}`;
+  const entry = (appId: string, chatId: string) => entries.get(keyOf(appId, chatId)) ?? {};
+  const save = (appId: string, chatId: string, e: Entry) => entries.set(keyOf(appId, chatId), e);
+
+  return {
+    info: (appId: string, chatId: string) => entries.get(keyOf(appId, chatId))?.info,
+    setInfo(appId: string, chatId: string, info: ChatInfo | null) {
+      save(appId, chatId, { ...entry(appId, chatId), info });
+    },
+    /** The last `limit` messages when the cache can answer, else undefined. */
+    messages(appId: string, chatId: string, limit: number): ChatMessage[] | undefined {
+      const e = entries.get(keyOf(appId, chatId));
+      if (!e?.messages || (!e.complete && e.messages.length < limit)) return undefined;
+      return e.messages.slice(-limit);
+    },
+    setMessages(appId: string, chatId: string, messages: ChatMessage[], complete: boolean) {
+      save(appId, chatId, { ...entry(appId, chatId), messages, complete });
+    },
+    /** A round was committed: update what is cached of its chat (nothing is cached for a new one). */
+    appended(r: AppendRoundInput) {
+      const e = entries.get(keyOf(r.appId, r.chatId));
+      if (!e) return;
+      if (e.info) e.info = { ...e.info, updatedAt: Math.max(e.info.updatedAt, r.at) };
+      else if (e.info === null) e.info = undefined; // created just now: read it again when asked
+      if (e.messages) {
+        e.messages.push({ role: "user", content: r.user, createdAt: r.at }, { role: "assistant", content: r.assistant, createdAt: r.at });
+        if (e.messages.length > CACHED_MESSAGES) {
+          e.messages.splice(0, e.messages.length - CACHED_MESSAGES);
+          e.complete = false;
+        }
+      }
+      save(r.appId, r.chatId, e);
+    },
+  };
+}
