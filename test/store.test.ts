@@ -2,7 +2,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import Database from "better-sqlite3";
 import { createStore } from "../src/store/index.js";
+import { MIGRATIONS } from "../src/store/migrations.js";
 import { createSqliteStore } from "../src/store/sqlite.js";
 import type { AppendRoundInput, Store, UsageRow } from "../src/store/types.js";
 
@@ -200,6 +202,21 @@ describe("persistence", () => {
   });
   afterEach(async () => {
     await rm(dir, { recursive: true, force: true });
+  });
+
+  it("upgrades a version-1 database to the latest schema and keeps its chats", async () => {
+    const path = join(dir, "v1.db");
+    const old = new Database(path);
+    old.exec(MIGRATIONS[0]!);
+    old.pragma("user_version = 1");
+    old.prepare("INSERT INTO chats (app_id, chat_id, share_id, uid, title, created_at, updated_at) VALUES ('support', 'c9', 'public', 'alice', 'kept', ?, ?)").run(T0, T0);
+    old.close();
+    const upgraded = createSqliteStore(path);
+    expect(await upgraded.listChats(alice, { since: 0, limit: 20 })).toEqual([{ chatId: "c9", title: "kept", updatedAt: T0 }]);
+    await upgraded.close();
+    const check = new Database(path);
+    expect(check.pragma("user_version", { simple: true })).toBe(MIGRATIONS.length);
+    check.close();
   });
 
   it("keeps chats, usage and spend across a close and reopen, creating the parent folder", async () => {

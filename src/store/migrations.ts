@@ -3,7 +3,7 @@
 import type Database from "better-sqlite3";
 
 /** Append only: a released migration is never edited, a change is a new entry. */
-const MIGRATIONS: readonly string[] = [
+export const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE chats (
     app_id     TEXT    NOT NULL,
@@ -49,6 +49,11 @@ const MIGRATIONS: readonly string[] = [
     scope  TEXT PRIMARY KEY,
     points REAL NOT NULL DEFAULT 0
   );
+  `,
+  // 2: only share-link chats are listed by owner; API chats need not update that index every round
+  `
+  DROP INDEX chats_by_owner;
+  CREATE INDEX chats_by_owner ON chats (share_id, uid, updated_at) WHERE share_id IS NOT NULL;
   `,
 ];
 

@@ -1,6 +1,7 @@
-// Group commit: writes issued in the same tick share one SQLite transaction, each in a savepoint
-// of its own, so one failing write does not undo the others. Every caller's promise resolves only
-// after the commit, so "answered" still means "on disk" (WAL) — just with one commit per batch.
+// Group commit: writes issued in the same tick share one SQLite transaction. Every caller's promise
+// resolves only after the commit, so "answered" still means "on disk" (WAL), with one commit per
+// batch. Should a batch fail, each of its writes is retried in a transaction of its own, so one bad
+// write fails alone.
 import type Database from "better-sqlite3";
 
 interface Job {
@@ -18,44 +19,35 @@ export function createWriteBatcher(db: Database.Database): Batched {
   let scheduled = false;
 
   const commit = db.transaction((jobs: Job[]) => {
-    const failed = new Map<Job, unknown>();
-    for (const job of jobs) {
-      try {
-        job.run();
-      } catch (err) {
-        failed.set(job, err);
-      }
-    }
-    return failed;
+    for (const job of jobs) job.run();
   });
+
+  function settle(jobs: Job[]): void {
+    try {
+      // immediate: take the write lock up front so another process cannot make the commit fail
+      commit.immediate(jobs);
+    } catch (err) {
+      if (jobs.length > 1) for (const job of jobs) settle([job]);
+      else jobs[0]!.reject(err);
+      return;
+    }
+    for (const job of jobs) {
+      job.committed?.();
+      job.resolve();
+    }
+  }
 
   function flush(): void {
     scheduled = false;
     const jobs = queue;
     queue = [];
-    let failed: Map<Job, unknown>;
-    try {
-      // immediate: take the write lock up front so another process cannot make the commit fail
-      failed = commit.immediate(jobs);
-    } catch (err) {
-      for (const job of jobs) job.reject(err);
-      return;
-    }
-    for (const job of jobs) {
-      if (failed.has(job)) job.reject(failed.get(job));
-      else {
-        job.committed?.();
-        job.resolve();
-      }
-    }
+    settle(jobs);
   }
 
   return (write, committed) => {
-    // nested in the batch's transaction, a better-sqlite3 transaction function is a savepoint
-    const inSavepoint = db.transaction(write);
     return (...args) =>
       new Promise<void>((resolve, reject) => {
-        queue.push({ run: () => inSavepoint(...args), committed: committed && (() => committed(...args)), resolve, reject });
+        queue.push({ run: () => write(...args), committed: committed && (() => committed(...args)), resolve, reject });
         if (!scheduled) {
           scheduled = true;
           setImmediate(flush);
