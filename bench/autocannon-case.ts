@@ -2,6 +2,7 @@
 import autocannon from "autocannon";
 import { performance } from "node:perf_hooks";
 import { CHAT_HEADERS, CHAT_PATH } from "./chat-request.js";
+import { readCpuUs } from "./node-process.js";
 
 export const CONNECTIONS = 32;
 
@@ -15,17 +16,24 @@ export interface LoadResult {
   failed: number;
   /** Share of the time the bench's own event loop (load generator + test upstream) was busy. */
   clientBusy: number;
+  /** CPU time the target process spent per request (user + system), µs; steadier than RPS on a
+   *  machine whose cores the load generator shares. Undefined for in-process targets. */
+  cpuUs?: number;
 }
 
 /**
  * `bodyFor(i)` gives connection i its request body (e.g. its own chatId). A warm-up run comes
  * first and is thrown away: a cold Node process serves a fraction of its warm rate for seconds.
  */
-export async function runLoad(origin: string, bodyFor: (connection: number) => string, seconds: number, warmupSeconds: number): Promise<LoadResult> {
+export async function runLoad(origin: string, bodyFor: (connection: number) => string, seconds: number, warmupSeconds: number, pid?: number): Promise<LoadResult> {
   if (warmupSeconds > 0) await fire(origin, bodyFor, warmupSeconds);
   const before = performance.eventLoopUtilization();
+  const cpuBefore = pid === undefined ? undefined : await readCpuUs(pid);
   const result = await fire(origin, bodyFor, seconds);
+  const cpuAfter = pid === undefined ? undefined : await readCpuUs(pid);
+  const requests = result["2xx"] + result.non2xx;
   return {
+    cpuUs: cpuBefore === undefined || cpuAfter === undefined || requests === 0 ? undefined : (cpuAfter - cpuBefore) / requests,
     rps: result["2xx"] / result.duration,
     p50: result.latency.p50,
     p99: result.latency.p99,

@@ -21,7 +21,7 @@ export interface MemoryResult {
   error?: string;
 }
 
-const COLUMNS = ["case", "RPS", "p50 ms", "p99 ms", "failed", "client busy", "1c p50 ms", "1c p99 ms", "added p50 ms", "TTFT p50 ms", "added TTFT ms"];
+const COLUMNS = ["case", "RPS", "CPU us/req", "p50 ms", "p99 ms", "failed", "client busy", "1c p50 ms", "1c p99 ms", "added p50 ms", "TTFT p50 ms", "added TTFT ms"];
 
 export interface RunSettings {
   seconds: number;
@@ -39,6 +39,7 @@ export function printReport(cases: CaseResult[], memory: MemoryResult, run: RunS
     return [
       `${c.target} ${c.mode}`,
       num(c.load?.rps, 0),
+      num(c.load?.cpuUs, 0),
       num(c.load?.p50, 1),
       num(c.load?.p99, 1),
       num(c.load?.failed, 0),
@@ -53,6 +54,7 @@ export function printReport(cases: CaseResult[], memory: MemoryResult, run: RunS
   console.log(`\nSluice benchmark: autocannon ${CONNECTIONS} connections, ${run.seconds} s per case after ${run.warmupSeconds} s warm-up;
 1c = one sequential connection (500 requests after 50 warm-up);
 client busy = the bench process's event loop (load generator + test upstream);
+CPU us/req = CPU time of the target's own process per request (the upstream runs inside the bench);
 machine load average at start ${run.loadAverage.toFixed(2)} on ${run.cores} cores\n`);
   console.log(alignTable([COLUMNS, ...rows]));
 
@@ -63,6 +65,9 @@ machine load average at start ${run.loadAverage.toFixed(2)} on ${run.cores} core
     ratioCheck("Sluice/floor RPS, non-stream", sluice("non-stream")?.load?.rps, floor("non-stream")?.load?.rps, 0.6),
     ratioCheck("Sluice/floor RPS, stream", sluice("stream")?.load?.rps, floor("stream")?.load?.rps, 0.8),
     ratioCheck("Sluice chatId/stateless RPS", sluice("chatId")?.load?.rps, sluice("non-stream")?.load?.rps, 0.8),
+    info("floor/Sluice CPU per request, non-stream", floor("non-stream")?.load?.cpuUs, sluice("non-stream")?.load?.cpuUs),
+    info("floor/Sluice CPU per request, stream", floor("stream")?.load?.cpuUs, sluice("stream")?.load?.cpuUs),
+    info("stateless/chatId CPU per request", sluice("non-stream")?.load?.cpuUs, sluice("chatId")?.load?.cpuUs),
     limitCheck("Sluice added p50, 1 connection", diff(sluice("non-stream")?.latency?.p50, find("direct", "non-stream")?.latency?.p50), 1, "ms"),
     limitCheck("Sluice added TTFT p50, 1 connection", diff(sluice("stream")?.latency?.ttftP50, find("direct", "stream")?.latency?.ttftP50), 1, "ms"),
     limitCheck(`Sluice RSS at ${memory.streams} open streams`, memory.sluiceMb, 250, "MB", rssNote),
@@ -72,6 +77,11 @@ machine load average at start ${run.loadAverage.toFixed(2)} on ${run.cores} core
   const problems = cases.filter((c) => c.error).map((c) => `${c.target} ${c.mode}: ${c.error}`);
   if (memory.error) problems.push(`open streams: ${memory.error}`);
   if (problems.length > 0) console.log(`\nNot measured:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+}
+
+/** A ratio shown beside the checks, with no target of its own. */
+function info(label: string, value: number | undefined, base: number | undefined): string[] {
+  return [label, value !== undefined && base ? `${(value / base).toFixed(2)}x` : "n/a", "(info)", ""];
 }
 
 function ratioCheck(label: string, value: number | undefined, base: number | undefined, min: number): string[] {

@@ -22,6 +22,8 @@ const SLOW_CHUNK_MS = 30_000;
 interface Target {
   name: TargetName;
   url: string;
+  /** the target's process, when it has one of its own */
+  pid?: number;
 }
 
 async function main(): Promise<void> {
@@ -43,14 +45,14 @@ async function main(): Promise<void> {
     // 2. Throughput and latency per target and mode.
     const targets: Target[] = [
       { name: "direct", url: upstream.url },
-      { name: "floor", url: floor.url },
+      { name: "floor", url: floor.url, pid: floor.pid },
     ];
     const cases: CaseResult[] = [];
     for (const mode of ["non-stream", "stream"] as const) {
       for (const target of targets) cases.push(await measureCase(target, mode));
-      cases.push(typeof sluice === "string" ? failed("sluice", mode, sluice) : await measureCase({ name: "sluice", url: sluice.url }, mode));
+      cases.push(typeof sluice === "string" ? failed("sluice", mode, sluice) : await measureCase({ name: "sluice", url: sluice.url, pid: sluice.pid }, mode));
     }
-    cases.push(typeof sluice === "string" ? failed("sluice", "chatId", sluice) : await measureCase({ name: "sluice", url: sluice.url }, "chatId"));
+    cases.push(typeof sluice === "string" ? failed("sluice", "chatId", sluice) : await measureCase({ name: "sluice", url: sluice.url, pid: sluice.pid }, "chatId"));
 
     // 3. Memory with many slow streams open.
     const memory = typeof sluice === "string" ? { streams: OPEN_STREAMS, error: sluice } : await measureMemory(upstream, sluice, floor);
@@ -70,7 +72,7 @@ async function measureCase(target: Target, mode: Mode): Promise<CaseResult> {
   try {
     await expectAnswer(target.url, bodyFor(0));
     console.error(`${target.name} ${mode}: ${WARMUP_SECONDS} + ${SECONDS} s under load, then 1 connection`);
-    const load = await runLoad(target.url, bodyFor, SECONDS, WARMUP_SECONDS);
+    const load = await runLoad(target.url, bodyFor, SECONDS, WARMUP_SECONDS, target.pid);
     const latency = await measureLatency(target.url, bodyFor(0), stream);
     return { target: target.name, mode, load, latency };
   } catch (err) {
