@@ -70,7 +70,6 @@ async function openChat(query: string, viewport?: { width: number; height: numbe
   return page;
 }
 
-const assistantText = (page: Page) => page.locator(".msg.assistant").last().textContent();
 
 async function send(page: Page, text: string) {
   await page.fill("#input", text);

@@ -67,7 +67,7 @@ function prependSystemPrompt(messages: ChatMessage[], model: ModelConfig, app: A
  * Keeps system messages and everything from the last user message on, then adds whole earlier rounds
  * (a user message and what follows it) from newest to oldest while they fit in `budget` tokens.
  */
-export function trimToFit(messages: ChatMessage[], budget: number, model: ModelConfig): { kept: ChatMessage[]; tokens: number } {
+function trimToFit(messages: ChatMessage[], budget: number, model: ModelConfig): { kept: ChatMessage[]; tokens: number } {
   const cost = messages.map((m) => countMessage(m, model.tokenizer));
   const keep = new Array<boolean>(messages.length).fill(false);
   let tokens = 0;

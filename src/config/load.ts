@@ -15,7 +15,7 @@ export class ConfigError extends Error {
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
 /** Replaces `${NAME}` in every string of a JSON value; a missing variable is a problem at its path. */
-export function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, path: string, problems: string[]): unknown {
+function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, path: string, problems: string[]): unknown {
   if (typeof value === "string") {
     return value.replace(ENV_REF, (_, name: string) => {
       const v = env[name];

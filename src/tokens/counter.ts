@@ -21,7 +21,7 @@ function encoder(name: TokenizerName): Encoder {
   return e;
 }
 
-export const MESSAGE_OVERHEAD = 4;
+const MESSAGE_OVERHEAD = 4;
 
 export function countText(text: string, tokenizer: TokenizerName = "cl100k_base"): number {
   return text.length === 0 ? 0 : encoder(tokenizer).countTokens(text, AS_TEXT);

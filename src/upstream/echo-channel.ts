@@ -7,7 +7,7 @@ import { messageText } from "../tokens/counter.js";
 import type { ChatMessage } from "../chat/request-schema.js";
 import type { ChannelClient, UpstreamAnswer, UpstreamRequest } from "./types.js";
 
-export function echoText(messages: ChatMessage[]): string {
+function echoText(messages: ChatMessage[]): string {
   const last = messages.findLast((m) => m.role === "user");
   const said = last ? messageText(last.content) : "";
   return said ? `Echo: ${said}` : "Echo: (no user message)";

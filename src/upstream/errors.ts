@@ -14,10 +14,10 @@ export class UpstreamError extends GatewayError {
 export const unreachable = (model: string) =>
   new UpstreamError(502, "upstream_unreachable", `The model server for ${model} could not be reached.`, "unreachable");
 
-export const firstByteTimeout = (model: string) =>
+const firstByteTimeout = (model: string) =>
   new UpstreamError(504, "upstream_timeout", `The model server for ${model} did not answer in time.`, "timeout");
 
-export const idleTimeout = (model: string) =>
+const idleTimeout = (model: string) =>
   new UpstreamError(504, "upstream_timeout", `The model server for ${model} stopped sending the answer.`, "timeout");
 
 export const streamCut = (model: string) =>

@@ -7,7 +7,7 @@ import type { ChannelClient, CompletionJson, UpstreamAnswer, UpstreamRequest } f
 const MAX_ERROR_BODY = 64 * 1024;
 
 /** `{baseUrl}/v1/chat/completions`, without doubling a `/v1` the base already ends in. */
-export function completionsUrl(baseUrl: string): URL {
+function completionsUrl(baseUrl: string): URL {
   const base = baseUrl.replace(/\/+$/, "");
   return new URL(/\/v1$/.test(base) ? `${base}/chat/completions` : `${base}/v1/chat/completions`);
 }
