@@ -1,7 +1,7 @@
 // The SSE relay: bytes pass untouched where nothing needs doing, and every event survives any
 // split of the upstream's bytes.
 import { describe, expect, it } from "vitest";
-import { createSseRelay, type RelayOptions } from "../src/chat/sse-relay.js";
+import { SseRelay, type RelayOptions } from "../src/chat/sse-relay.js";
 
 const chunk = (content: string | null, finish: string | null = null) =>
   JSON.stringify({ id: "x", object: "chat.completion.chunk", choices: [{ index: 0, delta: content === null ? {} : { content }, finish_reason: finish }] });
@@ -11,7 +11,7 @@ const upstreamText = [chunk("Hel"), chunk("lo"), chunk(null, "stop"), usage, "[D
 function run(bytes: string, split: number[], opts: Partial<RelayOptions> = {}) {
   let out = "";
   let first = 0;
-  const relay = createSseRelay({ detail: false, includeUsage: false, model: "m", write: (b) => ((out += b.toString()), true), onFirstContent: () => first++, ...opts });
+  const relay = new SseRelay({ detail: false, includeUsage: false, model: "m", write: (b) => ((out += b.toString()), true), onFirstContent: () => first++, ...opts });
   const buf = Buffer.from(bytes);
   let at = 0;
   for (const cut of [...split, buf.length]) {
@@ -60,7 +60,16 @@ describe("SSE relay", () => {
 
   it("throws a gateway error for an upstream error event or invalid JSON", () => {
     expect(() => run(`data: ${chunk("a")}\n\ndata: {"error":{"message":"secret"}}\n\n`, [])).toThrow(/reported an error/);
-    expect(() => run(`data: {"usage": oops}\n\n`, [])).toThrow(/not valid/);
+    expect(() => run(`data: {"usage":{ oops\n\n`, [])).toThrow(/not valid/);
+  });
+
+  it("passes `usage: null` chunks (OpenAI's style once usage is asked for) as bytes, unparsed", () => {
+    const withNull = (content: string) =>
+      JSON.stringify({ id: "x", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content }, finish_reason: null }], usage: null });
+    const bytes = [withNull("a"), withNull("b"), usage, "[DONE]"].map((d) => `data: ${d}\n\n`).join("");
+    const { out, relay } = run(bytes, []);
+    expect(out).toBe([withNull("a"), withNull("b")].map((d) => `data: ${d}\n\n`).join(""));
+    expect(relay.usage).toEqual({ prompt_tokens: 3, completion_tokens: 4 });
   });
 
   it("relays nothing after [DONE]", () => {

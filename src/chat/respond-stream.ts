@@ -7,7 +7,7 @@ import { Readable } from "node:stream";
 import { GatewayError } from "../http/errors.js";
 import { mapTransportError, streamCut } from "../upstream/errors.js";
 import type { CompletionJson } from "../upstream/types.js";
-import { createSseRelay } from "./sse-relay.js";
+import { SseRelay } from "./sse-relay.js";
 import { settleAnswer, settleFailure, type Exchange, type SettleDeps, type Settled } from "./settle.js";
 
 export const SSE_HEADERS = {
@@ -35,10 +35,10 @@ export interface StreamEnd {
  *  written. The caller ends `res` (by returning HANDLED). */
 export async function relayStream(deps: SettleDeps, ex: Exchange, body: Readable, res: ServerResponse, opts: StreamOptions): Promise<StreamEnd> {
   const write = (bytes: string | Buffer) => (res.destroyed ? true : res.write(bytes));
-  const relay = createSseRelay({ detail: opts.detail, includeUsage: opts.includeUsage, model: ex.model.model, write, onFirstContent: opts.onFirstToken });
+  const relay = new SseRelay({ detail: opts.detail, includeUsage: opts.includeUsage, model: ex.model.model, write, onFirstContent: opts.onFirstToken });
   try {
     // 1. Relay until [DONE] (or the end of a stream that already gave its finish reason).
-    await pump(body, res, relay.push, () => relay.done);
+    await pump(body, res, relay);
     relay.finish();
     // without [DONE], only an answer that gave its finish reason is complete
     if (!relay.done && !relay.finishReason()) throw streamCut(ex.model.model);
@@ -63,42 +63,66 @@ export async function relayStream(deps: SettleDeps, ex: Exchange, body: Readable
   }
 }
 
-/** Feeds every chunk of `body` to `push`, pausing while the client is slow; resolves at the end. */
-function pump(body: Readable, res: ServerResponse, push: (chunk: Buffer) => boolean, finished: () => boolean): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      try {
-        if (!push(chunk)) {
-          body.pause();
-          res.once("drain", () => body.resume());
-        }
-        // the answer is complete: stop here; the rest of the body drains on its own
-        if (finished()) done();
-      } catch (err) {
-        fail(err);
-      }
-    };
-    const done = () => {
-      cleanup();
-      body.on("error", () => {}); // a late socket error after a complete answer changes nothing
-      body.resume(); // keep the pooled connection reusable
-      resolve();
-    };
-    const fail = (err: unknown) => {
-      cleanup();
-      body.destroy();
-      reject(err);
-    };
-    const cleanup = () => {
-      body.off("data", onData);
-      body.off("end", done);
-      body.off("error", fail);
-    };
-    body.on("data", onData);
-    body.once("end", done);
-    body.once("error", fail);
-  });
+/** Feeds every chunk of `body` to the relay, pausing while the client is slow; resolves at the end. */
+function pump(body: Readable, res: ServerResponse, relay: SseRelay): Promise<void> {
+  return new Promise((resolve, reject) => new BodyPump(body, res, relay, resolve, reject).start());
 }
+
+// A class with bound methods rather than a handful of closures: one is made per streamed request.
+class BodyPump {
+  readonly #onData = this.#data.bind(this);
+  readonly #onEnd = this.#end.bind(this);
+  readonly #onError = this.#fail.bind(this);
+  readonly #onDrain = () => this.body.resume();
+
+  constructor(
+    private readonly body: Readable,
+    private readonly res: ServerResponse,
+    private readonly relay: SseRelay,
+    private readonly resolve: () => void,
+    private readonly reject: (err: unknown) => void,
+  ) {}
+
+  start(): void {
+    this.body.on("data", this.#onData);
+    this.body.once("end", this.#onEnd);
+    this.body.once("error", this.#onError);
+  }
+
+  #data(chunk: Buffer): void {
+    try {
+      if (!this.relay.push(chunk)) {
+        this.body.pause();
+        this.res.once("drain", this.#onDrain);
+      }
+      // the answer is complete: stop here; the rest of the body drains on its own
+      if (this.relay.done) this.#end();
+    } catch (err) {
+      this.#fail(err);
+    }
+  }
+
+  #end(): void {
+    this.#detach();
+    this.body.on("error", ignore); // a late socket error after a complete answer changes nothing
+    this.body.resume(); // keep the pooled connection reusable
+    this.resolve();
+  }
+
+  #fail(err: unknown): void {
+    this.#detach();
+    this.body.destroy();
+    this.reject(err);
+  }
+
+  #detach(): void {
+    this.body.off("data", this.#onData);
+    this.body.off("end", this.#onEnd);
+    this.body.off("error", this.#onError);
+  }
+}
+
+function ignore(): void {}
 
 /** A whole completion as SSE bytes, for an upstream that answered a stream request with JSON. */
 export function completionAsSse(completion: CompletionJson): Readable {
