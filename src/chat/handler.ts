@@ -3,6 +3,7 @@ import type { ServerResponse } from "node:http";
 import type { H3Event } from "h3";
 import type { ModelConfig } from "../config/schema.js";
 import { readJsonBody } from "../http/body.js";
+import { ClientGone } from "../http/client-gone.js";
 import { GatewayError } from "../http/errors.js";
 import { HANDLED, factsOf, type RequestFacts } from "../http/facts.js";
 import type { Observer } from "../observability/observer.js";
@@ -59,11 +60,11 @@ export function createChatHandler(deps: ChatDeps) {
       const limited = applyLimits(req, mergeHistory(history, req.messages), model, caller.app);
 
       // 7. The upstream call, aborted when the client goes away.
-      const controller = new AbortController();
+      const gone = new ClientGone();
       const nodeRes = event.runtime?.node?.res as ServerResponse | undefined; // http/1.1 only: listhen serves no http2
-      nodeRes?.once("close", () => nodeRes.writableFinished || controller.abort());
+      nodeRes?.once("close", () => nodeRes.writableFinished || gone.abort());
       ex = { caller, model, req, limited, reservation, chatId: req.chatId, uid, channel: "", time, started };
-      const { answer, channel } = await callUpstream(deps, ex, upstreamBody(req, model, limited), controller.signal);
+      const { answer, channel } = await callUpstream(deps, ex, upstreamBody(req, model, limited), gone);
       ex.channel = facts.channel = channel;
 
       // 8. The answer, in the shape the client asked for.
@@ -81,7 +82,7 @@ export function createChatHandler(deps: ChatDeps) {
       const end = await relayStream(deps, ex, body, nodeRes, {
         detail,
         includeUsage: req.stream_options?.include_usage === true,
-        signal: controller.signal,
+        signal: gone,
         onFirstToken: () => (facts.ttftMs = performance.now() - started),
       });
       deps.observer.upstreamFinished(channel, model.model, end.clientGone ? "aborted" : end.error instanceof UpstreamError ? end.error.outcome : end.error ? "http_error" : "ok");
@@ -100,7 +101,7 @@ export function createChatHandler(deps: ChatDeps) {
 }
 
 /** Tries the model's channels in order; an unreachable channel is marked down and the next tried. */
-async function callUpstream(deps: ChatDeps, ex: Exchange, body: Record<string, unknown>, signal: AbortSignal): Promise<{ answer: UpstreamAnswer; channel: string }> {
+async function callUpstream(deps: ChatDeps, ex: Exchange, body: Record<string, unknown>, signal: ClientGone): Promise<{ answer: UpstreamAnswer; channel: string }> {
   const candidates = deps.router.candidates(ex.model.model);
   let lastError: GatewayError | undefined;
   for (const entry of candidates) {

@@ -4,6 +4,7 @@
 // failure after the first byte ends the stream with an error event, never with a clean end.
 import type { ServerResponse } from "node:http";
 import { Readable } from "node:stream";
+import type { ClientGone } from "../http/client-gone.js";
 import { GatewayError } from "../http/errors.js";
 import { mapTransportError, streamCut } from "../upstream/errors.js";
 import type { CompletionJson } from "../upstream/types.js";
@@ -20,8 +21,8 @@ export const SSE_HEADERS = {
 export interface StreamOptions {
   detail: boolean;
   includeUsage: boolean;
-  /** aborted when the client went away; the upstream call is aborted with it */
-  signal: AbortSignal;
+  /** fires when the client went away; the upstream call is aborted with it */
+  signal: ClientGone;
   onFirstToken: () => void;
 }
 

@@ -174,8 +174,8 @@ function createUsageOps(sql: Statements, batched: Batched) {
   const recordUsage = batched((row: UsageRow, scopes: string[]) => {
     const r = row;
     sql.insertUsage.run(r.time, r.appId, r.keyName, r.shareId, r.model, r.channel, r.inputTokens, r.outputTokens, r.points, r.status, r.durationMs, r.chatId);
-    // a scope named twice is still one budget: count the row once
-    for (const scope of new Set(scopes)) sql.addSpend.run(scope, row.points);
+    // a scope named twice is still one budget; a free answer changes no counter
+    if (row.points !== 0) for (const scope of new Set(scopes)) sql.addSpend.run(scope, row.points);
   });
 
   return {

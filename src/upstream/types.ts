@@ -1,4 +1,5 @@
 import type { Readable } from "node:stream";
+import type { ClientGone } from "../http/client-gone.js";
 
 // What a channel gives back, whatever the channel is (an OpenAI-compatible server or the echo demo).
 
@@ -27,7 +28,8 @@ export type UpstreamAnswer =
 export interface UpstreamRequest {
   body: Record<string, unknown>;
   stream: boolean;
-  signal: AbortSignal;
+  /** fires when the client went away */
+  signal: ClientGone;
 }
 
 export interface ChannelClient {
