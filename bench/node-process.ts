@@ -14,7 +14,8 @@ export interface NodeServer {
 }
 
 export interface SpawnOptions {
-  /** Script and arguments after `node --import tsx`; `--port N` is appended. */
+  /** Node's arguments: the script (compiled JavaScript, as users run it) and its own arguments;
+   *  `--port N` is appended. */
   args: string[];
   /** Polled until `ready(status)` holds. */
   readyPath: string;
@@ -32,7 +33,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => 
 
 export async function spawnNodeServer(name: string, opts: SpawnOptions): Promise<NodeServer> {
   const port = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", ...opts.args, "--port", String(port)], {
+  const child = spawn(process.execPath, [...opts.args, "--port", String(port)], {
     cwd: REPO_ROOT,
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -3,6 +3,7 @@
 // BENCH_SECONDS sets the length of each load run (default 10), BENCH_WARMUP_SECONDS the unmeasured
 // run before it (default 3).
 import { availableParallelism, loadavg } from "node:os";
+import { build } from "esbuild";
 import { startUpstream, type Upstream } from "../test/support/upstream.js";
 import { runLoad } from "./autocannon-case.js";
 import { chatBody, expectAnswer } from "./chat-request.js";
@@ -18,6 +19,8 @@ const STREAM_CHUNKS = 20;
 const CHAT_IDS = 32;
 const OPEN_STREAMS = 1000;
 const SLOW_CHUNK_MS = 30_000;
+const FLOOR_SOURCES = ["bench/floor-proxy-process.ts", "bench/floor-proxy.ts"];
+const FLOOR_OUT = ".bench-out";
 
 interface Target {
   name: TargetName;
@@ -32,8 +35,10 @@ async function main(): Promise<void> {
   const servers: NodeServer[] = [];
   try {
     // 1. Start the proxies, each in its own process; the floor proxy forwards GET /healthz too.
+    // Both proxies run as plain JavaScript, as Sluice does after `npm run build`.
+    await build({ entryPoints: FLOOR_SOURCES, outdir: FLOOR_OUT, platform: "node", format: "esm", target: "node20", logLevel: "warning" });
     const floor = await spawnNodeServer("floor proxy", {
-      args: ["bench/floor-proxy-process.ts", "--upstream", upstream.url, "--key", "bench-channel-key"],
+      args: [`${FLOOR_OUT}/floor-proxy-process.js`, "--upstream", upstream.url, "--key", "bench-channel-key"],
       readyPath: "/healthz",
       ready: () => true,
     });

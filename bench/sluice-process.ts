@@ -14,7 +14,8 @@ export async function startSluice(upstreamUrl: string): Promise<NodeServer> {
   await writeFile(configPath, JSON.stringify(benchConfig(upstreamUrl, join(dir, "bench.db")), null, 2));
   try {
     const sluice = await spawnNodeServer("Sluice", {
-      args: ["src/main.ts", "--config", configPath],
+      // what `npm start` runs: the transpiled gateway (`npm run bench` builds it first)
+      args: ["dist/main.js", "--config", configPath],
       readyPath: "/healthz",
       ready: (status) => status === 200,
     });
