@@ -1,17 +1,14 @@
-// The real entry (src/main.ts) as a child process: every answered turn and usage row survives
+// The real entry (src/main.ts under tsx) as a child process: every answered turn and usage row survives
 // `kill -9` mid-load; a bad config stops start-up listing every problem; SIGTERM exits 0.
-import { spawn, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { createServer, type AddressInfo } from "node:net";
-import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createSqliteStore } from "../src/store/sqlite.js";
 import type { UsageSummary } from "../src/store/types.js";
 import { GLOBAL_KEY, gatewayConfig, postChat, useTempDir, user } from "./support/fixtures.js";
+import { SOURCE_ENTRY, createMainProcesses, type MainProcess } from "./support/main-process.js";
 import { startUpstream, type Upstream } from "./support/upstream.js";
 
-const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
 const ANSWER = "durable answer";
 const LOAD_REQUESTS = 200;
 const LOAD_CONCURRENCY = 8;
@@ -19,39 +16,21 @@ const KILL_AFTER_RESPONSES = 100;
 // the request log off: the child's stdout carries only its start-up lines
 const QUIET = { server: { log: { level: "warn" } } };
 
-interface Child {
-  proc: ChildProcess;
-  url: string;
-  stdout(): string;
-  stderr(): string;
-  /** exit code, or the signal's name when a signal ended it */
-  exited: Promise<number | string>;
-}
+type Child = MainProcess;
 
 let upstream: Upstream;
 const tmp = useTempDir("sluice-durability-");
-const children: Child[] = [];
+const processes = createMainProcesses();
 
 beforeAll(async () => {
   upstream = await startUpstream({ text: ANSWER, firstByteDelayMs: 2 });
 });
 afterEach(async () => {
   // a failed test must not leave a gateway running: kill only the children this file started
-  for (const child of children.splice(0)) {
-    if (child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill("SIGKILL");
-    await child.exited;
-  }
+  await processes.killAll();
   upstream.reset();
 });
 afterAll(() => upstream.close());
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 function writeConfig(name: string, raw: unknown): string {
   const path = tmp.file(name);
@@ -59,34 +38,8 @@ function writeConfig(name: string, raw: unknown): string {
   return path;
 }
 
-/** Spawns `node --import tsx src/main.ts --config … --port …`; stdout and stderr are always drained. */
-async function spawnMain(configPath: string): Promise<Child> {
-  const port = await freePort();
-  const proc = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "--config", configPath, "--port", String(port)], {
-    cwd: REPO_ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  proc.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
-  proc.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | string>((resolve) => proc.once("exit", (code, signal) => resolve(code ?? signal ?? -1)));
-  const child: Child = { proc, url: `http://127.0.0.1:${port}`, stdout: () => stdout, stderr: () => stderr, exited };
-  children.push(child);
-  return child;
-}
-
-/** spawnMain, then waits for the `listening on` line (or fails when the process ends first). */
-async function startMain(configPath: string): Promise<Child> {
-  const child = await spawnMain(configPath);
-  const listening = new Promise<void>((resolve) => {
-    const check = () => /listening on/.test(child.stdout()) && (child.proc.stdout!.off("data", check), resolve());
-    child.proc.stdout!.on("data", check);
-  });
-  const ended = child.exited.then((code) => Promise.reject(new Error(`main.ts exited (${code}) before listening:\n${child.stderr()}`)));
-  await Promise.race([listening, ended]);
-  return child;
-}
+const spawnMain = (configPath: string) => processes.spawnMain(SOURCE_ENTRY, ["--config", configPath]);
+const startMain = (configPath: string) => processes.startMain(SOURCE_ENTRY, ["--config", configPath]);
 
 async function getUsage(url: string): Promise<UsageSummary> {
   const res = await fetch(`${url}/api/v1/usage`, { headers: { authorization: `Bearer ${GLOBAL_KEY}` } });
