@@ -16,16 +16,22 @@ interface Entry {
   messages?: ChatMessage[];
   /** `messages` holds the whole chat */
   complete?: boolean;
+  /** approximate bytes held, kept up to date as messages come and go */
+  bytes: number;
 }
+
+const ENTRY_BYTES = 64;
+const messageBytes = (m: ChatMessage) => 32 + m.content.length * 2;
+const sumBytes = (messages: ChatMessage[]) => messages.reduce((n, m) => n + messageBytes(m), ENTRY_BYTES);
 
 export function createChatCache() {
   const entries = new LRUCache<string, Entry>({
     max: MAX_CHATS,
     maxSize: MAX_BYTES,
-    sizeCalculation: (e) => 64 + (e.messages?.reduce((n, m) => n + 32 + m.content.length * 2, 0) ?? 0),
+    sizeCalculation: (e) => e.bytes,
   });
   const keyOf = (appId: string, chatId: string) => `${appId}\u0000${chatId}`;
-  const entry = (appId: string, chatId: string) => entries.get(keyOf(appId, chatId)) ?? {};
+  const entry = (appId: string, chatId: string): Entry => entries.get(keyOf(appId, chatId)) ?? { bytes: ENTRY_BYTES };
   const save = (appId: string, chatId: string, e: Entry) => entries.set(keyOf(appId, chatId), e);
 
   return {
@@ -40,7 +46,7 @@ export function createChatCache() {
       return e.messages.slice(-limit);
     },
     setMessages(appId: string, chatId: string, messages: ChatMessage[], complete: boolean) {
-      save(appId, chatId, { ...entry(appId, chatId), messages, complete });
+      save(appId, chatId, { ...entry(appId, chatId), messages, complete, bytes: sumBytes(messages) });
     },
     /** A round was committed: update what is cached of its chat (nothing is cached for a new one). */
     appended(r: AppendRoundInput) {
@@ -49,9 +55,12 @@ export function createChatCache() {
       if (e.info) e.info = { ...e.info, updatedAt: Math.max(e.info.updatedAt, r.at) };
       else if (e.info === null) e.info = undefined; // created just now: read it again when asked
       if (e.messages) {
-        e.messages.push({ role: "user", content: r.user, createdAt: r.at }, { role: "assistant", content: r.assistant, createdAt: r.at });
+        const user: ChatMessage = { role: "user", content: r.user, createdAt: r.at };
+        const assistant: ChatMessage = { role: "assistant", content: r.assistant, createdAt: r.at };
+        e.messages.push(user, assistant);
+        e.bytes += messageBytes(user) + messageBytes(assistant);
         if (e.messages.length > CACHED_MESSAGES) {
-          e.messages.splice(0, e.messages.length - CACHED_MESSAGES);
+          for (const dropped of e.messages.splice(0, e.messages.length - CACHED_MESSAGES)) e.bytes -= messageBytes(dropped);
           e.complete = false;
         }
       }

@@ -100,8 +100,10 @@ function prepareStatements(db: Database.Database) {
        VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (app_id, chat_id) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at)`,
     ),
-    insertMessage: db.prepare<[string, string, string, string, number]>(
-      `INSERT INTO messages (app_id, chat_id, role, content, created_at) VALUES (?, ?, ?, ?, ?)`,
+    // both turns of a round in one statement: ids stay consecutive, user first
+    insertRound: db.prepare<[string, string, string, number, string, string, string, number]>(
+      `INSERT INTO messages (app_id, chat_id, role, content, created_at)
+       VALUES (?, ?, 'user', ?, ?), (?, ?, 'assistant', ?, ?)`,
     ),
     lastMessages: db.prepare<[string, string, number], MessageRow>(
       `SELECT role, content, created_at FROM (
@@ -135,8 +137,7 @@ function createChatOps(sql: Statements, batched: Batched) {
   const cache = createChatCache();
   const appendRound = batched((input: AppendRoundInput) => {
     sql.upsertChat.run(input.appId, input.chatId, input.owner?.shareId ?? null, input.owner?.uid ?? null, titleFrom(input.user), input.at, input.at);
-    sql.insertMessage.run(input.appId, input.chatId, "user", input.user, input.at);
-    sql.insertMessage.run(input.appId, input.chatId, "assistant", input.assistant, input.at);
+    sql.insertRound.run(input.appId, input.chatId, input.user, input.at, input.appId, input.chatId, input.assistant, input.at);
   }, cache.appended);
 
   return {
@@ -201,7 +202,10 @@ function createUsageOps(sql: Statements, batched: Batched) {
 
 /** The first user turn, whitespace collapsed, cut to 60 characters (code points, not UTF-16 units). */
 function titleFrom(user: string): string {
-  return Array.from(user.replace(/\s+/g, " ").trim()).slice(0, TITLE_MAX_CHARS).join("");
+  // only the head can reach the title: 60 code points of at most 2 UTF-16 units, with room for
+  // runs of blanks that collapse
+  const text = user.slice(0, TITLE_MAX_CHARS * 8).replace(/\s+/g, " ").trim();
+  return text.length <= TITLE_MAX_CHARS ? text : Array.from(text).slice(0, TITLE_MAX_CHARS).join("");
 }
 
 /** 60-second sliding windows per scope; a refused hit is not counted. */
