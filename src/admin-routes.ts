@@ -1,9 +1,9 @@
 // GET /v1/models (what a key may use) and GET /api/v1/usage (global keys only).
 import type { H3Event } from "h3";
-import { FastResponse } from "srvx";
 import type { Keyring } from "./auth/keys.js";
 import type { AppConfig, ModelConfig } from "./config/schema.js";
 import { GatewayError, badRequest } from "./http/errors.js";
+import { jsonResponse } from "./http/json.js";
 import type { Store } from "./store/types.js";
 
 export interface AdminDeps {
@@ -12,9 +12,6 @@ export interface AdminDeps {
   apps: Map<string, AppConfig>;
   store: Store;
 }
-
-const jsonResponse = (body: unknown) =>
-  new FastResponse(JSON.stringify(body), { headers: { "content-type": "application/json; charset=utf-8" } });
 
 export function createAdminRoutes(deps: AdminDeps) {
   const created = Math.floor(Date.now() / 1000);

@@ -1,13 +1,13 @@
 // createGateway(config, deps): builds the h3 app and everything its routes need. It does not listen;
 // src/main.ts does. Tests build it with an in-memory store and drive it on a random port.
 import { H3 } from "h3";
-import { FastResponse } from "srvx";
 import { createKeyring } from "./auth/keys.js";
 import { createChatHandler } from "./chat/handler.js";
 import { createQuota } from "./chat/quota.js";
 import type { Config } from "./config/schema.js";
 import { readJsonBody } from "./http/body.js";
 import { notFound } from "./http/errors.js";
+import { jsonResponse } from "./http/json.js";
 import { createRouteWrapper } from "./http/observe.js";
 import { createMetrics } from "./metrics/prometheus.js";
 import { metricsResponse } from "./metrics/route.js";
@@ -73,7 +73,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   // 4. Routes, each wrapped once for ids, errors, logs and metrics.
   const observe = createRouteWrapper(observer);
   const json = (handler: (e: Parameters<typeof readJson>[0]) => Promise<unknown>) => async (e: Parameters<typeof readJson>[0]) =>
-    new FastResponse(JSON.stringify(await handler(e)), { headers: { "content-type": "application/json; charset=utf-8" } });
+    jsonResponse(await handler(e));
   const app = new H3();
   for (const prefix of ["/v1", "/api/v1"]) {
     app.post(`${prefix}/chat/completions`, observe(`${prefix}/chat/completions`, chat));

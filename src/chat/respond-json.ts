@@ -1,6 +1,6 @@
 // A non-stream answer: the upstream's chat.completion with real usage, id = chatId when given, and
 // `responseData` for detail.
-import { FastResponse } from "srvx";
+import { jsonResponse } from "../http/json.js";
 import type { CompletionJson } from "../upstream/types.js";
 import { settleAnswer, type Exchange, type SettleDeps, type Settled } from "./settle.js";
 
@@ -22,6 +22,5 @@ export async function respondJson(deps: SettleDeps, ex: Exchange, completion: Co
     },
   };
   if (withDetail) body.responseData = [settled.report()];
-  const response = new FastResponse(JSON.stringify(body), { headers: { "content-type": "application/json; charset=utf-8" } });
-  return { response, settled };
+  return { response: jsonResponse(body), settled };
 }

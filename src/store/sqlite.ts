@@ -173,8 +173,8 @@ function createChatOps(sql: Statements, batched: Batched) {
 
 function createUsageOps(sql: Statements, batched: Batched) {
   const recordUsage = batched((row: UsageRow, scopes: string[]) => {
-    const r = row;
-    sql.insertUsage.run(r.time, r.appId, r.keyName, r.shareId, r.model, r.channel, r.inputTokens, r.outputTokens, r.points, r.status, r.durationMs, r.chatId);
+    const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId } = row;
+    sql.insertUsage.run(time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId);
     // a scope named twice is still one budget; a free answer changes no counter
     if (row.points !== 0) for (const scope of new Set(scopes)) sql.addSpend.run(scope, row.points);
   });
