@@ -55,6 +55,42 @@ export const MIGRATIONS: readonly string[] = [
   DROP INDEX chats_by_owner;
   CREATE INDEX chats_by_owner ON chats (share_id, uid, updated_at) WHERE share_id IS NOT NULL;
   `,
+  // 3: a chat's history is a chain of rounds, newest first from chats.last_round_id. A new round is
+  //    appended at the end of one table instead of into an index ordered by chat, whose scattered
+  //    pages every commit wrote out again. Messages move over in order: a user turn and the
+  //    assistant turn after it make one round; any other message is a round with one side.
+  `
+  CREATE TABLE rounds (
+    id         INTEGER PRIMARY KEY,
+    prev_id    INTEGER,
+    app_id     TEXT    NOT NULL,
+    chat_id    TEXT    NOT NULL,
+    user       TEXT,
+    assistant  TEXT,
+    created_at INTEGER NOT NULL
+  );
+  ALTER TABLE chats ADD COLUMN last_round_id INTEGER;
+
+  INSERT INTO rounds (id, prev_id, app_id, chat_id, user, assistant, created_at)
+  SELECT id, LAG(id) OVER (PARTITION BY app_id, chat_id ORDER BY id), app_id, chat_id, user, assistant, created_at
+  FROM (
+    SELECT id, app_id, chat_id, created_at,
+      CASE WHEN role = 'user' THEN content END AS user,
+      CASE WHEN role = 'assistant' THEN content WHEN next_role = 'assistant' THEN next_content END AS assistant,
+      role = 'assistant' AND prev_role IS 'user' AS answers_previous
+    FROM (
+      SELECT *, LAG(role) OVER w AS prev_role, LEAD(role) OVER w AS next_role, LEAD(content) OVER w AS next_content
+      FROM messages WINDOW w AS (PARTITION BY app_id, chat_id ORDER BY id)
+    )
+  )
+  WHERE NOT answers_previous;
+
+  UPDATE chats SET last_round_id = newest.id
+  FROM (SELECT app_id, chat_id, MAX(id) AS id FROM rounds GROUP BY app_id, chat_id) AS newest
+  WHERE newest.app_id = chats.app_id AND newest.chat_id = chats.chat_id;
+
+  DROP TABLE messages;
+  `,
 ];
 
 /** Brings the database to the latest schema version; refuses a database made by a newer build. */

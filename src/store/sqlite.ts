@@ -32,9 +32,9 @@ interface ChatRow {
   title: string;
   updated_at: number;
 }
-interface MessageRow {
-  role: "user" | "assistant";
-  content: string;
+interface RoundRow {
+  user: string | null;
+  assistant: string | null;
   created_at: number;
 }
 interface SummaryRow extends UsageTotals {
@@ -95,21 +95,29 @@ function prepareStatements(db: Database.Database) {
     getChat: db.prepare<[string, string], ChatRow>(
       `SELECT share_id, uid, title, updated_at FROM chats WHERE app_id = ? AND chat_id = ?`,
     ),
-    upsertChat: db.prepare<[string, string, string | null, string | null, string, number, number]>(
-      `INSERT INTO chats (app_id, chat_id, share_id, uid, title, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (app_id, chat_id) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at)`,
+    // a round links to the chat's newest round before it; the chat then points at the new one
+    insertRound: db.prepare<[string, string, string, string, string, string, number]>(
+      `INSERT INTO rounds (prev_id, app_id, chat_id, user, assistant, created_at)
+       VALUES ((SELECT last_round_id FROM chats WHERE app_id = ? AND chat_id = ?), ?, ?, ?, ?, ?)`,
     ),
-    // both turns of a round in one statement: ids stay consecutive, user first
-    insertRound: db.prepare<[string, string, string, number, string, string, string, number]>(
-      `INSERT INTO messages (app_id, chat_id, role, content, created_at)
-       VALUES (?, ?, 'user', ?, ?), (?, ?, 'assistant', ?, ?)`,
+    upsertChat: db.prepare<[string, string, string | null, string | null, string, number, number, number | bigint]>(
+      `INSERT INTO chats (app_id, chat_id, share_id, uid, title, created_at, updated_at, last_round_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (app_id, chat_id) DO UPDATE
+       SET updated_at = max(updated_at, excluded.updated_at), last_round_id = excluded.last_round_id`,
     ),
-    lastMessages: db.prepare<[string, string, number], MessageRow>(
-      `SELECT role, content, created_at FROM (
-         SELECT id, role, content, created_at FROM messages
-         WHERE app_id = ? AND chat_id = ? ORDER BY id DESC LIMIT ?
-       ) ORDER BY id ASC`,
+    // the newest `limit` rounds, walked back along the chain, returned oldest first
+    lastRounds: db.prepare<[string, string, number], RoundRow>(
+      `WITH RECURSIVE chain (id, prev_id, user, assistant, created_at, depth) AS (
+         SELECT r.id, r.prev_id, r.user, r.assistant, r.created_at, 1
+         FROM chats c JOIN rounds r ON r.id = c.last_round_id
+         WHERE c.app_id = ? AND c.chat_id = ?
+         UNION ALL
+         SELECT r.id, r.prev_id, r.user, r.assistant, r.created_at, chain.depth + 1
+         FROM chain JOIN rounds r ON r.id = chain.prev_id
+         WHERE chain.depth < ?
+       )
+       SELECT user, assistant, created_at FROM chain ORDER BY id`,
     ),
     listChats: db.prepare<[string, string, number, number], { chat_id: string; title: string; updated_at: number }>(
       `SELECT chat_id, title, updated_at FROM chats
@@ -136,8 +144,9 @@ function prepareStatements(db: Database.Database) {
 function createChatOps(sql: Statements, batched: Batched) {
   const cache = createChatCache();
   const appendRound = batched((input: AppendRoundInput) => {
-    sql.upsertChat.run(input.appId, input.chatId, input.owner?.shareId ?? null, input.owner?.uid ?? null, titleFrom(input.user), input.at, input.at);
-    sql.insertRound.run(input.appId, input.chatId, input.user, input.at, input.appId, input.chatId, input.assistant, input.at);
+    const { appId, chatId, owner, at } = input;
+    const round = sql.insertRound.run(appId, chatId, appId, chatId, input.user, input.assistant, at);
+    sql.upsertChat.run(appId, chatId, owner?.shareId ?? null, owner?.uid ?? null, titleFrom(input.user), at, at, round.lastInsertRowid);
   }, cache.appended);
 
   return {
@@ -155,10 +164,15 @@ function createChatOps(sql: Statements, batched: Batched) {
       if (!(count > 0)) return [];
       const cached = cache.messages(appId, chatId, count);
       if (cached) return cached;
+      // a round holds one or two messages: `read` rounds give at least `read` messages when the chat has them
       const read = Math.max(count, CACHED_MESSAGES);
-      const rows = sql.lastMessages.all(appId, chatId, read).map((m) => ({ role: m.role, content: m.content, createdAt: m.created_at }));
-      if (read === CACHED_MESSAGES) cache.setMessages(appId, chatId, rows, rows.length < read);
-      return rows.slice(-count);
+      const rounds = sql.lastRounds.all(appId, chatId, read);
+      const messages = rounds.flatMap(messagesOf);
+      if (read === CACHED_MESSAGES) {
+        const kept = messages.slice(-CACHED_MESSAGES);
+        cache.setMessages(appId, chatId, kept, rounds.length < read && kept.length === messages.length);
+      }
+      return messages.slice(-count);
     },
     appendRound,
     async listChats(owner: { shareId: string; uid: string }, opts: { since: number; limit: number }): Promise<ChatSummary[]> {
@@ -198,6 +212,13 @@ function createUsageOps(sql: Statements, batched: Batched) {
       return sql.getSpent.get(scope)?.points ?? 0;
     },
   };
+}
+
+function messagesOf(r: RoundRow): ChatMessage[] {
+  const messages: ChatMessage[] = [];
+  if (r.user !== null) messages.push({ role: "user", content: r.user, createdAt: r.created_at });
+  if (r.assistant !== null) messages.push({ role: "assistant", content: r.assistant, createdAt: r.created_at });
+  return messages;
 }
 
 /** The first user turn, whitespace collapsed, cut to 60 characters (code points, not UTF-16 units). */
