@@ -57,7 +57,8 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // 3: a chat's history is a chain of rounds, newest first from chats.last_round_id. A new round is
   //    appended at the end of one table instead of into an index ordered by chat, whose scattered
-  //    pages every commit wrote out again. Messages move over in order: a user turn and the
+  //    pages every commit wrote out again; a trigger links it and moves the chat's pointer, so the
+  //    chain cannot be left half-updated. Messages move over in order: a user turn and the
   //    assistant turn after it make one round; any other message is a round with one side.
   `
   CREATE TABLE rounds (
@@ -90,6 +91,11 @@ export const MIGRATIONS: readonly string[] = [
   WHERE newest.app_id = chats.app_id AND newest.chat_id = chats.chat_id;
 
   DROP TABLE messages;
+
+  CREATE TRIGGER rounds_link AFTER INSERT ON rounds BEGIN
+    UPDATE chats SET last_round_id = NEW.id, updated_at = max(updated_at, NEW.created_at)
+    WHERE app_id = NEW.app_id AND chat_id = NEW.chat_id;
+  END;
   `,
 ];
 

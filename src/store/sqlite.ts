@@ -95,16 +95,14 @@ function prepareStatements(db: Database.Database) {
     getChat: db.prepare<[string, string], ChatRow>(
       `SELECT share_id, uid, title, updated_at FROM chats WHERE app_id = ? AND chat_id = ?`,
     ),
-    // a round links to the chat's newest round before it; the chat then points at the new one
+    createChat: db.prepare<[string, string, string | null, string | null, string, number, number]>(
+      `INSERT INTO chats (app_id, chat_id, share_id, uid, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (app_id, chat_id) DO NOTHING`,
+    ),
+    // links to the chat's newest round; the rounds_link trigger then makes the chat point at this one
     insertRound: db.prepare<[string, string, string, string, string, string, number]>(
       `INSERT INTO rounds (prev_id, app_id, chat_id, user, assistant, created_at)
        VALUES ((SELECT last_round_id FROM chats WHERE app_id = ? AND chat_id = ?), ?, ?, ?, ?, ?)`,
-    ),
-    upsertChat: db.prepare<[string, string, string | null, string | null, string, number, number, number | bigint]>(
-      `INSERT INTO chats (app_id, chat_id, share_id, uid, title, created_at, updated_at, last_round_id)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (app_id, chat_id) DO UPDATE
-       SET updated_at = max(updated_at, excluded.updated_at), last_round_id = excluded.last_round_id`,
     ),
     // the newest `limit` rounds, walked back along the chain, returned oldest first
     lastRounds: db.prepare<[string, string, number], RoundRow>(
@@ -145,8 +143,9 @@ function createChatOps(sql: Statements, batched: Batched) {
   const cache = createChatCache();
   const appendRound = batched((input: AppendRoundInput) => {
     const { appId, chatId, owner, at } = input;
-    const round = sql.insertRound.run(appId, chatId, appId, chatId, input.user, input.assistant, at);
-    sql.upsertChat.run(appId, chatId, owner?.shareId ?? null, owner?.uid ?? null, titleFrom(input.user), at, at, round.lastInsertRowid);
+    // the cache holds committed state only: a chat it knows exists needs no creating
+    if (!cache.info(appId, chatId)) sql.createChat.run(appId, chatId, owner?.shareId ?? null, owner?.uid ?? null, titleFrom(input.user), at, at);
+    sql.insertRound.run(appId, chatId, appId, chatId, input.user, input.assistant, at);
   }, cache.appended);
 
   return {
