@@ -9,6 +9,11 @@ export const CONNECTIONS = 32;
 export interface LoadResult {
   /** Successful (2xx) requests per second. */
   rps: number;
+  /** Successful requests, all answered requests (any status) and the seconds they took: what
+   *  slices of one case add up. */
+  ok: number;
+  answered: number;
+  seconds: number;
   /** Autocannon latency percentiles, ms. */
   p50: number;
   p99: number;
@@ -35,6 +40,9 @@ export async function runLoad(origin: string, bodyFor: (connection: number) => s
   return {
     cpuUs: cpuBefore === undefined || cpuAfter === undefined || requests === 0 ? undefined : (cpuAfter - cpuBefore) / requests,
     rps: result["2xx"] / result.duration,
+    ok: result["2xx"],
+    answered: requests,
+    seconds: result.duration,
     p50: result.latency.p50,
     p99: result.latency.p99,
     failed: result.errors + result.non2xx,
@@ -54,3 +62,31 @@ function fire(origin: string, bodyFor: (connection: number) => string, seconds: 
     setupClient: (client) => client.setBody(bodyFor(next++)),
   });
 }
+
+/** One result for several slices of the same case: sums where sums mean something, the median p50
+ *  and the worst p99 where percentiles cannot be merged. */
+export function mergeLoads(slices: LoadResult[]): LoadResult {
+  const ok = sum(slices.map((s) => s.ok));
+  const seconds = sum(slices.map((s) => s.seconds));
+  const answered = sum(slices.map((s) => s.answered));
+  const cpu = slices.every((s) => s.cpuUs !== undefined) ? sum(slices.map((s) => s.cpuUs! * s.answered)) : undefined;
+  return {
+    rps: ok / seconds,
+    ok,
+    answered,
+    seconds,
+    p50: median(slices.map((s) => s.p50)),
+    p99: Math.max(...slices.map((s) => s.p99)),
+    failed: sum(slices.map((s) => s.failed)),
+    clientBusy: sum(slices.map((s) => s.clientBusy * s.seconds)) / seconds,
+    cpuUs: cpu === undefined || answered === 0 ? undefined : cpu / answered,
+  };
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);

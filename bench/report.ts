@@ -1,5 +1,5 @@
 // The benchmark's printout: one table of every case, then the ratios against the targets.
-import { CONNECTIONS, type LoadResult } from "./autocannon-case.js";
+import { CONNECTIONS, median, type LoadResult } from "./autocannon-case.js";
 import type { LatencyResult } from "./latency.js";
 
 export type TargetName = "direct" | "floor" | "sluice";
@@ -9,6 +9,8 @@ export interface CaseResult {
   target: TargetName;
   mode: Mode;
   load?: LoadResult;
+  /** RPS of each interleaved round, in round order */
+  rounds?: number[];
   latency?: LatencyResult;
   error?: string;
 }
@@ -25,6 +27,7 @@ const COLUMNS = ["case", "RPS", "CPU us/req", "p50 ms", "p99 ms", "failed", "cli
 
 export interface RunSettings {
   seconds: number;
+  rounds: number;
   warmupSeconds: number;
   /** 1-minute load average and core count when the run began: other work skews every number. */
   loadAverage: number;
@@ -51,7 +54,8 @@ export function printReport(cases: CaseResult[], memory: MemoryResult, run: RunS
       c.target === "direct" || c.mode !== "stream" ? "" : num(diff(c.latency?.ttftP50, direct?.latency?.ttftP50), 3),
     ];
   });
-  console.log(`\nSluice benchmark: autocannon ${CONNECTIONS} connections, ${run.seconds} s per case after ${run.warmupSeconds} s warm-up;
+  console.log(`\nSluice benchmark: autocannon ${CONNECTIONS} connections, ${run.seconds} s per case in ${run.rounds} interleaved rounds,
+after ${run.warmupSeconds} s warm-up; an RPS ratio is the median of its ${run.rounds} per-round ratios (lowest-highest);
 1c = one sequential connection (500 requests after 50 warm-up);
 client busy = the bench process's event loop (load generator + test upstream);
 CPU us/req = CPU time of the target's own process per request (the upstream runs inside the bench);
@@ -62,9 +66,9 @@ machine load average at start ${run.loadAverage.toFixed(2)} on ${run.cores} core
   const floor = (mode: Mode) => find("floor", mode);
   const rssNote = memory.sluiceIdleMb === undefined ? "" : ` (idle ${num(memory.sluiceIdleMb, 0)} MB; floor proxy ${num(memory.floorMb, 0)} MB)`;
   const checks: string[][] = [
-    ratioCheck("Sluice/floor RPS, non-stream", sluice("non-stream")?.load?.rps, floor("non-stream")?.load?.rps, 0.6),
-    ratioCheck("Sluice/floor RPS, stream", sluice("stream")?.load?.rps, floor("stream")?.load?.rps, 0.8),
-    ratioCheck("Sluice chatId/stateless RPS", sluice("chatId")?.load?.rps, sluice("non-stream")?.load?.rps, 0.8),
+    ratioCheck("Sluice/floor RPS, non-stream", sluice("non-stream"), floor("non-stream"), 0.6),
+    ratioCheck("Sluice/floor RPS, stream", sluice("stream"), floor("stream"), 0.8),
+    ratioCheck("Sluice chatId/stateless RPS", sluice("chatId"), sluice("non-stream"), 0.8),
     info("floor/Sluice CPU per request, non-stream", floor("non-stream")?.load?.cpuUs, sluice("non-stream")?.load?.cpuUs),
     info("floor/Sluice CPU per request, stream", floor("stream")?.load?.cpuUs, sluice("stream")?.load?.cpuUs),
     info("stateless/chatId CPU per request", sluice("non-stream")?.load?.cpuUs, sluice("chatId")?.load?.cpuUs),
@@ -84,9 +88,14 @@ function info(label: string, value: number | undefined, base: number | undefined
   return [label, value !== undefined && base ? `${(value / base).toFixed(2)}x` : "n/a", "(info)", ""];
 }
 
-function ratioCheck(label: string, value: number | undefined, base: number | undefined, min: number): string[] {
-  const ratio = value !== undefined && base ? value / base : undefined;
-  return [label, ratio === undefined ? "n/a" : `${ratio.toFixed(2)}x`, `>= ${min}x`, verdict(ratio, (r) => r >= min)];
+/** The median of the per-round RPS ratios of two interleaved cases, with their range. */
+function ratioCheck(label: string, value: CaseResult | undefined, base: CaseResult | undefined, min: number): string[] {
+  const a = value?.rounds ?? [];
+  const b = base?.rounds ?? [];
+  const ratios = a.length > 0 && a.length === b.length ? a.map((rps, i) => rps / b[i]!) : [];
+  const ratio = ratios.length > 0 ? median(ratios) : undefined;
+  const shown = ratio === undefined ? "n/a" : `${ratio.toFixed(2)}x (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`;
+  return [label, shown, `>= ${min}x`, verdict(ratio, (r) => r >= min)];
 }
 
 function limitCheck(label: string, value: number | undefined, max: number, unit: string, note = ""): string[] {
