@@ -35,8 +35,14 @@ export interface StreamEnd {
 /** Relays `body` (upstream SSE bytes) to `res`, whose head is already written; resolves when all is
  *  written. The caller ends `res` (by returning HANDLED). */
 export async function relayStream(deps: SettleDeps, ex: Exchange, body: Readable, res: ServerResponse, opts: StreamOptions): Promise<StreamEnd> {
-  const write = (bytes: string | Buffer) => (res.destroyed ? true : res.write(bytes));
-  const relay = new SseRelay({ detail: opts.detail, includeUsage: opts.includeUsage, model: ex.model.model, write, onFirstContent: opts.onFirstToken });
+  const write = (bytes: string | Buffer) => {
+    if (res.destroyed) return true;
+    // Once the upstream's [DONE] is in, what is left of its region waits for the closing events
+    // and the end (which uncorks): one socket write instead of two.
+    if (relay.done && !res.writableCorked) res.cork();
+    return res.write(bytes);
+  };
+  const relay: SseRelay = new SseRelay({ detail: opts.detail, includeUsage: opts.includeUsage, model: ex.model.model, write, onFirstContent: opts.onFirstToken });
   try {
     // 1. Relay until [DONE] (or the end of a stream that already gave its finish reason).
     await pump(body, res, relay);
