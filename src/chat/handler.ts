@@ -7,8 +7,9 @@ import { ClientGone } from "../http/client-gone.js";
 import { GatewayError } from "../http/errors.js";
 import { HANDLED, factsOf, type RequestFacts } from "../http/facts.js";
 import type { Observer } from "../observability/observer.js";
+import { assertChatOwner } from "../share/links.js";
 import type { Store } from "../store/types.js";
-import { messageText } from "../tokens/counter.js";
+import { lastUserText } from "../tokens/counter.js";
 import { UpstreamError, mapTransportError } from "../upstream/errors.js";
 import type { ChannelRouter } from "../upstream/router.js";
 import type { UpstreamAnswer } from "../upstream/types.js";
@@ -134,10 +135,7 @@ function upstreamBody(req: ChatRequest, model: ModelConfig, limited: LimitedChat
 async function loadHistory(store: Store, caller: Caller, chatId: string, uid: string | undefined): Promise<ChatMessage[]> {
   const chat = await store.getChat(caller.app.id, chatId);
   if (!chat) return [];
-  const share = caller.share;
-  if (share && (chat.owner?.shareId !== share.link.shareId || chat.owner.uid !== uid)) {
-    throw new GatewayError(403, "chat_not_owned", "This chat belongs to another user.", { param: "chatId" });
-  }
+  if (caller.share) assertChatOwner(chat, caller.share.link.shareId, uid, "chatId");
   const messages = await store.loadMessages(caller.app.id, chatId, caller.app.history * 2);
   return messages.map((m) => ({ role: m.role, content: m.content }));
 }
@@ -147,11 +145,6 @@ function mergeHistory(history: ChatMessage[], messages: ChatMessage[]): ChatMess
   if (history.length === 0) return messages;
   const system = messages.filter((m) => m.role === "system");
   return [...system, ...history, ...messages.filter((m) => m.role !== "system")];
-}
-
-function lastUserText(messages: ChatMessage[]): string {
-  const last = messages.findLast((m) => m.role === "user");
-  return last ? messageText(last.content) : "";
 }
 
 function recordTokens(facts: RequestFacts, s: Settled): void {

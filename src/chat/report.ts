@@ -1,7 +1,7 @@
 // The completion report (FastGPT chat-node response item, CONTRACTS §5): returned with `detail`,
 // streamed as `flowResponses`, and sent to share-link operators in the finish callback.
 import type { ModelConfig } from "../config/schema.js";
-import { messageText } from "../tokens/counter.js";
+import { lastUserText, messageText } from "../tokens/counter.js";
 import type { ChatMessage } from "./request-schema.js";
 
 export interface HistoryItem {
@@ -42,12 +42,11 @@ export interface ReportInput {
 }
 
 export function buildReport(r: ReportInput): ReportItem {
-  const lastUser = r.messages.findLast((m) => m.role === "user");
   return {
     moduleType: "chatNode",
     moduleName: "AI Chat",
     runningTime: Math.round(r.runningTimeMs) / 1000,
-    query: lastUser ? messageText(lastUser.content) : "",
+    query: lastUserText(r.messages),
     textOutput: r.textOutput,
     tokens: r.inputTokens + r.outputTokens,
     inputTokens: r.inputTokens,

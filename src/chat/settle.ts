@@ -3,7 +3,7 @@
 import type { ModelConfig } from "../config/schema.js";
 import type { ShareAuth } from "../share/callbacks.js";
 import type { Store } from "../store/types.js";
-import { countMessages, countText, messageText } from "../tokens/counter.js";
+import { countMessages, countText, lastUserText } from "../tokens/counter.js";
 import { computePoints } from "../tokens/points.js";
 import type { Usage } from "../upstream/types.js";
 import type { Caller } from "./caller.js";
@@ -80,13 +80,12 @@ export async function settleAnswer(deps: SettleDeps, ex: Exchange, out: AnswerOu
   //    both are on disk before the client sees the end.
   const writes = [recordUsage(deps, ex, { status: 200, inputTokens, outputTokens, points, durationMs })];
   if (ex.chatId) {
-    const lastUser = ex.req.messages.findLast((m) => m.role === "user");
     writes.push(
       deps.store.appendRound({
         appId: ex.caller.app.id,
         chatId: ex.chatId,
         owner: ex.caller.share ? { shareId: ex.caller.share.link.shareId, uid: ex.uid! } : null,
-        user: lastUser ? messageText(lastUser.content) : "",
+        user: lastUserText(ex.req.messages),
         assistant: out.text(),
         at: Date.now(),
       }),

@@ -2,6 +2,7 @@
 // whether it is still open, and what a valid uid (operator's or the browser's localId) looks like.
 import type { ShareLinkConfig } from "../config/schema.js";
 import { GatewayError, badRequest, notFound } from "../http/errors.js";
+import type { ChatInfo } from "../store/types.js";
 
 const MAX_UID_BYTES = 255;
 // the uid becomes part of storage keys and paths, so its separators are refused
@@ -15,6 +16,13 @@ export function resolveShareLink(links: Map<string, ShareLinkConfig>, shareId: u
     throw new GatewayError(410, "share_link_expired", "This share link has expired; ask its owner for a new one.");
   }
   return link;
+}
+
+/** A 403 unless the chat belongs to this share-link user (an app-key chat belongs to none). */
+export function assertChatOwner(chat: ChatInfo, shareId: string, uid: string | undefined, param?: string): void {
+  if (chat.owner?.shareId !== shareId || chat.owner.uid !== uid) {
+    throw new GatewayError(403, "chat_not_owned", "This chat belongs to another user.", { param });
+  }
 }
 
 /** True when `uid` is a usable share-link user id: a non-empty string of at most 255 UTF-8 bytes without `|`, `\` or `/`. */

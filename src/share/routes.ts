@@ -3,10 +3,10 @@
 import type { H3Event } from "h3";
 import { z } from "zod";
 import type { ShareLinkConfig } from "../config/schema.js";
-import { GatewayError, badRequest, notFound } from "../http/errors.js";
+import { badRequest, notFound } from "../http/errors.js";
 import type { ChatOwner, Store } from "../store/types.js";
 import type { ShareAuth } from "./callbacks.js";
-import { resolveShareLink } from "./links.js";
+import { assertChatOwner, resolveShareLink } from "./links.js";
 import { sharePageResponse } from "./page.js";
 
 export interface ShareRoutesDeps {
@@ -89,9 +89,7 @@ export function createShareRoutes(deps: ShareRoutesDeps): ShareRoutes {
       const { link, owner } = await identify(user);
       const info = await deps.store.getChat(link.appId, chatId);
       if (!info) throw notFound("chat_not_found", "This chat does not exist.");
-      if (info.owner?.shareId !== owner.shareId || info.owner.uid !== owner.uid) {
-        throw new GatewayError(403, "chat_not_owned", "This chat belongs to another user.");
-      }
+      assertChatOwner(info, owner.shareId, owner.uid);
       const messages = await deps.store.loadMessages(link.appId, chatId, MAX_CHAT_MESSAGES);
       return {
         chatId,

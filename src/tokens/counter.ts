@@ -36,6 +36,12 @@ export function messageText(content: ChatMessage["content"]): string {
   return text;
 }
 
+/** The text of the last user message; "" when there is none. */
+export function lastUserText(messages: ChatMessage[]): string {
+  const last = messages.findLast((m) => m.role === "user");
+  return last ? messageText(last.content) : "";
+}
+
 /** `tokens(role + "\n" + content, trimmed) + 4`. */
 export function countMessage(message: ChatMessage, tokenizer: TokenizerName = "cl100k_base"): number {
   return countText(`${message.role}\n${messageText(message.content)}`.trim(), tokenizer) + MESSAGE_OVERHEAD;

@@ -3,13 +3,12 @@
 // gateway's own token counting is what a demo shows.
 import { Readable } from "node:stream";
 import type { ChannelConfig } from "../config/schema.js";
-import { messageText } from "../tokens/counter.js";
+import { lastUserText } from "../tokens/counter.js";
 import type { ChatMessage } from "../chat/request-schema.js";
 import type { ChannelClient, UpstreamAnswer, UpstreamRequest } from "./types.js";
 
 function echoText(messages: ChatMessage[]): string {
-  const last = messages.findLast((m) => m.role === "user");
-  const said = last ? messageText(last.content) : "";
+  const said = lastUserText(messages);
   return said ? `Echo: ${said}` : "Echo: (no user message)";
 }
 
