@@ -111,13 +111,13 @@ class BodyPump {
 
   #end(): void {
     this.#detach();
-    this.body.on("error", ignore); // a late socket error after a complete answer changes nothing
     this.body.resume(); // keep the pooled connection reusable
     this.resolve();
   }
 
   #fail(err: unknown): void {
     this.#detach();
+    // undici answers destroy() with an `error` event (UND_ERR_ABORTED): it must find a listener
     this.body.destroy();
     this.reject(err);
   }
@@ -126,6 +126,9 @@ class BodyPump {
     this.body.off("data", this.#onData);
     this.body.off("end", this.#onEnd);
     this.body.off("error", this.#onError);
+    // whatever the body still emits (a late socket error, the abort of destroy()) changes nothing now
+    this.body.on("error", ignore);
+    this.res.off("drain", this.#onDrain);
   }
 }
 

@@ -103,7 +103,13 @@ export class SseRelay {
       const eventStart = before < start ? start : before + EVENT_END.length;
       const eventEnd = view.indexOf(EVENT_END, marker.index) + EVENT_END.length;
       if (eventStart > start) out.push(region.subarray(start, eventStart));
-      this.#relayEvent(region, view, eventStart, eventEnd, out);
+      try {
+        this.#relayEvent(region, view, eventStart, eventEnd, out);
+      } catch (err) {
+        // the events before a broken one still reach the client, then the stream fails
+        if (out.length > 0) this.#opts.write(Buffer.concat(out));
+        throw err;
+      }
       start = eventEnd;
     }
     if (out.length === 0) return true;
