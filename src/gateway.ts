@@ -6,13 +6,14 @@ import { createChatHandler } from "./chat/handler.js";
 import { createQuota } from "./chat/quota.js";
 import type { Config } from "./config/schema.js";
 import { readJsonBody } from "./http/body.js";
+import { Inflight } from "./http/inflight.js";
 import { notFound } from "./http/errors.js";
 import { jsonResponse } from "./http/json.js";
 import { createRouteWrapper } from "./http/observe.js";
 import { createMetrics } from "./metrics/prometheus.js";
 import { metricsResponse } from "./metrics/route.js";
 import { createHealth } from "./observability/health.js";
-import { combineObservers, type Observer } from "./observability/observer.js";
+import { combineObservers, type Observer, type ProcessErrorKind } from "./observability/observer.js";
 import { createRequestLog } from "./observability/request-log.js";
 import { createShareAuth, type ShareAuth } from "./share/callbacks.js";
 import { resolveShareLink } from "./share/links.js";
@@ -33,8 +34,13 @@ export interface GatewayDeps {
 
 export interface Gateway {
   app: H3;
+  /** Shutdown, first step: refuses new requests (503), waits up to `timeoutMs` for those in flight,
+   *  then cuts what remains (error event, finishReason "shutdown") and waits for it to be settled. */
+  drain(timeoutMs: number): Promise<void>;
   /** waits for queued share-link reports, then releases pools, logs and timers (not the store) */
   close(): Promise<void>;
+  /** counts an error that reached the process's last resort */
+  processError(kind: ProcessErrorKind): void;
 }
 
 export function createGateway(config: Config, deps: GatewayDeps): Gateway {
@@ -54,9 +60,13 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const shareAuth = deps.shareAuth ?? createShareAuth({ observer });
   const quota = createQuota(deps.store);
   const health = createHealth({ ping: () => deps.store.ping() });
-  const readJson = (event: Parameters<typeof readJsonBody>[0]) => readJsonBody(event, config.server.bodyLimitBytes);
+  const bodyLimits = { maxBytes: config.server.bodyLimitBytes, maxDepth: config.server.maxJsonDepth };
+  const readJson = (event: Parameters<typeof readJsonBody>[0]) => readJsonBody(event, bodyLimits);
+  const inflight = new Inflight();
   const chat = createChatHandler({
-    bodyLimit: config.server.bodyLimitBytes,
+    body: bodyLimits,
+    inflight,
+    maxAttempts: config.routing.maxAttempts,
     models,
     apps,
     keyring,
@@ -71,7 +81,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const admin = createAdminRoutes({ keyring, models, apps, store: deps.store });
 
   // 4. Routes, each wrapped once for ids, errors, logs and metrics.
-  const observe = createRouteWrapper(observer);
+  const observe = createRouteWrapper(observer, inflight);
   const json = (handler: (e: Parameters<typeof readJson>[0]) => Promise<unknown>) => async (e: Parameters<typeof readJson>[0]) =>
     jsonResponse(await handler(e));
   const app = new H3();
@@ -96,5 +106,10 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     await Promise.race([shareAuth.drain(), new Promise((resolve) => setTimeout(resolve, FINISH_DRAIN_MS).unref())]);
     await Promise.all([shareAuth.close(), router.close(), requestLog.close()]);
   }
-  return { app, close: () => (closing ??= close()) };
+  return {
+    app,
+    drain: (timeoutMs) => inflight.drain(timeoutMs),
+    close: () => (closing ??= close()),
+    processError: (kind) => observer.processError(kind),
+  };
 }

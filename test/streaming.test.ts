@@ -73,7 +73,7 @@ describe("streaming", () => {
     const frames = parseSse(await (await chat(h.gw.url, streamBody())).text());
     expect(frames.some((f) => f.data === "[DONE]")).toBe(false);
     const last = JSON.parse(frames.at(-1)!.data);
-    expect(last.error.code).toBe("upstream_stream_cut");
+    expect(last.error.code).toBe("upstream_error");
   });
 
   it("ends with an error event when the upstream goes idle past idleTimeoutMs", async () => {

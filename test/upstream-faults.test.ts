@@ -36,7 +36,7 @@ describe("upstream faults", () => {
       const res = await chat(dead.url, { messages: [userMessage("hi")] });
       expect(res.status).toBe(502);
       const text = await res.text();
-      expect(JSON.parse(text).error.code).toBe("upstream_unreachable");
+      expect(JSON.parse(text).error).toMatchObject({ code: "upstream_error", type: "api_error" });
       expect(text).not.toContain("127.0.0.1");
     } finally {
       await dead.close();
@@ -50,19 +50,37 @@ describe("upstream faults", () => {
     expect((await res.json()).error.code).toBe("upstream_timeout");
   });
 
-  it.each([400, 401, 429, 500, 503])("passes upstream HTTP %i on with an OpenAI error body and no upstream secrets", async (status) => {
-    h.upstream.behave({ status });
+  // CONTRACTS §9: what the client sees for each upstream status
+  it.each([
+    [500, 502, "upstream_error", "api_error"],
+    [503, 502, "upstream_error", "api_error"],
+    [401, 502, "upstream_auth_failed", "api_error"],
+    [403, 502, "upstream_auth_failed", "api_error"],
+    [429, 429, "upstream_rate_limited", "rate_limit_error"],
+  ])("answers upstream HTTP %i as %i %s with no upstream secrets", async (upstreamStatus, status, code, type) => {
+    h.upstream.behave({ status: upstreamStatus });
     const res = await chat(h.gw.url, { messages: [userMessage("hi")] });
     expect(res.status).toBe(status);
     const text = await res.text();
-    expect(JSON.parse(text).error).toMatchObject({ code: "upstream_error" });
+    expect(JSON.parse(text).error).toMatchObject({ code, type });
     expectNoLeak(text);
+  });
+
+  it("answers an upstream 400 as 400 upstream_rejected with the upstream's own message, redacted", async () => {
+    h.upstream.behave({ status: 400 });
+    const res = await chat(h.gw.url, { messages: [userMessage("hi")] });
+    expect(res.status).toBe(400);
+    const body = await res.json();
+    expect(body.error).toMatchObject({ code: "upstream_rejected", type: "invalid_request_error" });
+    expect(body.error.message).toContain("upstream exploded");
+    expect(body.error.message).not.toContain(h.upstream.url);
+    expect(body.error.message).not.toContain(CHANNEL_KEY);
   });
 
   it("answers a stream request's upstream error with the status, before any byte is sent", async () => {
     h.upstream.behave({ status: 503 });
     const res = await chat(h.gw.url, { messages: [userMessage("hi")], stream: true });
-    expect(res.status).toBe(503);
+    expect(res.status).toBe(502);
     expectNoLeak(await res.text());
   });
 

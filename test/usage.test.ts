@@ -98,9 +98,9 @@ describe("usage rows", () => {
     await chatOk(fileGw.url, { chatId: "c1", messages: [user("ok")] });
     h.upstream.behave({ status: 500 });
     const failed = await postChat(fileGw.url, { chatId: "c1", messages: [user("fails")] });
-    expect(failed.status).toBe(500);
+    expect(failed.status).toBe(502);
     h.upstream.behave({ status: 503 });
-    expect((await postChat(fileGw.url, { messages: [user("fails too")] }, APP2_KEY)).status).toBe(503);
+    expect((await postChat(fileGw.url, { messages: [user("fails too")] }, APP2_KEY)).status).toBe(502);
     await fileGw.close();
 
     const db = new Database(path, { readonly: true });
@@ -110,8 +110,8 @@ describe("usage rows", () => {
         .all();
       expect(rows).toEqual([
         { app_id: "a1", key_name: "k1", model: "m1", channel: "up", status: 200, input_tokens: 10, output_tokens: 20, points: 0.06, chat_id: "c1" },
-        { app_id: "a1", key_name: "k1", model: "m1", channel: "up", status: 500, input_tokens: 0, output_tokens: 0, points: 0, chat_id: "c1" },
-        { app_id: "a2", key_name: "k2", model: "m1", channel: "up", status: 503, input_tokens: 0, output_tokens: 0, points: 0, chat_id: null },
+        { app_id: "a1", key_name: "k1", model: "m1", channel: "up", status: 502, input_tokens: 0, output_tokens: 0, points: 0, chat_id: "c1" },
+        { app_id: "a2", key_name: "k2", model: "m1", channel: "up", status: 502, input_tokens: 0, output_tokens: 0, points: 0, chat_id: null },
       ]);
     } finally {
       db.close();

@@ -2,17 +2,18 @@
 import type { ServerResponse } from "node:http";
 import type { H3Event } from "h3";
 import type { ModelConfig } from "../config/schema.js";
-import { readJsonBody } from "../http/body.js";
-import { ClientGone } from "../http/client-gone.js";
-import { GatewayError } from "../http/errors.js";
+import { Cancel } from "../http/cancel.js";
+import { readJsonBody, type BodyLimits } from "../http/body.js";
+import { GatewayError, toGatewayError } from "../http/errors.js";
 import { HANDLED, factsOf, type RequestFacts } from "../http/facts.js";
+import type { Inflight } from "../http/inflight.js";
 import type { Observer } from "../observability/observer.js";
 import { assertChatOwner } from "../share/links.js";
 import type { Store } from "../store/types.js";
 import { lastUserText } from "../tokens/counter.js";
-import { UpstreamError, mapTransportError } from "../upstream/errors.js";
+import { UpstreamError } from "../upstream/errors.js";
+import { requestAnswer } from "../upstream/failover.js";
 import type { ChannelRouter } from "../upstream/router.js";
-import type { UpstreamAnswer } from "../upstream/types.js";
 import { identifyCaller, resolveModel, type Caller, type CallerDeps } from "./caller.js";
 import { applyLimits, type LimitedChat } from "./limits.js";
 import type { Quota } from "./quota.js";
@@ -22,11 +23,13 @@ import { SSE_HEADERS, completionAsSse, relayStream } from "./respond-stream.js";
 import { settleFailure, type Exchange, type SettleDeps, type Settled } from "./settle.js";
 
 export interface ChatDeps extends CallerDeps, SettleDeps {
-  bodyLimit: number;
+  body: BodyLimits;
   models: Map<string, ModelConfig>;
   router: ChannelRouter;
   quota: Quota;
   observer: Observer;
+  inflight: Inflight;
+  maxAttempts: number;
 }
 
 export function createChatHandler(deps: ChatDeps) {
@@ -40,7 +43,7 @@ export function createChatHandler(deps: ChatDeps) {
     const key = authorization ? deps.keyring.authenticate(authorization) : undefined;
 
     // 2. The body, validated.
-    const req = parseChatRequest(await readJsonBody(event, deps.bodyLimit));
+    const req = parseChatRequest(await readJsonBody(event, deps.body));
     facts.stream = req.stream === true;
 
     // 3. The caller (app key or share-link user), its app and the model.
@@ -51,6 +54,12 @@ export function createChatHandler(deps: ChatDeps) {
 
     // 4. Budgets and rates: reserve before the call, settle after.
     const reservation = await deps.quota.admit(caller.limits, time);
+    // the request's work stops when the client leaves, a deadline passes or the gateway shuts down
+    const cancel = new Cancel();
+    const untrack = deps.inflight.track(cancel);
+    const nodeRes = event.runtime?.node?.res as ServerResponse | undefined; // http/1.1 only: listhen serves no http2
+    nodeRes?.once("close", () => nodeRes.writableFinished || cancel.abort("client_abort"));
+    let deadline: NodeJS.Timeout | undefined;
     let ex: Exchange | undefined;
     try {
       // 5. Share-link users: the operator's before-chat check gives the uid.
@@ -58,20 +67,29 @@ export function createChatHandler(deps: ChatDeps) {
 
       // 6. Conversation history, then the model's limits.
       const history = req.chatId ? await loadHistory(deps.store, caller, req.chatId, uid) : [];
-      const limited = applyLimits(req, mergeHistory(history, req.messages), model, caller.app);
+      const limited = await applyLimits(req, mergeHistory(history, req.messages), model, caller.app);
 
-      // 7. The upstream call, aborted when the client goes away.
-      const gone = new ClientGone();
-      const nodeRes = event.runtime?.node?.res as ServerResponse | undefined; // http/1.1 only: listhen serves no http2
-      nodeRes?.once("close", () => nodeRes.writableFinished || gone.abort());
+      // 7. An answer from some channel of the model; each attempt runs under its channel's total deadline.
       ex = { caller, model, req, limited, reservation, chatId: req.chatId, uid, channel: "", time, started };
-      const { answer, channel } = await callUpstream(deps, ex, upstreamBody(req, model, limited), gone);
-      ex.channel = facts.channel = channel;
+      const exchange = ex;
+      const { answer, entry } = await requestAnswer(deps.router, deps.observer, {
+        model: model.model,
+        body: upstreamBody(req, model, limited),
+        stream: req.stream === true,
+        cancel,
+        maxAttempts: deps.maxAttempts,
+        onAttempt: (attempt) => {
+          exchange.channel = facts.channel = attempt.config.name;
+          clearTimeout(deadline);
+          deadline = setTimeout(() => cancel.abort("timeout"), attempt.config.totalTimeoutMs);
+        },
+      });
+      const channel = entry.config.name;
 
       // 8. The answer, in the shape the client asked for.
       const detail = req.detail === true && (!caller.share || caller.share.link.responseDetail);
       if (!req.stream) {
-        if (answer.kind !== "json") throw new GatewayError(502, "upstream_bad_response", "The model server streamed an answer that was asked for whole.");
+        if (answer.kind !== "json") throw new GatewayError(502, "upstream_error", "The model server streamed an answer that was asked for whole.", { type: "api_error" });
         deps.observer.upstreamFinished(channel, model.model, "ok");
         const { response, settled } = await respondJson(deps, ex, answer.completion, detail);
         recordTokens(facts, settled);
@@ -83,44 +101,29 @@ export function createChatHandler(deps: ChatDeps) {
       const end = await relayStream(deps, ex, body, nodeRes, {
         detail,
         includeUsage: req.stream_options?.include_usage === true,
-        signal: gone,
+        signal: cancel,
+        maxBytes: answer.kind === "stream" ? answer.maxBytes : Number.POSITIVE_INFINITY,
         onFirstToken: () => (facts.ttftMs = performance.now() - started),
       });
-      deps.observer.upstreamFinished(channel, model.model, end.clientGone ? "aborted" : end.error instanceof UpstreamError ? end.error.outcome : end.error ? "http_error" : "ok");
-      if (end.settled) recordTokens(facts, end.settled);
-      facts.errorCode = end.error?.code ?? (end.clientGone ? "client_closed" : undefined);
+      deps.observer.upstreamFinished(channel, model.model, end.error instanceof UpstreamError ? end.error.outcome : end.error ? "http_error" : "ok");
+      recordTokens(facts, end.settled);
+      facts.errorCode = end.error?.code;
       return HANDLED;
     } catch (err) {
-      if (ex?.channel) {
-        facts.channel = ex.channel;
-        await settleFailure(deps, ex, err instanceof GatewayError ? err.status : 500);
-      }
+      if (err instanceof UpstreamError && err.detail) facts.upstreamMessage = err.detail;
+      if (ex?.channel) await settleFailure(deps, ex, err instanceof GatewayError ? err.status : 500);
       else reservation.release();
-      throw err;
+      if (!nodeRes?.headersSent) throw err;
+      // a stream already begun can only end with an error event (CONTRACTS §3)
+      const error = toGatewayError(err);
+      facts.errorCode = error.code;
+      nodeRes.write(`data: ${JSON.stringify(error.toBody())}\n\n`);
+      return HANDLED;
+    } finally {
+      clearTimeout(deadline);
+      untrack();
     }
   };
-}
-
-/** Tries the model's channels in order; an unreachable channel is marked down and the next tried. */
-async function callUpstream(deps: ChatDeps, ex: Exchange, body: Record<string, unknown>, signal: ClientGone): Promise<{ answer: UpstreamAnswer; channel: string }> {
-  const candidates = deps.router.candidates(ex.model.model);
-  let lastError: GatewayError | undefined;
-  for (const entry of candidates) {
-    ex.channel = entry.config.name;
-    try {
-      const answer = await entry.client.send({ body, stream: body.stream === true, signal });
-      deps.router.report(entry, true);
-      return { answer, channel: entry.config.name };
-    } catch (err) {
-      const error = signal.aborted ? new UpstreamError(499, "client_closed", "The client closed the request.", "aborted") : mapTransportError(err, ex.model.model);
-      const outcome = error instanceof UpstreamError ? error.outcome : "http_error";
-      deps.observer.upstreamFinished(entry.config.name, ex.model.model, outcome);
-      if (outcome === "unreachable" || outcome === "timeout") deps.router.report(entry, false);
-      lastError = error;
-      if (outcome !== "unreachable" || signal.aborted) break;
-    }
-  }
-  throw lastError ?? new GatewayError(404, "model_not_found", `No channel serves ${ex.model.model}.`);
 }
 
 function upstreamBody(req: ChatRequest, model: ModelConfig, limited: LimitedChat): Record<string, unknown> {
@@ -151,4 +154,5 @@ function recordTokens(facts: RequestFacts, s: Settled): void {
   facts.inputTokens = s.inputTokens;
   facts.outputTokens = s.outputTokens;
   facts.points = s.points;
+  facts.finishReason = s.finishReason;
 }

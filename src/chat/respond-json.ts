@@ -11,6 +11,7 @@ export async function respondJson(deps: SettleDeps, ex: Exchange, completion: Co
     usage: completion.usage,
     finishReason: () => choice?.finish_reason ?? "stop",
   });
+  settled.finishReason = choice?.finish_reason ?? "stop";
   const body: CompletionJson = {
     ...completion,
     id: ex.chatId ?? completion.id,

@@ -4,12 +4,13 @@
 // failure after the first byte ends the stream with an error event, never with a clean end.
 import type { ServerResponse } from "node:http";
 import { Readable } from "node:stream";
-import type { ClientGone } from "../http/client-gone.js";
+import type { Cancel } from "../http/cancel.js";
 import { GatewayError } from "../http/errors.js";
-import { mapTransportError, streamCut } from "../upstream/errors.js";
+import { answerTooLarge, mapTransportError, streamCut } from "../upstream/errors.js";
+import { cutError } from "../upstream/failover.js";
 import type { CompletionJson } from "../upstream/types.js";
 import { SseRelay } from "./sse-relay.js";
-import { settleAnswer, settleFailure, type Exchange, type SettleDeps, type Settled } from "./settle.js";
+import { settleAnswer, type Exchange, type SettleDeps, type Settled } from "./settle.js";
 
 export const SSE_HEADERS = {
   "content-type": "text/event-stream; charset=utf-8",
@@ -21,19 +22,22 @@ export const SSE_HEADERS = {
 export interface StreamOptions {
   detail: boolean;
   includeUsage: boolean;
-  /** fires when the client went away; the upstream call is aborted with it */
-  signal: ClientGone;
+  /** fires when the client went away, a deadline passed or the gateway shuts down */
+  signal: Cancel;
+  /** the upstream's answer is cut past this many bytes */
+  maxBytes: number;
   onFirstToken: () => void;
 }
 
 export interface StreamEnd {
-  settled?: Settled;
+  settled: Settled;
+  /** the error that cut the stream (written to the client as an error event unless it left) */
   error?: GatewayError;
-  clientGone: boolean;
 }
 
 /** Relays `body` (upstream SSE bytes) to `res`, whose head is already written; resolves when all is
- *  written. The caller ends `res` (by returning HANDLED). */
+ *  written and the request is settled — answered or cut, it is billed for what was generated. The
+ *  caller ends `res` (by returning HANDLED). */
 export async function relayStream(deps: SettleDeps, ex: Exchange, body: Readable, res: ServerResponse, opts: StreamOptions): Promise<StreamEnd> {
   const write = (bytes: string | Buffer) => {
     if (res.destroyed) return true;
@@ -43,36 +47,36 @@ export async function relayStream(deps: SettleDeps, ex: Exchange, body: Readable
     return res.write(bytes);
   };
   const relay: SseRelay = new SseRelay({ detail: opts.detail, includeUsage: opts.includeUsage, model: ex.model.model, write, onFirstContent: opts.onFirstToken });
+  const text = () => relay.text();
   try {
     // 1. Relay until [DONE] (or the end of a stream that already gave its finish reason).
-    await pump(body, res, relay);
+    await pump(body, res, relay, opts.maxBytes, ex.model.model);
     relay.finish();
     // without [DONE], only an answer that gave its finish reason is complete
     if (!relay.done && !relay.finishReason()) throw streamCut(ex.model.model);
-
-    // 2. Settle (the turns are stored before the client sees the end), then close the stream.
-    const settled = await settleAnswer(deps, ex, { text: () => relay.text(), usage: relay.usage, finishReason: () => relay.finishReason() ?? "stop" });
-    if (opts.includeUsage && !relay.usage) write(`${opts.detail ? "event: answer\n" : ""}data: ${usageChunk(settled)}\n\n`);
-    write(opts.detail ? "event: answer\ndata: [DONE]\n\n" : "data: [DONE]\n\n");
-    if (opts.detail) write(`event: flowResponses\ndata: ${JSON.stringify([settled.report()])}\n\n`);
-    // no res.end() here: the handler returns HANDLED and the server adapter ends the response once
-    return { settled, clientGone: false };
   } catch (err) {
-    // 499: the client closed the request (nginx's convention), recorded so it shows in usage
-    if (opts.signal.aborted) {
-      await settleFailure(deps, ex, 499);
-      return { clientGone: true };
+    // 2a. Cut: bill what was generated, then tell the client (unless it is the one who left).
+    const error = opts.signal.aborted ? cutError(opts.signal, ex.model.model) : err instanceof GatewayError ? err : mapTransportError(err, ex.model.model);
+    const finishReason = opts.signal.reason === "client_abort" ? "client_abort" : opts.signal.reason === "shutdown" ? "shutdown" : "upstream_error";
+    const settled = await settleAnswer(deps, ex, { text, usage: relay.usage, finishReason: () => finishReason, status: error.status });
+    if (opts.signal.reason !== "client_abort") {
+      write(opts.detail ? `event: error\ndata: ${JSON.stringify(error.toBody())}\n\n` : `data: ${JSON.stringify(error.toBody())}\n\n`);
     }
-    const error = err instanceof GatewayError ? err : mapTransportError(err, ex.model.model);
-    await settleFailure(deps, ex, error.status);
-    write(opts.detail ? `event: error\ndata: ${JSON.stringify(error.toBody())}\n\n` : `data: ${JSON.stringify(error.toBody())}\n\n`);
-    return { error, clientGone: false };
+    return { settled, error };
   }
+
+  // 2b. Settle (the turns are stored before the client sees the end), then close the stream.
+  const settled = await settleAnswer(deps, ex, { text, usage: relay.usage, finishReason: () => relay.finishReason() ?? "stop" });
+  if (opts.includeUsage && !relay.usage) write(`${opts.detail ? "event: answer\n" : ""}data: ${usageChunk(settled)}\n\n`);
+  write(opts.detail ? "event: answer\ndata: [DONE]\n\n" : "data: [DONE]\n\n");
+  if (opts.detail) write(`event: flowResponses\ndata: ${JSON.stringify([settled.report()])}\n\n`);
+  // no res.end() here: the handler returns HANDLED and the server adapter ends the response once
+  return { settled };
 }
 
 /** Feeds every chunk of `body` to the relay, pausing while the client is slow; resolves at the end. */
-function pump(body: Readable, res: ServerResponse, relay: SseRelay): Promise<void> {
-  return new Promise((resolve, reject) => new BodyPump(body, res, relay, resolve, reject).start());
+function pump(body: Readable, res: ServerResponse, relay: SseRelay, maxBytes: number, model: string): Promise<void> {
+  return new Promise((resolve, reject) => new BodyPump(body, res, relay, maxBytes, model, resolve, reject).start());
 }
 
 // A class with bound methods rather than a handful of closures: one is made per streamed request.
@@ -81,11 +85,14 @@ class BodyPump {
   readonly #onEnd = this.#end.bind(this);
   readonly #onError = this.#fail.bind(this);
   readonly #onDrain = () => this.body.resume();
+  #bytes = 0;
 
   constructor(
     private readonly body: Readable,
     private readonly res: ServerResponse,
     private readonly relay: SseRelay,
+    private readonly maxBytes: number,
+    private readonly model: string,
     private readonly resolve: () => void,
     private readonly reject: (err: unknown) => void,
   ) {}
@@ -97,6 +104,8 @@ class BodyPump {
   }
 
   #data(chunk: Buffer): void {
+    this.#bytes += chunk.length;
+    if (this.#bytes > this.maxBytes) return this.#fail(answerTooLarge(this.model, this.maxBytes));
     try {
       if (!this.relay.push(chunk)) {
         this.body.pause();

@@ -34,9 +34,14 @@ export interface AnswerOutcome {
   usage: Usage | null | undefined;
   /** a function for the same reason: read only when a report is built */
   finishReason: () => string;
+  /** set when the answer was cut (CONTRACTS §10): the usage row carries this status, and a
+   *  non-empty partial answer is still stored as the chat's turn */
+  status?: number;
 }
 
 export interface Settled {
+  /** known without parsing only for cut answers (whole answers read it from the report) */
+  finishReason?: string;
   inputTokens: number;
   outputTokens: number;
   points: number;
@@ -57,7 +62,9 @@ export async function settleAnswer(deps: SettleDeps, ex: Exchange, out: AnswerOu
   const points = computePoints(model, inputTokens, outputTokens);
   const durationMs = performance.now() - ex.started;
   let report: ReportItem | undefined;
+  const cut = out.status !== undefined;
   const settled: Settled = {
+    finishReason: cut ? out.finishReason() : undefined,
     inputTokens,
     outputTokens,
     points,
@@ -78,8 +85,8 @@ export async function settleAnswer(deps: SettleDeps, ex: Exchange, out: AnswerOu
 
   // 2. The conversation's new round and the usage row, issued together so they share one commit;
   //    both are on disk before the client sees the end.
-  const writes = [recordUsage(deps, ex, { status: 200, inputTokens, outputTokens, points, durationMs })];
-  if (ex.chatId) {
+  const writes = [recordUsage(deps, ex, { status: out.status ?? 200, inputTokens, outputTokens, points, durationMs })];
+  if (ex.chatId && (!cut || out.text() !== "")) {
     writes.push(
       deps.store.appendRound({
         appId: ex.caller.app.id,

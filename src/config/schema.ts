@@ -43,6 +43,13 @@ const channelSchema = z.object({
   idleTimeoutMs: z.number().int().positive().default(60_000),
   /** Pooled connections kept open to this upstream. */
   connections: z.number().int().positive().default(128),
+  /** Time allowed for a whole answer, from the call to its last byte. */
+  totalTimeoutMs: z.number().int().positive().default(600_000),
+  /** Requests that may wait for a free connection, and for how long. */
+  maxQueue: z.number().int().nonnegative().default(1024),
+  queueTimeoutMs: z.number().int().positive().default(10_000),
+  /** An upstream answer larger than this is cut with an error. */
+  maxAnswerBytes: z.number().int().positive().default(16 * MIB),
 });
 
 const modelSchema = z.object({
@@ -89,6 +96,11 @@ const serverSchema = z.object({
   host: z.string().default("127.0.0.1"),
   bodyLimitBytes: z.number().int().positive().default(2 * MIB),
   metricsToken: z.string().optional(),
+  headersTimeoutMs: z.number().int().positive().default(10_000),
+  /** Time allowed for the whole request body. */
+  bodyTimeoutMs: z.number().int().positive().default(30_000),
+  shutdownTimeoutMs: z.number().int().nonnegative().default(30_000),
+  maxJsonDepth: z.number().int().positive().default(64),
   log: z
     .object({
       level: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
@@ -96,6 +108,11 @@ const serverSchema = z.object({
       destination: z.string().default("stdout"),
     })
     .default({ level: "info", destination: "stdout" }),
+});
+
+const routingSchema = z.object({
+  /** Channels tried for one request before the first byte, in all (CONTRACTS §9). */
+  maxAttempts: z.number().int().positive().default(3),
 });
 
 const storeSchema = z.discriminatedUnion("driver", [
@@ -113,6 +130,7 @@ export const configSchema = z
     apps: z.array(appSchema).default([]),
     apiKeys: z.array(apiKeySchema).default([]),
     shareLinks: z.array(shareLinkSchema).default([]),
+    routing: routingSchema.default(routingSchema.parse({})),
   })
   .superRefine(checkReferences);
 

@@ -1,4 +1,4 @@
-// Reads a JSON request body with a size limit, straight from the Node request stream.
+// Reads a JSON request body with a size and a nesting limit, straight from the Node request stream.
 import type { IncomingMessage } from "node:http";
 import type { H3Event } from "h3";
 import { GatewayError, badRequest } from "./errors.js";
@@ -7,8 +7,15 @@ function tooLarge(limit: number): GatewayError {
   return new GatewayError(413, "request_too_large", `Request body is larger than ${limit} bytes.`);
 }
 
-/** The parsed JSON body; 415 for a non-JSON content type, 413 over `limit`, 400 for malformed JSON. */
-export async function readJsonBody(event: H3Event, limit: number): Promise<unknown> {
+export interface BodyLimits {
+  maxBytes: number;
+  /** deeper nesting is refused before parsing: no later step can overflow the stack on it */
+  maxDepth: number;
+}
+
+/** The parsed JSON body; 415 for a non-JSON content type, 413 over the size, 400 for malformed or too deeply nested JSON. */
+export async function readJsonBody(event: H3Event, limits: BodyLimits): Promise<unknown> {
+  const limit = limits.maxBytes;
   const type = event.req.headers.get("content-type");
   if (type && !/^application\/(.+\+)?json\b/i.test(type)) {
     throw new GatewayError(415, "unsupported_media_type", "Content-Type must be application/json.");
@@ -18,6 +25,9 @@ export async function readJsonBody(event: H3Event, limit: number): Promise<unkno
   const nodeReq = event.runtime?.node?.req as IncomingMessage | undefined;
   const text = nodeReq ? await readNodeBody(nodeReq, limit) : await readWebBody(event.req, limit);
   if (text.length === 0) throw badRequest("invalid_json", "Request body is empty: send a JSON object.");
+  if (nestingExceeds(text, limits.maxDepth)) {
+    throw badRequest("json_too_deep", `Request body nests arrays or objects more than ${limits.maxDepth} levels deep.`);
+  }
   try {
     return JSON.parse(text);
   } catch {
@@ -62,4 +72,35 @@ async function readWebBody(req: Request, limit: number): Promise<string> {
   const buf = await req.arrayBuffer();
   if (buf.byteLength > limit) throw tooLarge(limit);
   return new TextDecoder().decode(buf);
+}
+
+const QUOTE = 34;
+const BACKSLASH = 92;
+const STRUCTURE = /["[\]{}]/g;
+
+/** True when the JSON text nests brackets deeper than `max`. Linear: strings are skipped with indexOf. */
+export function nestingExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  STRUCTURE.lastIndex = 0;
+  for (let m = STRUCTURE.exec(text); m; m = STRUCTURE.exec(text)) {
+    const c = text.charCodeAt(m.index);
+    if (c === QUOTE) {
+      STRUCTURE.lastIndex = stringEnd(text, m.index + 1);
+      continue;
+    }
+    if (c === 91 || c === 123) {
+      if (++depth > max) return true;
+    } else depth--;
+  }
+  return false;
+}
+
+/** The index after the closing quote of a string whose content starts at `from` (text.length if none). */
+function stringEnd(text: string, from: number): number {
+  for (let i = text.indexOf('"', from); i >= 0; i = text.indexOf('"', i + 1)) {
+    let slashes = 0;
+    while (text.charCodeAt(i - 1 - slashes) === BACKSLASH) slashes++;
+    if (slashes % 2 === 0) return i + 1;
+  }
+  return text.length;
 }

@@ -9,6 +9,7 @@ export type ErrorType =
   | "rate_limit_error"
   | "insufficient_quota"
   | "upstream_error"
+  | "api_error"
   | "server_error";
 
 export interface OpenAIErrorBody {

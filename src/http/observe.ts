@@ -5,12 +5,14 @@ import type { H3Event } from "h3";
 import type { Observer } from "../observability/observer.js";
 import { errorResponse, toGatewayError } from "./errors.js";
 import { HANDLED, factsOf } from "./facts.js";
+import type { Inflight } from "./inflight.js";
+import { shuttingDown } from "../upstream/failover.js";
 
 export type RouteHandler = (event: H3Event) => Response | typeof HANDLED | Promise<Response | typeof HANDLED>;
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
-export function createRouteWrapper(observer: Observer) {
+export function createRouteWrapper(observer: Observer, inflight: Inflight) {
   return function observe(route: string, handler: RouteHandler): RouteHandler {
     return async (event) => {
       const started = performance.now();
@@ -18,14 +20,19 @@ export function createRouteWrapper(observer: Observer) {
       const facts = factsOf(event);
       const requestId = (facts.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID());
       observer.requestStarted(route);
+      inflight.enter();
       let result: Response | typeof HANDLED;
       try {
+        // a request that arrives on a kept-alive connection during shutdown is told to go elsewhere
+        if (inflight.closing) throw shuttingDown();
         result = await handler(event);
       } catch (err) {
         const error = toGatewayError(err);
         if (error.status >= 500 && error.code === "internal_error") console.error(`[sluice] ${requestId}:`, err);
         facts.errorCode = error.code;
-        result = errorResponse(error);
+        result = errorResponse(error, inflight.closing ? { connection: "close" } : undefined);
+      } finally {
+        inflight.leave();
       }
       if (result !== HANDLED) result.headers.set("x-request-id", requestId);
       observer.requestFinished({

@@ -4,6 +4,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type {
   Observer,
+  ProcessErrorKind,
   RequestRecord,
   ShareCallbackKind,
   ShareCallbackOutcome,
@@ -38,6 +39,7 @@ const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 
 const MAX_ROUTES = 32;
 const OTHER = "other";
 const TOKEN_TYPES = ["input", "output"] as const;
+const PROCESS_ERROR_KINDS: ProcessErrorKind[] = ["uncaught_exception", "unhandled_rejection"];
 const SHARE_KINDS: ShareCallbackKind[] = ["init", "start", "finish"];
 const SHARE_OUTCOMES: ShareCallbackOutcome[] = ["success", "rejected", "error", "retry", "dropped"];
 
@@ -86,6 +88,14 @@ export function createMetrics(opts: MetricsOptions): Metrics {
 
     shareCallback(kind: ShareCallbackKind, outcome: ShareCallbackOutcome) {
       f.shareCallbacks.inc({ kind, outcome });
+    },
+
+    channelQueue(channel: string, depth: number) {
+      f.queueDepth.set({ channel: label.channel(channel) }, depth);
+    },
+
+    processError(kind: ProcessErrorKind) {
+      f.processErrors.inc({ kind });
     },
   };
 }
@@ -151,6 +161,18 @@ function defineFamilies(registers: Registry) {
       labelNames: ["kind", "outcome"] as const,
       ...reg,
     }),
+    queueDepth: new Gauge({
+      name: "sluice_channel_queue_depth",
+      help: "Requests waiting for a free connection to the channel.",
+      labelNames: ["channel"] as const,
+      ...reg,
+    }),
+    processErrors: new Counter({
+      name: "sluice_process_errors_total",
+      help: "Errors caught by the process's last resort (uncaught exceptions, unhandled rejections); the gateway carried on.",
+      labelNames: ["kind"] as const,
+      ...reg,
+    }),
     channelUp: new Gauge({
       name: "sluice_channel_up",
       help: "1 when the channel is taking traffic, 0 while it is marked down.",
@@ -165,6 +187,7 @@ function defineFamilies(registers: Registry) {
 function initialiseSeries(f: Families, opts: MetricsOptions): void {
   for (const channel of opts.channels) {
     f.channelUp.set({ channel }, 1);
+    f.queueDepth.set({ channel }, 0);
     for (const model of opts.models) f.upstream.inc({ channel, model, outcome: "ok" }, 0);
   }
   for (const kind of SHARE_KINDS) for (const outcome of SHARE_OUTCOMES) f.shareCallbacks.inc({ kind, outcome }, 0);
@@ -173,6 +196,7 @@ function initialiseSeries(f: Families, opts: MetricsOptions): void {
     for (const type of TOKEN_TYPES) f.tokenUsage.zero({ gen_ai_request_model: model, gen_ai_token_type: type });
   }
   f.inflight.set(0);
+  for (const kind of PROCESS_ERROR_KINDS) f.processErrors.inc({ kind }, 0);
 }
 
 function recordTokens(f: Families, model: string, app: string, type: "input" | "output", count: number | undefined) {

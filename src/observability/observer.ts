@@ -1,7 +1,19 @@
 // What the gateway reports about its work. Metrics and the request log both listen here, so the
 // request pipeline reports each fact once and never knows who consumes it.
 
-export type UpstreamOutcome = "ok" | "http_error" | "unreachable" | "timeout" | "stream_cut" | "aborted";
+export type UpstreamOutcome =
+  | "ok"
+  | "http_error"
+  | "unreachable"
+  | "timeout"
+  | "stream_cut"
+  | "aborted"
+  | "rate_limited"
+  | "auth_failed"
+  | "rejected"
+  | "busy"
+  | "too_large"
+  | "shutdown";
 export type ShareCallbackKind = "init" | "start" | "finish";
 export type ShareCallbackOutcome = "success" | "rejected" | "error" | "retry" | "dropped";
 
@@ -26,6 +38,10 @@ export interface RequestRecord {
   ttftMs?: number;
   /** OpenAI error code when the request failed */
   errorCode?: string;
+  /** why the answer ended: the upstream's finish reason, or client_abort, upstream_error, shutdown */
+  finishReason?: string;
+  /** an upstream's own error message (redacted), for the operator */
+  upstreamMessage?: string;
 }
 
 export interface Observer {
@@ -34,7 +50,13 @@ export interface Observer {
   upstreamFinished(channel: string, model: string, outcome: UpstreamOutcome): void;
   channelState(channel: string, up: boolean): void;
   shareCallback(kind: ShareCallbackKind, outcome: ShareCallbackOutcome): void;
+  /** requests waiting for one of the channel's connections */
+  channelQueue(channel: string, depth: number): void;
+  /** an error that reached the process's last resort (the gateway carries on) */
+  processError(kind: ProcessErrorKind): void;
 }
+
+export type ProcessErrorKind = "uncaught_exception" | "unhandled_rejection";
 
 /** Fans each report out to several observers. */
 export function combineObservers(observers: Observer[]): Observer {
@@ -44,6 +66,8 @@ export function combineObservers(observers: Observer[]): Observer {
     upstreamFinished: (c, m, out) => observers.forEach((o) => o.upstreamFinished(c, m, out)),
     channelState: (c, up) => observers.forEach((o) => o.channelState(c, up)),
     shareCallback: (k, out) => observers.forEach((o) => o.shareCallback(k, out)),
+    channelQueue: (c, depth) => observers.forEach((o) => o.channelQueue(c, depth)),
+    processError: (kind) => observers.forEach((o) => o.processError(kind)),
   };
 }
 
@@ -53,4 +77,6 @@ export const silentObserver: Observer = {
   upstreamFinished() {},
   channelState() {},
   shareCallback() {},
+  channelQueue() {},
+  processError() {},
 };

@@ -52,6 +52,8 @@ export function createRequestLog(opts: RequestLogOptions): RequestLog {
         durationMs: r.durationMs,
         ttftMs: r.ttftMs,
         errorCode: r.errorCode,
+        finishReason: r.finishReason,
+        upstreamMessage: r.upstreamMessage,
       });
     },
 
@@ -65,6 +67,12 @@ export function createRequestLog(opts: RequestLogOptions): RequestLog {
 
     shareCallback(kind, outcome) {
       write(FAILED_CALLBACK.includes(outcome) ? "warn" : "debug", "share callback", { kind, outcome });
+    },
+
+    channelQueue() {},
+
+    processError(kind) {
+      write("error", "process error", { kind });
     },
 
     close: () => sink?.close() ?? Promise.resolve(),

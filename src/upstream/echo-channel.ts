@@ -31,7 +31,7 @@ export function createEchoChannel(channel: ChannelConfig): ChannelClient {
       };
     }
     const events = [...echoChunks(id, created, model, text), "[DONE]"];
-    return { kind: "stream", body: Readable.from(events.map((e) => Buffer.from(`data: ${e}\n\n`))) };
+    return { kind: "stream", body: Readable.from(events.map((e) => Buffer.from(`data: ${e}\n\n`))), maxBytes: Number.POSITIVE_INFINITY };
   }
   return { name: channel.name, send, close: async () => {} };
 }

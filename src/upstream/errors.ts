@@ -1,45 +1,98 @@
-// Upstream failures as gateway errors: status and wording the client can act on, with nothing of the
-// upstream's URL, key or reply body in them.
+// Upstream failures as gateway errors (CONTRACTS §9): status and wording the client can act on, with
+// nothing of the upstream's URL, key or reply body in them — except a 4xx's own message, which
+// tells the client what was wrong with its request (redacted first).
 import { GatewayError } from "../http/errors.js";
 import type { UpstreamOutcome } from "../observability/observer.js";
 
 export class UpstreamError extends GatewayError {
   readonly outcome: UpstreamOutcome;
-  constructor(status: number, code: string, message: string, outcome: UpstreamOutcome) {
-    super(status, code, message, { type: status >= 500 ? "upstream_error" : "invalid_request_error" });
+  /** what the operator's log gets: the upstream's own words (redacted), never shown to the client */
+  readonly detail: string | undefined;
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    outcome: UpstreamOutcome,
+    opts: { headers?: Record<string, string>; detail?: string } = {},
+  ) {
+    const type = status === 429 ? "rate_limit_error" : status >= 500 ? "api_error" : "invalid_request_error";
+    super(status, code, message, { type, headers: opts.headers });
     this.outcome = outcome;
+    this.detail = opts.detail;
   }
 }
 
 export const unreachable = (model: string) =>
-  new UpstreamError(502, "upstream_unreachable", `The model server for ${model} could not be reached.`, "unreachable");
+  new UpstreamError(502, "upstream_error", `The model server for ${model} could not be reached.`, "unreachable");
 
-const firstByteTimeout = (model: string) =>
-  new UpstreamError(504, "upstream_timeout", `The model server for ${model} did not answer in time.`, "timeout");
-
-const idleTimeout = (model: string) =>
-  new UpstreamError(504, "upstream_timeout", `The model server for ${model} stopped sending the answer.`, "timeout");
+export const upstreamTimeout = (model: string, what = "did not answer in time") =>
+  new UpstreamError(504, "upstream_timeout", `The model server for ${model} ${what}.`, "timeout");
 
 export const streamCut = (model: string) =>
-  new UpstreamError(502, "upstream_stream_cut", `The model server for ${model} ended the answer before it was complete.`, "stream_cut");
-
-export const upstreamStatus = (model: string, status: number) =>
-  new UpstreamError(
-    status >= 400 && status <= 599 ? status : 502,
-    "upstream_error",
-    `The model server for ${model} answered with HTTP ${status}.`,
-    "http_error",
-  );
+  new UpstreamError(502, "upstream_error", `The model server for ${model} ended the answer before it was complete.`, "stream_cut");
 
 export const badUpstreamReply = (model: string) =>
-  new UpstreamError(502, "upstream_bad_response", `The model server for ${model} sent an answer that is not valid.`, "http_error");
+  new UpstreamError(502, "upstream_error", `The model server for ${model} sent an answer that is not valid.`, "http_error");
 
-/** undici's error codes mapped to what the client sees. */
+export const upstreamReportedError = (model: string) =>
+  new UpstreamError(502, "upstream_error", `The model server for ${model} reported an error during the answer.`, "http_error");
+
+export const answerTooLarge = (model: string, limit: number) =>
+  new UpstreamError(502, "upstream_error", `The model server for ${model} sent an answer larger than ${limit} bytes.`, "too_large");
+
+export const channelBusy = (model: string) =>
+  new UpstreamError(503, "channel_busy", `The model server for ${model} is busy: too many requests are waiting. Retry shortly.`, "busy", {
+    headers: { "Retry-After": "1" },
+  });
+
+/** An upstream's non-2xx answer, by the table of CONTRACTS §9. `message`: the upstream's, redacted. */
+export function upstreamStatus(model: string, status: number, message: string | undefined, retryAfter: string | undefined): UpstreamError {
+  const detail = message;
+  if (status === 429) {
+    const headers: Record<string, string> = retryAfter && /^\d{1,6}$/.test(retryAfter.trim()) ? { "Retry-After": retryAfter.trim() } : {};
+    return new UpstreamError(429, "upstream_rate_limited", `The model server for ${model} is rate limiting requests; retry later.`, "rate_limited", { headers, detail });
+  }
+  if (status === 401 || status === 403) {
+    // the channel's key is wrong, not the client's: the client must not think its own key failed
+    return new UpstreamError(502, "upstream_auth_failed", `The gateway's credentials for the model server of ${model} were refused.`, "auth_failed", { detail });
+  }
+  if (status === 400 || status === 404 || status === 413 || status === 422) {
+    const said = message ? `: ${message}` : ".";
+    return new UpstreamError(400, "upstream_rejected", `The model server for ${model} rejected the request${said}`, "rejected", { detail });
+  }
+  return new UpstreamError(502, "upstream_error", `The model server for ${model} answered with HTTP ${status}.`, "http_error", { detail });
+}
+
+/** undici's transport errors; anything else is the gateway's own fault and never blames the channel. */
 export function mapTransportError(err: unknown, model: string): GatewayError {
   if (err instanceof GatewayError) return err;
   const code = (err as { code?: string })?.code;
-  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT") return firstByteTimeout(model);
-  if (code === "UND_ERR_BODY_TIMEOUT") return idleTimeout(model);
-  if (code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "UND_ERR_RESPONSE_STATUS_CODE") return streamCut(model);
-  return unreachable(model);
+  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT") return upstreamTimeout(model);
+  if (code === "UND_ERR_BODY_TIMEOUT") return upstreamTimeout(model, "stopped sending the answer");
+  if (code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "EPIPE" || code === "UND_ERR_RESPONSE_STATUS_CODE") return streamCut(model);
+  if (code && (code.startsWith("UND_ERR") || code.startsWith("E"))) return unreachable(model);
+  return new GatewayError(500, "internal_error", "Internal server error", { type: "server_error" });
+}
+
+const MAX_DETAIL_CHARS = 300;
+
+/** The message of an upstream's error body, cut short, with the channel key and anything key-like removed. */
+export function redactUpstreamMessage(body: string, secrets: string[]): string | undefined {
+  let message: unknown = body;
+  try {
+    const parsed = JSON.parse(body) as { error?: { message?: unknown } | string; message?: unknown; detail?: unknown };
+    message = typeof parsed.error === "string" ? parsed.error : (parsed.error?.message ?? parsed.message ?? parsed.detail ?? body);
+  } catch {
+    // a plain-text error body is its own message
+  }
+  if (typeof message !== "string") message = JSON.stringify(message);
+  let text = (message as string).slice(0, MAX_DETAIL_CHARS * 4);
+  for (const secret of secrets) if (secret.length >= 6) text = text.split(secret).join("[redacted]");
+  text = text
+    .replace(/\b(Bearer\s+)\S+/gi, "$1[redacted]")
+    .replace(/\b(sk|pk|rk|key)[-_][A-Za-z0-9_-]{8,}/g, "[redacted]")
+    .replace(/https?:\/\/\S+/g, "[url]")
+    .replace(/\s+/g, " ")
+    .trim();
+  return text ? text.slice(0, MAX_DETAIL_CHARS) : undefined;
 }

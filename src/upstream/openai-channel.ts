@@ -1,10 +1,14 @@
-// A channel to an OpenAI-compatible model server, over one pooled undici client per channel.
+// A channel to an OpenAI-compatible model server, over one pooled undici client per channel, behind
+// a connection gate that bounds the calls waiting for a connection.
 import { Pool } from "undici";
 import type { ChannelConfig } from "../config/schema.js";
-import { badUpstreamReply, mapTransportError, upstreamStatus } from "./errors.js";
+import { answerTooLarge, badUpstreamReply, channelBusy, mapTransportError, redactUpstreamMessage, upstreamStatus } from "./errors.js";
+import { ConnectionGate, GateRefused } from "./gate.js";
 import type { ChannelClient, CompletionJson, UpstreamAnswer, UpstreamRequest } from "./types.js";
 
 const MAX_ERROR_BODY = 64 * 1024;
+
+type Body = AsyncIterable<Buffer> & { destroy(): void; once(event: "close", listener: () => void): unknown; on(event: "error", l: () => void): unknown };
 
 /** `{baseUrl}/v1/chat/completions`, without doubling a `/v1` the base already ends in. */
 function completionsUrl(baseUrl: string): URL {
@@ -12,7 +16,7 @@ function completionsUrl(baseUrl: string): URL {
   return new URL(/\/v1$/.test(base) ? `${base}/chat/completions` : `${base}/v1/chat/completions`);
 }
 
-export function createOpenAIChannel(channel: ChannelConfig): ChannelClient {
+export function createOpenAIChannel(channel: ChannelConfig, onQueueDepth?: (depth: number) => void): ChannelClient {
   const url = completionsUrl(channel.baseUrl);
   const pool = new Pool(url.origin, {
     connections: channel.connections,
@@ -20,56 +24,85 @@ export function createOpenAIChannel(channel: ChannelConfig): ChannelClient {
     bodyTimeout: channel.idleTimeoutMs,
     keepAliveTimeout: 30_000,
   });
+  const gate = new ConnectionGate({
+    connections: channel.connections,
+    maxQueue: channel.maxQueue,
+    queueTimeoutMs: channel.queueTimeoutMs,
+    onDepth: onQueueDepth,
+  });
   const headers = {
     "content-type": "application/json",
     accept: "application/json, text/event-stream",
     ...(channel.key ? { authorization: `Bearer ${channel.key}` } : {}),
   };
+  const secrets = channel.key ? [channel.key] : [];
 
   async function send(req: UpstreamRequest): Promise<UpstreamAnswer> {
     const model = String(req.body.model);
+    // serialized before any network step: a body that cannot be sent is never the channel's fault
+    const payload = JSON.stringify(req.body);
+    const release = await gate.acquire(req.signal).catch((err: unknown) => {
+      throw err instanceof GateRefused && err.reason === "busy" ? channelBusy(model) : mapTransportError(err, model);
+    });
     let res;
     try {
-      res = await pool.request({
-        path: url.pathname + url.search,
-        method: "POST",
-        headers,
-        body: JSON.stringify(req.body),
-        signal: req.signal,
-      });
+      res = await pool.request({ path: url.pathname + url.search, method: "POST", headers, body: payload, signal: req.signal });
     } catch (err) {
+      release();
       throw mapTransportError(err, model);
     }
+    const body = res.body as unknown as Body;
+    body.on("error", ignore); // errors are read where the body is consumed; none may go unheard
+    body.once("close", release);
     if (res.statusCode < 200 || res.statusCode >= 300) {
-      await discard(res.body);
-      throw upstreamStatus(model, res.statusCode);
+      const text = await readLimited(body, MAX_ERROR_BODY).catch(() => "");
+      const retryAfter = res.headers["retry-after"];
+      throw upstreamStatus(model, res.statusCode, redactUpstreamMessage(text, secrets), Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
     }
     const type = String(res.headers["content-type"] ?? "");
     if (req.stream && type.includes("text/event-stream")) {
-      return { kind: "stream", body: res.body };
+      return { kind: "stream", body: res.body, maxBytes: channel.maxAnswerBytes };
     }
-    let completion: CompletionJson;
-    try {
-      completion = (await res.body.json()) as CompletionJson;
-    } catch (err) {
-      throw (err as { code?: string }).code ? mapTransportError(err, model) : badUpstreamReply(model);
-    }
-    if (!completion || !Array.isArray(completion.choices)) throw badUpstreamReply(model);
-    return { kind: "json", completion };
+    return { kind: "json", completion: await readCompletion(body, model, channel.maxAnswerBytes) };
   }
 
-  return { name: channel.name, send, close: () => pool.close() };
+  return { name: channel.name, send, close: () => pool.close(), load: () => ({ active: gate.active, queued: gate.queued }) };
 }
 
-/** Reads and drops an error body (bounded), so the connection can be reused. */
-async function discard(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<void> {
-  let size = 0;
+async function readCompletion(body: Body, model: string, limit: number): Promise<CompletionJson> {
+  let text: string;
   try {
-    for await (const chunk of body) {
-      size += chunk.length;
-      if (size > MAX_ERROR_BODY) return body.destroy();
-    }
-  } catch {
-    // an error reply that also breaks off: nothing more to learn from it
+    text = await readLimited(body, limit);
+  } catch (err) {
+    if (err instanceof TooLarge) throw answerTooLarge(model, limit);
+    throw mapTransportError(err, model);
   }
+  let completion: CompletionJson;
+  try {
+    completion = JSON.parse(text) as CompletionJson;
+  } catch {
+    throw badUpstreamReply(model);
+  }
+  if (!completion || typeof completion !== "object" || !Array.isArray(completion.choices)) throw badUpstreamReply(model);
+  return completion;
 }
+
+class TooLarge extends Error {}
+
+/** The body as text; past `limit` bytes the body is destroyed and TooLarge thrown. */
+async function readLimited(body: Body, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > limit) {
+      body.destroy();
+      throw new TooLarge();
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function ignore(): void {}
+

@@ -15,7 +15,7 @@ interface ChannelEntry {
 export function createChannelRouter(channels: ChannelConfig[], observer: Observer, random: () => number = Math.random) {
   const entries = channels.map<ChannelEntry>((config) => ({
     config,
-    client: config.type === "echo" ? createEchoChannel(config) : createOpenAIChannel(config),
+    client: config.type === "echo" ? createEchoChannel(config) : createOpenAIChannel(config, (depth) => observer.channelQueue(config.name, depth)),
     up: true,
   }));
   const byModel = new Map<string, ChannelEntry[]>();

@@ -1,5 +1,5 @@
 import type { Readable } from "node:stream";
-import type { ClientGone } from "../http/client-gone.js";
+import type { Cancel } from "../http/cancel.js";
 
 // What a channel gives back, whatever the channel is (an OpenAI-compatible server or the echo demo).
 
@@ -23,17 +23,19 @@ export interface CompletionJson {
 export type UpstreamAnswer =
   | { kind: "json"; completion: CompletionJson }
   /** the upstream's SSE bytes, as they arrive */
-  | { kind: "stream"; body: Readable };
+  | { kind: "stream"; body: Readable; /** the answer is cut past this many bytes */ maxBytes: number };
 
 export interface UpstreamRequest {
   body: Record<string, unknown>;
   stream: boolean;
   /** fires when the client went away */
-  signal: ClientGone;
+  signal: Cancel;
 }
 
 export interface ChannelClient {
   readonly name: string;
   send(req: UpstreamRequest): Promise<UpstreamAnswer>;
   close(): Promise<void>;
+  /** calls holding a connection and calls waiting for one */
+  load?(): { active: number; queued: number };
 }
