@@ -1,5 +1,6 @@
 // The benchmark's printout: one table of every case, then the ratios against the targets.
 import { CONNECTIONS, median, type LoadResult } from "./autocannon-case.js";
+import type { LagResult } from "./event-loop-lag.js";
 import type { LatencyResult } from "./latency.js";
 
 export type TargetName = "direct" | "floor" | "sluice";
@@ -34,7 +35,7 @@ export interface RunSettings {
   cores: number;
 }
 
-export function printReport(cases: CaseResult[], memory: MemoryResult, run: RunSettings): void {
+export function printReport(cases: CaseResult[], memory: MemoryResult, run: RunSettings, lag?: LagResult | string): void {
   const find = (target: TargetName, mode: Mode) => cases.find((c) => c.target === target && c.mode === mode);
   const rows = cases.map((c) => {
     // The chatId case is a non-stream request, so its baseline is the direct non-stream one.
@@ -75,11 +76,19 @@ machine load average at start ${run.loadAverage.toFixed(2)} on ${run.cores} core
     limitCheck("Sluice added p50, 1 connection", diff(sluice("non-stream")?.latency?.p50, find("direct", "non-stream")?.latency?.p50), 1, "ms"),
     limitCheck("Sluice added TTFT p50, 1 connection", diff(sluice("stream")?.latency?.ttftP50, find("direct", "stream")?.latency?.ttftP50), 1, "ms"),
     limitCheck(`Sluice RSS at ${memory.streams} open streams`, memory.sluiceMb, 250, "MB", rssNote),
+    limitCheck(
+      "Sluice event-loop lag p99, load + 2 MB word/s",
+      typeof lag === "object" ? lag.p99Ms : undefined,
+      20,
+      "ms",
+      typeof lag === "object" ? ` (max ${lag.maxMs.toFixed(1)} ms; 2 MB answers ${[...new Set(lag.bigStatuses)].join("/")})` : "",
+    ),
   ];
   console.log(`\n${alignTable([["check", "measured", "target", "result"], ...checks])}`);
 
   const problems = cases.filter((c) => c.error).map((c) => `${c.target} ${c.mode}: ${c.error}`);
   if (memory.error) problems.push(`open streams: ${memory.error}`);
+  if (typeof lag === "string") problems.push(`event-loop lag: ${lag}`);
   if (problems.length > 0) console.log(`\nNot measured:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
 }
 

@@ -10,6 +10,7 @@ import { build } from "esbuild";
 import { startUpstream, type Upstream } from "../test/support/upstream.js";
 import { mergeLoads, runLoad, type LoadResult } from "./autocannon-case.js";
 import { chatBody, expectAnswer } from "./chat-request.js";
+import { measureEventLoopLag } from "./event-loop-lag.js";
 import { measureLatency } from "./latency.js";
 import { readRssMb, spawnNodeServer, type NodeServer } from "./node-process.js";
 import { withOpenStreams } from "./open-streams.js";
@@ -67,8 +68,10 @@ async function main(): Promise<void> {
     }
     // 3. Memory with many slow streams open.
     const memory = typeof sluice === "string" ? { streams: OPEN_STREAMS, error: sluice } : await measureMemory(upstream, sluice, floor);
+    // 4. Event-loop lag under load with a 2 MB single-word body each second.
+    const lag = typeof sluice === "string" ? undefined : await measureEventLoopLag(sluice.url, SECONDS, sluice.pid).catch((err: unknown) => errorMessage(err));
 
-    printReport(cases, memory, settings);
+    printReport(cases, memory, settings, lag);
     if (cases.some((c) => c.error) || memory.error) process.exitCode = 1;
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
