@@ -3,6 +3,8 @@
 import { H3 } from "h3";
 import { createKeyring } from "./auth/keys.js";
 import { createChatHandler } from "./chat/handler.js";
+import { createMemoryClusterState } from "./cluster/memory.js";
+import type { ClusterState } from "./cluster/types.js";
 import { createQuota } from "./chat/quota.js";
 import type { Config } from "./config/schema.js";
 import { readJsonBody } from "./http/body.js";
@@ -30,6 +32,8 @@ export interface GatewayDeps {
   observer?: Observer;
   /** replaces the share-link callback client (tests) */
   shareAuth?: ShareAuth;
+  /** state shared with other instances; in-process when absent */
+  state?: ClusterState;
 }
 
 export interface Gateway {
@@ -56,9 +60,10 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const observer = combineObservers([metrics, requestLog, ...(deps.observer ? [deps.observer] : [])]);
 
   // 3. The working parts.
-  const router = createChannelRouter(config.channels, observer);
+  const state = deps.state ?? createMemoryClusterState(config.routing.breaker);
+  const router = createChannelRouter(config.channels, observer, state);
   const shareAuth = deps.shareAuth ?? createShareAuth({ observer });
-  const quota = createQuota(deps.store);
+  const quota = createQuota(deps.store, state, observer);
   const health = createHealth({ ping: () => deps.store.ping() });
   const bodyLimits = { maxBytes: config.server.bodyLimitBytes, maxDepth: config.server.maxJsonDepth };
   const readJson = (event: Parameters<typeof readJsonBody>[0]) => readJsonBody(event, bodyLimits);

@@ -1,12 +1,13 @@
-// Budgets and rates over HTTP (CONTRACTS §3, §7): an app's or key's `maxUsagePoints` spent → 429
-// insufficient_quota; `qpm` exceeded → 429 rate_limit_exceeded with Retry-After; concurrent requests
-// overshoot a budget by no more than those already in flight.
+// Budgets and rates over HTTP (CONTRACTS §7, §10): a request whose worst case (prompt + max_tokens)
+// does not fit what is left of an app's or key's `maxUsagePoints` → 429 insufficient_quota; `qpm`
+// exceeded → 429 rate_limit_exceeded with Retry-After; concurrent requests cannot overshoot a budget.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
 import { APP2_KEY, chatOk, expectError, gatewayConfig, postChat, statusOf, user, type ConfigParts } from "./support/fixtures.js";
 import { startUpstream, type Upstream } from "./support/upstream.js";
 
-// m1 costs charsPointsPrice 2 per 1,000 tokens: 500 + 500 tokens = 2 points a request
+// m1 costs charsPointsPrice 2 per 1,000 tokens: 500 + 500 tokens = 2 points a request; its worst
+// case (a short prompt + max_tokens 1,000) is a little over 2 points
 const POINTS_PER_REQUEST = 2;
 
 let upstream: Upstream;
@@ -35,8 +36,8 @@ async function expectRefused(res: Response, code: string, type: string): Promise
 }
 
 describe("points budgets", () => {
-  it("refuses the next chat with 429 insufficient_quota once the app's maxUsagePoints is spent", async () => {
-    const { url, store } = await start({ app: { maxUsagePoints: 5 } });
+  it("refuses the next chat with 429 insufficient_quota once the app's budget cannot hold its worst case", async () => {
+    const { url, store } = await start({ app: { maxUsagePoints: 7 } });
     for (let i = 0; i < 3; i++) await chatOk(url, { messages: [user(`q${i}`)] });
     expect(await store.getSpent("app:a1")).toBe(3 * POINTS_PER_REQUEST);
 
@@ -46,8 +47,8 @@ describe("points budgets", () => {
     expect((await ask(url, APP2_KEY)).status).toBe(200);
   });
 
-  it("refuses the next chat with 429 insufficient_quota once the key's maxUsagePoints is spent", async () => {
-    const { url } = await start({ key: { maxUsagePoints: 3 } });
+  it("refuses the next chat with 429 insufficient_quota once the key's budget cannot hold its worst case", async () => {
+    const { url } = await start({ key: { maxUsagePoints: 5 } });
     await chatOk(url, { messages: [user("one")] });
     await chatOk(url, { messages: [user("two")] });
     const res = await expectRefused(await ask(url), "insufficient_quota", "insufficient_quota");
@@ -56,9 +57,8 @@ describe("points budgets", () => {
   });
 
   it("refuses all of 10 parallel requests once 3 earlier requests have spent the budget", async () => {
-    const { url, store } = await start({ app: { maxUsagePoints: 5 } });
-    const first = await Promise.all([0, 1, 2].map(() => statusOf(ask(url))));
-    expect(first).toEqual([200, 200, 200]);
+    const { url, store } = await start({ app: { maxUsagePoints: 7 } });
+    for (let i = 0; i < 3; i++) await chatOk(url, { messages: [user(`q${i}`)] });
 
     const later = await Promise.all(Array.from({ length: 10 }, () => ask(url)));
     for (const res of later) await expectRefused(res, "insufficient_quota", "insufficient_quota");
@@ -66,21 +66,15 @@ describe("points budgets", () => {
     expect(await store.getSpent("app:a1")).toBe(3 * POINTS_PER_REQUEST);
   });
 
-  it("overshoots the budget by no more than the requests in flight when it runs out", async () => {
-    const { url, store } = await start({ app: { maxUsagePoints: 5 } });
-    await chatOk(url, { messages: [user("warm up")] });
-    upstream.behave({ firstByteDelayMs: 100 });
-
-    // 6 in flight at once, all admitted with 2 of 5 points spent
-    const inFlight = Array.from({ length: 6 }, () => ask(url));
-    await upstream.waitForRequests(1 + 6);
-    const statuses = await Promise.all(inFlight.map(statusOf));
+  it("never spends past the budget with 200 requests at once: worst cases are held at admission", async () => {
+    const { url, store } = await start({ app: { maxUsagePoints: 9 } });
+    upstream.behave({ firstByteDelayMs: 50 });
+    const statuses = await Promise.all(Array.from({ length: 200 }, () => statusOf(ask(url))));
     const answered = statuses.filter((s) => s === 200).length;
-    expect(answered).toBeLessThanOrEqual(6);
-    expect(await store.getSpent("app:a1")).toBe((1 + answered) * POINTS_PER_REQUEST);
-
-    await expectRefused(await ask(url), "insufficient_quota", "insufficient_quota");
-    expect(upstream.requests).toHaveLength(1 + 6);
+    expect(answered).toBe(4); // 4 worst cases of a little over 2 points fit in 9
+    expect(statuses.filter((s) => s === 429)).toHaveLength(196);
+    expect(await store.getSpent("app:a1")).toBe(4 * POINTS_PER_REQUEST);
+    expect(upstream.requests).toHaveLength(4);
   });
 });
 

@@ -90,7 +90,10 @@ describe("prometheus metrics", () => {
 
   it("pre-initialises the series the dashboard reads", async () => {
     const body = await createMetrics(options).render();
-    expect(body).toContain('sluice_channel_up{channel="local"} 1');
+    // a channel not contacted yet is not known to be up
+    expect(body).toContain('sluice_channel_up{channel="local"} 0');
+    expect(body).toContain('sluice_upstream_attempts_total{channel="local",outcome="circuit_open"} 0');
+    expect(body).toContain('sluice_budget_refusals_total{scope_kind="share"} 0');
     expect(body).toContain('sluice_upstream_requests_total{channel="local",model="glm",outcome="ok"} 0');
     expect(body).toContain('sluice_share_callbacks_total{kind="finish",outcome="dropped"} 0');
     expect(body).toContain('gen_ai_client_token_usage_count{gen_ai_request_model="glm",gen_ai_token_type="input"} 0');

@@ -182,19 +182,6 @@ describe("usage and spend", () => {
   });
 });
 
-describe("rate windows", () => {
-  it("allows `limit` hits per 60 s and says when the oldest hit leaves the window", async () => {
-    expect(await store.hitRate("key:web", 2, T0)).toEqual({ allowed: true, retryAfterMs: 0 });
-    expect((await store.hitRate("key:web", 2, T0 + 1000)).allowed).toBe(true);
-    expect(await store.hitRate("key:web", 2, T0 + 15_000)).toEqual({ allowed: false, retryAfterMs: 45_000 });
-    // another scope has its own window
-    expect((await store.hitRate("key:other", 2, T0 + 15_000)).allowed).toBe(true);
-    // the first hit has left the window; the refused hit was not counted
-    expect((await store.hitRate("key:web", 2, T0 + 60_000)).allowed).toBe(true);
-    expect(await store.hitRate("key:web", 2, T0 + 60_500)).toEqual({ allowed: false, retryAfterMs: 500 });
-  });
-});
-
 describe("persistence", () => {
   let dir: string;
   beforeEach(async () => {

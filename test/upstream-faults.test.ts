@@ -23,7 +23,8 @@ function expectNoLeak(text: string): void {
 }
 
 const h = useGateway((url) => {
-  const cfg = coreConfig(url);
+  // this file is about what each failure looks like: the breaker (tested elsewhere) stays closed
+  const cfg = coreConfig(url, { routing: { breaker: { failures: 1000 } } });
   (cfg.channels as Record<string, unknown>[])[0]!.firstByteTimeoutMs = 300;
   return cfg;
 });

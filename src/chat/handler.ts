@@ -10,13 +10,14 @@ import type { Inflight } from "../http/inflight.js";
 import type { Observer } from "../observability/observer.js";
 import { assertChatOwner } from "../share/links.js";
 import type { Store } from "../store/types.js";
-import { lastUserText } from "../tokens/counter.js";
+import { countMessagesAsync, lastUserText } from "../tokens/counter.js";
+import { computePoints } from "../tokens/points.js";
 import { UpstreamError } from "../upstream/errors.js";
 import { requestAnswer } from "../upstream/failover.js";
 import type { ChannelRouter } from "../upstream/router.js";
 import { identifyCaller, resolveModel, type Caller, type CallerDeps } from "./caller.js";
 import { applyLimits, type LimitedChat } from "./limits.js";
-import type { Quota } from "./quota.js";
+import type { Quota, Reservation } from "./quota.js";
 import { parseChatRequest, type ChatMessage, type ChatRequest } from "./request-schema.js";
 import { respondJson } from "./respond-json.js";
 import { SSE_HEADERS, completionAsSse, relayStream } from "./respond-stream.js";
@@ -52,22 +53,24 @@ export function createChatHandler(deps: ChatDeps) {
     const model = resolveModel(deps.models, caller.app, req.model, deps.router.serves);
     facts.model = model.model;
 
-    // 4. Budgets and rates: reserve before the call, settle after.
-    const reservation = await deps.quota.admit(caller.limits, time);
     // the request's work stops when the client leaves, a deadline passes or the gateway shuts down
     const cancel = new Cancel();
     const untrack = deps.inflight.track(cancel);
     const nodeRes = event.runtime?.node?.res as ServerResponse | undefined; // http/1.1 only: listhen serves no http2
     nodeRes?.once("close", () => nodeRes.writableFinished || cancel.abort("client_abort"));
     let deadline: NodeJS.Timeout | undefined;
+    let reservation: Reservation | undefined;
     let ex: Exchange | undefined;
     try {
-      // 5. Share-link users: the operator's before-chat check gives the uid.
+      // 4. Share-link users: the operator's before-chat check gives the uid.
       const uid = caller.share ? await deps.shareAuth.start(caller.share.link, caller.share.token, lastUserText(req.messages)) : undefined;
 
-      // 6. Conversation history, then the model's limits.
+      // 5. Conversation history, then the model's limits.
       const history = req.chatId ? await loadHistory(deps.store, caller, req.chatId, uid) : [];
       const limited = await applyLimits(req, mergeHistory(history, req.messages), model, caller.app);
+
+      // 6. Budgets and rates: the worst case is held before the call and settled to the actual after.
+      reservation = await deps.quota.admit(caller.limits, await worstCasePoints(caller, model, limited), time);
 
       // 7. An answer from some channel of the model; each attempt runs under its channel's total deadline.
       ex = { caller, model, req, limited, reservation, chatId: req.chatId, uid, channel: "", time, started };
@@ -112,7 +115,7 @@ export function createChatHandler(deps: ChatDeps) {
     } catch (err) {
       if (err instanceof UpstreamError && err.detail) facts.upstreamMessage = err.detail;
       if (ex?.channel) await settleFailure(deps, ex, err instanceof GatewayError ? err.status : 500);
-      else reservation.release();
+      else reservation?.release();
       if (!nodeRes?.headersSent) throw err;
       // a stream already begun can only end with an error event (CONTRACTS §3)
       const error = toGatewayError(err);
@@ -124,6 +127,13 @@ export function createChatHandler(deps: ChatDeps) {
       untrack();
     }
   };
+}
+
+/** The most the request can cost: its prompt (counted only when a budget needs it) and all of max_tokens. */
+async function worstCasePoints(caller: Caller, model: ModelConfig, limited: LimitedChat): Promise<number> {
+  if (!caller.limits.some((l) => l.maxUsagePoints >= 0)) return 0;
+  const prompt = limited.promptTokens ?? (await countMessagesAsync(limited.messages, model.tokenizer));
+  return computePoints(model, prompt, limited.maxTokens);
 }
 
 function upstreamBody(req: ChatRequest, model: ModelConfig, limited: LimitedChat): Record<string, unknown> {

@@ -1,19 +1,17 @@
-// Budget and rate admission for a chat request: refuses it when an app, key or share link has spent
-// its points budget or used up its requests per minute; otherwise reserves it until the caller
-// settles its points (answered) or releases it (failed).
-import { LRUCache } from "lru-cache";
+// Budget and rate admission for a chat request (CONTRACTS §10): refuses it when an app, key or share
+// link would pass its points budget with the request's worst-case points, or has used up its
+// requests per minute; otherwise holds the worst case until the request settles to its actual
+// points (answered or cut) or releases it (nothing generated). Holds live in the cluster state,
+// so concurrent requests — on one instance or several — cannot overshoot a budget together.
+import type { ClusterState } from "../cluster/types.js";
 import { GatewayError } from "../http/errors.js";
+import type { Observer } from "../observability/observer.js";
 import type { Store } from "../store/types.js";
-
-const MAX_TRACKED_SCOPES = 10_000;
-// Re-reading the persistent counter now and then lets processes that share one database see each
-// other's spend; settles in flight keep the entry they were admitted with, so none counts twice.
-const SPEND_REFRESH_MS = 60_000;
 
 export interface QuotaLimit {
   /** `app:<id>`, `key:<name>` or `share:<shareId>`: the store's spend scope and rate window */
   scope: string;
-  /** who the limit belongs to, in words, for messages: "app", "API key", "share link" */
+  /** who the limit belongs to, in words, for messages: "App support", "This share link" */
   label: string;
   /** -1: no budget */
   maxUsagePoints: number;
@@ -22,74 +20,63 @@ export interface QuotaLimit {
 }
 
 export interface Reservation {
-  /** The request was answered: its points count against every budgeted scope from now on. */
+  /** The request was answered (or cut): its actual points count against every budgeted scope. */
   settle(points: number): void;
-  /** The request failed: it spends nothing. */
+  /** The request failed before anything was generated: it spends nothing. */
   release(): void;
 }
 
 export interface Quota {
-  /** Throws a 429 GatewayError when a budget is spent or a rate is exceeded. */
-  admit(limits: QuotaLimit[], now: number): Promise<Reservation>;
+  /** Throws a 429 GatewayError when a budget cannot hold `worstCasePoints` or a rate is exceeded. */
+  admit(limits: QuotaLimit[], worstCasePoints: number, now: number): Promise<Reservation>;
 }
 
-/** A scope's points as this process knows them: the store's counter plus what settled since. */
-interface Spend {
-  points: number;
-}
-
-export function createQuota(store: Store): Quota {
-  const spends = new LRUCache<string, Spend>({
-    max: MAX_TRACKED_SCOPES,
-    ttl: SPEND_REFRESH_MS,
-    fetchMethod: async (scope) => ({ points: await store.getSpent(scope) }),
-  });
-
-  async function loadSpend(scope: string): Promise<Spend> {
-    const spend = await spends.fetch(scope);
-    if (!spend) throw new Error(`could not load the spend of ${scope}`);
-    return spend;
-  }
-
-  /** Checks every budget against one consistent view; returns the spends the request will add to. */
-  async function checkBudgets(limits: QuotaLimit[]): Promise<Set<Spend>> {
-    const budgeted = limits.filter((l) => l.maxUsagePoints >= 0);
-    const loaded = await Promise.all(budgeted.map((l) => loadSpend(l.scope)));
-    budgeted.forEach((limit, i) => {
-      if (loaded[i]!.points >= limit.maxUsagePoints) throw budgetSpent(limit);
-    });
-    return new Set(loaded);
-  }
-
+export function createQuota(store: Store, state: ClusterState, observer: Observer): Quota {
+  const spent = (scope: string) => store.getSpent(scope);
   return {
-    async admit(limits, now) {
+    async admit(limits, worstCasePoints, now) {
       // budgets first, so that a request refused for its budget does not use up rate
-      const held = await checkBudgets(limits);
-      for (const limit of limits.filter((l) => l.qpm > 0)) {
-        const decision = await store.hitRate(limit.scope, limit.qpm, now);
-        if (!decision.allowed) throw rateExceeded(limit, decision.retryAfterMs);
+      const budgeted = limits.filter((l) => l.maxUsagePoints >= 0);
+      const holds = budgeted.map((l) => ({ scope: l.scope, max: l.maxUsagePoints }));
+      const reserved = holds.length === 0 ? ({ ok: true } as const) : await state.reserve(holds, worstCasePoints, spent);
+      if (!reserved.ok) {
+        const limit = budgeted.find((l) => l.scope === reserved.scope)!;
+        observer.budgetRefused(scopeKind(limit.scope));
+        throw budgetSpent(limit);
       }
-      return reserve(held);
+      const scopes = holds.map((h) => h.scope);
+      const reservation = hold(state, scopes, worstCasePoints);
+      try {
+        for (const limit of limits.filter((l) => l.qpm > 0)) {
+          const decision = await state.hitRate(limit.scope, limit.qpm, now);
+          if (!decision.allowed) throw rateExceeded(limit, decision.retryAfterMs);
+        }
+      } catch (err) {
+        reservation.release();
+        throw err;
+      }
+      return reservation;
     },
   };
 }
 
-function reserve(held: Set<Spend>): Reservation {
+function hold(state: ClusterState, scopes: string[], held: number): Reservation {
   let open = true;
-  return {
-    settle(points) {
-      if (!open) return;
-      open = false;
-      if (points > 0) for (const spend of held) spend.points += points;
-    },
-    release() {
-      open = false;
-    },
+  const end = (actual: number) => {
+    if (!open) return;
+    open = false;
+    if (scopes.length > 0) void state.settle(scopes, held, Math.max(0, actual));
   };
+  return { settle: end, release: () => end(0) };
+}
+
+/** `app`, `key` or `share`: the bounded label of the refusals metric. */
+function scopeKind(scope: string): string {
+  return scope.slice(0, scope.indexOf(":"));
 }
 
 function budgetSpent(limit: QuotaLimit): GatewayError {
-  return new GatewayError(429, "insufficient_quota", `${limit.label} has used its points budget (${limit.maxUsagePoints})`, {
+  return new GatewayError(429, "insufficient_quota", `${limit.label} has not enough of its points budget left for this request.`, {
     type: "insufficient_quota",
   });
 }

@@ -50,6 +50,13 @@ const channelSchema = z.object({
   queueTimeoutMs: z.number().int().positive().default(10_000),
   /** An upstream answer larger than this is cut with an error. */
   maxAnswerBytes: z.number().int().positive().default(16 * MIB),
+  /** `GET {baseUrl}/v1/models` every intervalMs (0 = off) with the channel key. */
+  healthCheck: z
+    .object({
+      intervalMs: z.number().int().nonnegative().default(15_000),
+      timeoutMs: z.number().int().positive().default(5_000),
+    })
+    .default({ intervalMs: 15_000, timeoutMs: 5_000 }),
 });
 
 const modelSchema = z.object({
@@ -113,6 +120,13 @@ const serverSchema = z.object({
 const routingSchema = z.object({
   /** Channels tried for one request before the first byte, in all (CONTRACTS §9). */
   maxAttempts: z.number().int().positive().default(3),
+  /** Consecutive failed attempts that open a channel's breaker, and for how long at first. */
+  breaker: z
+    .object({
+      failures: z.number().int().positive().default(5),
+      cooldownMs: z.number().int().positive().default(30_000),
+    })
+    .default({ failures: 5, cooldownMs: 30_000 }),
 });
 
 const storeSchema = z.discriminatedUnion("driver", [

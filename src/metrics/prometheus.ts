@@ -3,6 +3,7 @@
 // Every label value comes from a bounded set, so a caller can never grow the series count.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type {
+  AttemptOutcome,
   Observer,
   ProcessErrorKind,
   RequestRecord,
@@ -39,6 +40,8 @@ const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 
 const MAX_ROUTES = 32;
 const OTHER = "other";
 const TOKEN_TYPES = ["input", "output"] as const;
+const ATTEMPT_OUTCOMES: AttemptOutcome[] = ["ok", "retried", "timeout", "rate_limited", "error", "circuit_open", "queue_full"];
+const SCOPE_KINDS = ["app", "key", "share"];
 const PROCESS_ERROR_KINDS: ProcessErrorKind[] = ["uncaught_exception", "unhandled_rejection"];
 const SHARE_KINDS: ShareCallbackKind[] = ["init", "start", "finish"];
 const SHARE_OUTCOMES: ShareCallbackOutcome[] = ["success", "rejected", "error", "retry", "dropped"];
@@ -88,6 +91,14 @@ export function createMetrics(opts: MetricsOptions): Metrics {
 
     shareCallback(kind: ShareCallbackKind, outcome: ShareCallbackOutcome) {
       f.shareCallbacks.inc({ kind, outcome });
+    },
+
+    upstreamAttempt(channel: string, outcome: AttemptOutcome) {
+      f.attempts.inc({ channel: label.channel(channel), outcome });
+    },
+
+    budgetRefused(scopeKind: string) {
+      f.budgetRefusals.inc({ scope_kind: SCOPE_KINDS.includes(scopeKind) ? scopeKind : OTHER });
     },
 
     channelQueue(channel: string, depth: number) {
@@ -161,6 +172,18 @@ function defineFamilies(registers: Registry) {
       labelNames: ["kind", "outcome"] as const,
       ...reg,
     }),
+    attempts: new Counter({
+      name: "sluice_upstream_attempts_total",
+      help: "Attempts on upstream channels by outcome: ok, retried (failed, another channel followed), timeout, rate_limited, error, circuit_open (skipped), queue_full.",
+      labelNames: ["channel", "outcome"] as const,
+      ...reg,
+    }),
+    budgetRefusals: new Counter({
+      name: "sluice_budget_refusals_total",
+      help: "Requests refused because a points budget could not hold their worst case, by scope kind (app, key, share).",
+      labelNames: ["scope_kind"] as const,
+      ...reg,
+    }),
     queueDepth: new Gauge({
       name: "sluice_channel_queue_depth",
       help: "Requests waiting for a free connection to the channel.",
@@ -175,7 +198,7 @@ function defineFamilies(registers: Registry) {
     }),
     channelUp: new Gauge({
       name: "sluice_channel_up",
-      help: "1 when the channel is taking traffic, 0 while it is marked down.",
+      help: "1 when the channel's last health check or request succeeded; 0 when it failed or the channel was not contacted yet.",
       labelNames: ["channel"] as const,
       ...reg,
     }),
@@ -186,8 +209,10 @@ function defineFamilies(registers: Registry) {
  *  and the first real increment is seen by rate(). */
 function initialiseSeries(f: Families, opts: MetricsOptions): void {
   for (const channel of opts.channels) {
-    f.channelUp.set({ channel }, 1);
+    // unknown until the first health check or request says otherwise (CONTRACTS §8)
+    f.channelUp.set({ channel }, 0);
     f.queueDepth.set({ channel }, 0);
+    for (const outcome of ATTEMPT_OUTCOMES) f.attempts.inc({ channel, outcome }, 0);
     for (const model of opts.models) f.upstream.inc({ channel, model, outcome: "ok" }, 0);
   }
   for (const kind of SHARE_KINDS) for (const outcome of SHARE_OUTCOMES) f.shareCallbacks.inc({ kind, outcome }, 0);
@@ -197,6 +222,7 @@ function initialiseSeries(f: Families, opts: MetricsOptions): void {
   }
   f.inflight.set(0);
   for (const kind of PROCESS_ERROR_KINDS) f.processErrors.inc({ kind }, 0);
+  for (const kind of SCOPE_KINDS) f.budgetRefusals.inc({ scope_kind: kind }, 0);
 }
 
 function recordTokens(f: Families, model: string, app: string, type: "input" | "output", count: number | undefined) {

@@ -50,12 +50,17 @@ export interface Observer {
   upstreamFinished(channel: string, model: string, outcome: UpstreamOutcome): void;
   channelState(channel: string, up: boolean): void;
   shareCallback(kind: ShareCallbackKind, outcome: ShareCallbackOutcome): void;
+  /** one attempt on a channel (CONTRACTS §8 `sluice_upstream_attempts_total`) */
+  upstreamAttempt(channel: string, outcome: AttemptOutcome): void;
+  /** a request refused because a budget could not hold it */
+  budgetRefused(scopeKind: string): void;
   /** requests waiting for one of the channel's connections */
   channelQueue(channel: string, depth: number): void;
   /** an error that reached the process's last resort (the gateway carries on) */
   processError(kind: ProcessErrorKind): void;
 }
 
+export type AttemptOutcome = "ok" | "retried" | "timeout" | "rate_limited" | "error" | "circuit_open" | "queue_full";
 export type ProcessErrorKind = "uncaught_exception" | "unhandled_rejection";
 
 /** Fans each report out to several observers. */
@@ -66,6 +71,8 @@ export function combineObservers(observers: Observer[]): Observer {
     upstreamFinished: (c, m, out) => observers.forEach((o) => o.upstreamFinished(c, m, out)),
     channelState: (c, up) => observers.forEach((o) => o.channelState(c, up)),
     shareCallback: (k, out) => observers.forEach((o) => o.shareCallback(k, out)),
+    upstreamAttempt: (c, out) => observers.forEach((o) => o.upstreamAttempt(c, out)),
+    budgetRefused: (kind) => observers.forEach((o) => o.budgetRefused(kind)),
     channelQueue: (c, depth) => observers.forEach((o) => o.channelQueue(c, depth)),
     processError: (kind) => observers.forEach((o) => o.processError(kind)),
   };
@@ -77,6 +84,8 @@ export const silentObserver: Observer = {
   upstreamFinished() {},
   channelState() {},
   shareCallback() {},
+  upstreamAttempt() {},
+  budgetRefused() {},
   channelQueue() {},
   processError() {},
 };

@@ -69,6 +69,12 @@ export function createRequestLog(opts: RequestLogOptions): RequestLog {
       write(FAILED_CALLBACK.includes(outcome) ? "warn" : "debug", "share callback", { kind, outcome });
     },
 
+    upstreamAttempt(channel, outcome) {
+      write("debug", "upstream attempt", { channel, outcome });
+    },
+
+    budgetRefused() {},
+
     channelQueue() {},
 
     processError(kind) {

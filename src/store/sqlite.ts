@@ -4,7 +4,6 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
-import { LRUCache } from "lru-cache";
 import { migrate } from "./migrations.js";
 import { CACHED_MESSAGES, createChatCache } from "./chat-cache.js";
 import { createWriteBatcher, type Batched } from "./write-batch.js";
@@ -13,7 +12,6 @@ import type {
   ChatInfo,
   ChatMessage,
   ChatSummary,
-  RateDecision,
   Store,
   UsageQuery,
   UsageRow,
@@ -22,8 +20,6 @@ import type {
 } from "./types.js";
 
 const TITLE_MAX_CHARS = 60;
-const RATE_WINDOW_MS = 60_000;
-const RATE_MAX_SCOPES = 10_000;
 const BUSY_TIMEOUT_MS = 5_000;
 
 interface ChatRow {
@@ -50,14 +46,10 @@ type Statements = ReturnType<typeof prepareStatements>;
 export function createSqliteStore(path: string): Store {
   const db = openDatabase(path);
   const sql = prepareStatements(db);
-  const hitRate = createRateWindows();
   const batched = createWriteBatcher(db);
   return {
     ...createChatOps(sql, batched),
     ...createUsageOps(sql, batched),
-    async hitRate(scope, limit, now) {
-      return hitRate(scope, limit, now);
-    },
     async ping() {
       sql.ping.get();
     },
@@ -229,17 +221,3 @@ function titleFrom(user: string): string {
 }
 
 /** 60-second sliding windows per scope; a refused hit is not counted. */
-function createRateWindows() {
-  // the TTL drops a scope once its newest hit has left the window: an idle scope costs nothing
-  const windows = new LRUCache<string, number[]>({ max: RATE_MAX_SCOPES, ttl: RATE_WINDOW_MS });
-  return (scope: string, limit: number, now: number): RateDecision => {
-    const hits = windows.get(scope) ?? [];
-    while (hits.length > 0 && hits[0]! <= now - RATE_WINDOW_MS) hits.shift();
-    if (hits.length >= limit) {
-      return { allowed: false, retryAfterMs: (hits[0] ?? now) + RATE_WINDOW_MS - now };
-    }
-    hits.push(now);
-    windows.set(scope, hits);
-    return { allowed: true, retryAfterMs: 0 };
-  };
-}

@@ -1,4 +1,4 @@
-// The store interface: conversations, share-link records, usage rows, spend counters and rate windows.
+// The store interface: conversations, share-link records, usage rows, spend counters.
 // SQLite implements it today (store/sqlite.ts); a Redis store with the same behaviour comes later.
 
 /** Who owns a chat: null for chats made through an app key, a share-link user otherwise. */
@@ -76,12 +76,6 @@ export interface UsageQuery {
   appId?: string;
 }
 
-export interface RateDecision {
-  allowed: boolean;
-  /** when not allowed: milliseconds until a request would be allowed again */
-  retryAfterMs: number;
-}
-
 export interface Store {
   /** The chat's owner and title, or undefined when (appId, chatId) has no chat yet. */
   getChat(appId: string, chatId: string): Promise<ChatInfo | undefined>;
@@ -97,8 +91,6 @@ export interface Store {
   summarizeUsage(query: UsageQuery): Promise<UsageSummary>;
   /** Points spent so far by a scope (`app:<id>`, `key:<name>`, `share:<shareId>`). */
   getSpent(scope: string): Promise<number>;
-  /** Counts one hit against a 60-second sliding window of `limit` hits for the scope. */
-  hitRate(scope: string, limit: number, now: number): Promise<RateDecision>;
   /** Resolves when the store answers; rejects otherwise (used by /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;

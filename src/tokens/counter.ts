@@ -57,3 +57,13 @@ export function countMessages(messages: ChatMessage[], tokenizer: TokenizerName 
   for (const m of messages) total += countMessage(m, tokenizer);
   return total;
 }
+
+/** countMessages, yielding to the event loop between messages. */
+export async function countMessagesAsync(messages: ChatMessage[], tokenizer: TokenizerName = "cl100k_base"): Promise<number> {
+  let total = 0;
+  for (const m of messages) {
+    total += countMessage(m, tokenizer);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return total;
+}

@@ -3,15 +3,15 @@
 // that failed for the channel's sake moves on; one the request itself caused (4xx) does not.
 import type { Cancel } from "../http/cancel.js";
 import { GatewayError } from "../http/errors.js";
-import type { Observer, UpstreamOutcome } from "../observability/observer.js";
+import type { AttemptOutcome, Observer, UpstreamOutcome } from "../observability/observer.js";
 import { UpstreamError, mapTransportError, upstreamTimeout } from "./errors.js";
 import type { ChannelEntry, ChannelRouter } from "./router.js";
 import type { UpstreamAnswer } from "./types.js";
 
 /** Outcomes that say the channel, not the request, failed: the next channel may do better. */
 const FAIL_OVER: ReadonlySet<UpstreamOutcome> = new Set(["unreachable", "timeout", "http_error", "rate_limited", "auth_failed", "busy"]);
-/** Outcomes that mark the channel down until it answers again. */
-const MARK_DOWN: ReadonlySet<UpstreamOutcome> = new Set(["unreachable", "timeout", "http_error"]);
+/** Outcomes the breaker counts as failures (CONTRACTS §9: connect, timeout, 5xx, 429). */
+const BREAKER_FAILURE: ReadonlySet<UpstreamOutcome> = new Set(["unreachable", "timeout", "http_error", "rate_limited"]);
 
 export interface AnswerRequest {
   model: string;
@@ -26,27 +26,61 @@ export interface AnswerRequest {
 export interface Answer {
   answer: UpstreamAnswer;
   entry: ChannelEntry;
+  /** attempts made, this one included */
+  attempts: number;
 }
 
 export async function requestAnswer(router: ChannelRouter, observer: Observer, req: AnswerRequest): Promise<Answer> {
-  const candidates = router.candidates(req.model).slice(0, Math.max(1, req.maxAttempts));
+  const candidates = router.candidates(req.model);
   let lastError: GatewayError | undefined;
+  let attempts = 0;
   for (const entry of candidates) {
+    if (attempts >= req.maxAttempts) break;
+    if (!router.admit(entry)) {
+      observer.upstreamAttempt(entry.config.name, "circuit_open");
+      continue;
+    }
+    attempts++;
     req.onAttempt(entry);
     try {
       const answer = await entry.client.send({ body: req.body, stream: req.stream, signal: req.cancel });
       router.report(entry, true);
-      return { answer, entry };
+      observer.upstreamAttempt(entry.config.name, "ok");
+      return { answer, entry, attempts };
     } catch (err) {
       const error = req.cancel.aborted ? cutError(req.cancel, req.model) : mapTransportError(err, req.model);
       const outcome: UpstreamOutcome = error instanceof UpstreamError ? error.outcome : "http_error";
       observer.upstreamFinished(entry.config.name, req.model, outcome);
-      if (MARK_DOWN.has(outcome)) router.report(entry, false);
+      if (BREAKER_FAILURE.has(outcome)) router.report(entry, false, outcome, retryAfterMs(error));
       lastError = error;
-      if (!FAIL_OVER.has(outcome) || req.cancel.aborted) break;
+      const next = FAIL_OVER.has(outcome) && !req.cancel.aborted && attempts < req.maxAttempts;
+      observer.upstreamAttempt(entry.config.name, next ? "retried" : attemptOutcome(outcome));
+      if (!next) break;
     }
   }
-  throw lastError ?? new GatewayError(404, "model_not_found", `No channel serves ${req.model}.`);
+  throw lastError ?? allOpen(router, candidates, req.model);
+}
+
+/** Every channel of the model has its breaker open: 503 at once, Retry-After = seconds to the next probe. */
+function allOpen(router: ChannelRouter, candidates: ChannelEntry[], model: string): GatewayError {
+  if (candidates.length === 0) return new GatewayError(404, "model_not_found", `No channel serves ${model}.`);
+  const next = Math.min(...candidates.map((c) => router.breaker(c).retryAt));
+  const seconds = Math.max(1, Math.ceil((next - Date.now()) / 1000));
+  return new UpstreamError(503, "model_unavailable", `Every model server for ${model} is failing; retry in ${seconds} s.`, "busy", {
+    headers: { "Retry-After": String(seconds) },
+  });
+}
+
+function attemptOutcome(outcome: UpstreamOutcome): AttemptOutcome {
+  if (outcome === "timeout") return "timeout";
+  if (outcome === "rate_limited") return "rate_limited";
+  if (outcome === "busy") return "queue_full";
+  return "error";
+}
+
+function retryAfterMs(error: GatewayError): number | undefined {
+  const value = Number(error.headers["Retry-After"]);
+  return Number.isFinite(value) && value > 0 ? value * 1000 : undefined;
 }
 
 /** The error for work stopped by its Cancel: the client left, the deadline passed, or shutdown. */

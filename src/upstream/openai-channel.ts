@@ -1,6 +1,6 @@
 // A channel to an OpenAI-compatible model server, over one pooled undici client per channel, behind
 // a connection gate that bounds the calls waiting for a connection.
-import { Pool } from "undici";
+import { Pool, request } from "undici";
 import type { ChannelConfig } from "../config/schema.js";
 import { answerTooLarge, badUpstreamReply, channelBusy, mapTransportError, redactUpstreamMessage, upstreamStatus } from "./errors.js";
 import { ConnectionGate, GateRefused } from "./gate.js";
@@ -66,7 +66,18 @@ export function createOpenAIChannel(channel: ChannelConfig, onQueueDepth?: (dept
     return { kind: "json", completion: await readCompletion(body, model, channel.maxAnswerBytes) };
   }
 
-  return { name: channel.name, send, close: () => pool.close(), load: () => ({ active: gate.active, queued: gate.queued }) };
+  const modelsUrl = new URL(url.pathname.replace(/\/chat\/completions$/, "/models"), url.origin);
+  async function check(timeoutMs: number): Promise<boolean> {
+    try {
+      const res = await request(modelsUrl, { method: "GET", headers: { ...headers, "content-type": undefined }, signal: AbortSignal.timeout(timeoutMs) });
+      await res.body.dump();
+      return res.statusCode >= 200 && res.statusCode < 300;
+    } catch {
+      return false;
+    }
+  }
+
+  return { name: channel.name, send, check, close: () => pool.close(), load: () => ({ active: gate.active, queued: gate.queued }) };
 }
 
 async function readCompletion(body: Body, model: string, limit: number): Promise<CompletionJson> {

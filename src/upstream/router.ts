@@ -1,22 +1,35 @@
-// Chooses the channel for a model: the highest priority group of channels serving it, weighted at
-// random inside the group, channels seen down tried last. The rest follow as fail-over candidates.
+// Chooses the channels for a model (CONTRACTS §9): by priority (higher first), weighted at random
+// inside a priority, channels seen down tried after the others. Keeps each channel's `up` (its last
+// request or health check succeeded; unknown = down) and its breaker in the cluster state.
+import type { ClusterState } from "../cluster/types.js";
 import type { ChannelConfig } from "../config/schema.js";
 import type { Observer } from "../observability/observer.js";
 import { createEchoChannel } from "./echo-channel.js";
+import { startHealthChecks } from "./health-check.js";
 import { createOpenAIChannel } from "./openai-channel.js";
 import type { ChannelClient } from "./types.js";
 
-interface ChannelEntry {
+export interface ChannelEntry {
   config: ChannelConfig;
   client: ChannelClient;
-  up: boolean;
+  /** last request or health check succeeded; undefined until the channel was first contacted */
+  up: boolean | undefined;
+  /** the last failure, in words, for the operations API */
+  lastError?: { at: number; outcome: string };
 }
 
-export function createChannelRouter(channels: ChannelConfig[], observer: Observer, random: () => number = Math.random) {
+export interface RouterOptions {
+  random?: () => number;
+  now?: () => number;
+}
+
+export function createChannelRouter(channels: ChannelConfig[], observer: Observer, state: ClusterState, opts: RouterOptions = {}) {
+  const random = opts.random ?? Math.random;
+  const now = opts.now ?? Date.now;
   const entries = channels.map<ChannelEntry>((config) => ({
     config,
     client: config.type === "echo" ? createEchoChannel(config) : createOpenAIChannel(config, (depth) => observer.channelQueue(config.name, depth)),
-    up: true,
+    up: undefined,
   }));
   const byModel = new Map<string, ChannelEntry[]>();
   for (const e of entries) for (const m of e.config.models) byModel.set(m, [...(byModel.get(m) ?? []), e]);
@@ -24,8 +37,7 @@ export function createChannelRouter(channels: ChannelConfig[], observer: Observe
   /** Candidates in the order to try them; empty when no channel serves the model. */
   function candidates(model: string): ChannelEntry[] {
     const list = byModel.get(model);
-    if (!list || list.length === 0) return [];
-    if (list.length === 1) return list;
+    if (!list || list.length <= 1) return list ?? [];
     const remaining = [...list];
     const ordered: ChannelEntry[] = [];
     while (remaining.length > 0) {
@@ -36,25 +48,37 @@ export function createChannelRouter(channels: ChannelConfig[], observer: Observe
     return ordered;
   }
 
-  function report(entry: ChannelEntry, up: boolean): void {
-    if (entry.up === up) return;
-    entry.up = up;
-    observer.channelState(entry.config.name, up);
+  /** The outcome of a request or health check: `up`, the breaker, and (on failure) the last error. */
+  function report(entry: ChannelEntry, ok: boolean, outcome = "ok", retryAfterMs?: number): void {
+    const at = now();
+    state.channelResult(entry.config.name, ok, at, retryAfterMs);
+    if (!ok) entry.lastError = { at, outcome };
+    if (entry.up === ok) return;
+    entry.up = ok;
+    observer.channelState(entry.config.name, ok);
   }
 
+  const health = startHealthChecks(entries, { report, admit: (e) => state.admitChannel(e.config.name, now()) });
+
   return {
+    entries,
     candidates,
     report,
+    /** May a request go to this channel now (its breaker is closed, or this is the half-open probe)? */
+    admit: (entry: ChannelEntry) => state.admitChannel(entry.config.name, now()),
+    breaker: (entry: ChannelEntry) => state.breaker(entry.config.name),
     serves: (model: string) => byModel.has(model),
-    close: () => Promise.all(entries.map((e) => e.client.close())).then(() => undefined),
+    close: async () => {
+      health.stop();
+      await Promise.all(entries.map((e) => e.client.close()));
+    },
   };
 }
 
 export type ChannelRouter = ReturnType<typeof createChannelRouter>;
-export type { ChannelEntry };
 
 function pickNext(list: ChannelEntry[], random: () => number): ChannelEntry {
-  const up = list.filter((e) => e.up);
+  const up = list.filter((e) => e.up !== false);
   const pool = up.length > 0 ? up : list;
   const top = Math.max(...pool.map((e) => e.config.priority));
   const group = pool.filter((e) => e.config.priority === top);

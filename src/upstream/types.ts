@@ -38,4 +38,6 @@ export interface ChannelClient {
   close(): Promise<void>;
   /** calls holding a connection and calls waiting for one */
   load?(): { active: number; queued: number };
+  /** a health check: resolves true when the server answered 2xx within `timeoutMs` (never rejects) */
+  check?(timeoutMs: number): Promise<boolean>;
 }

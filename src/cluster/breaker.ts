@@ -1,0 +1,50 @@
+// One channel's circuit breaker (CONTRACTS §9): `failures` consecutive failed attempts open it for
+// the cooldown (or the upstream's Retry-After, if longer); past it, one probe goes through
+// (half-open): success closes it, failure reopens it with the cooldown doubled, up to 5 minutes.
+import type { BreakerView } from "./types.js";
+
+const MAX_COOLDOWN_MS = 5 * 60_000;
+
+export interface BreakerOptions {
+  failures: number;
+  cooldownMs: number;
+}
+
+export class Breaker {
+  #view: BreakerView = { phase: "closed", failures: 0, retryAt: 0 };
+  #cooldownMs: number;
+  readonly #opts: BreakerOptions;
+
+  constructor(opts: BreakerOptions) {
+    this.#opts = opts;
+    this.#cooldownMs = opts.cooldownMs;
+  }
+
+  get view(): BreakerView {
+    return { ...this.#view };
+  }
+
+  /** True when a call may go now; past the cooldown, one probe at a time (another after a further cooldown, should a probe never report). */
+  admit(now: number): boolean {
+    const v = this.#view;
+    if (v.phase === "closed") return true;
+    if (now < v.retryAt) return false;
+    v.phase = "half_open";
+    v.retryAt = now + this.#cooldownMs;
+    return true;
+  }
+
+  record(ok: boolean, now: number, retryAfterMs = 0): void {
+    const v = this.#view;
+    if (ok) {
+      this.#view = { phase: "closed", failures: 0, retryAt: 0 };
+      this.#cooldownMs = this.#opts.cooldownMs;
+      return;
+    }
+    v.failures++;
+    if (v.phase === "half_open") this.#cooldownMs = Math.min(this.#cooldownMs * 2, MAX_COOLDOWN_MS);
+    else if (v.failures < this.#opts.failures) return;
+    v.phase = "open";
+    v.retryAt = now + Math.max(this.#cooldownMs, retryAfterMs);
+  }
+}

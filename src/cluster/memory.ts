@@ -1,0 +1,74 @@
+// The in-process ClusterState, for a single gateway instance: rate windows, budget ledgers and
+// breakers live in this process's memory (bounded caches keyed by configured names).
+import { LRUCache } from "lru-cache";
+import { Breaker, type BreakerOptions } from "./breaker.js";
+import { RateWindow } from "./rate-window.js";
+import type { BudgetHold, ClusterState, ReserveResult } from "./types.js";
+
+const MAX_SCOPES = 100_000;
+/** points are decimals: sums of 0.05 must not refuse the request that exactly fills a budget */
+const EPSILON = 1e-9;
+
+interface Ledger {
+  /** settled points: the store's count when loaded, plus what settled since */
+  spent: number;
+  /** points held by requests in flight */
+  held: number;
+}
+
+export function createMemoryClusterState(breakerOptions: BreakerOptions): ClusterState {
+  const windows = new LRUCache<string, RateWindow>({ max: MAX_SCOPES });
+  const ledgers = new LRUCache<string, Ledger>({ max: MAX_SCOPES });
+  const loading = new Map<string, Promise<void>>();
+  const breakers = new Map<string, Breaker>();
+  const breakerOf = (channel: string) => {
+    let b = breakers.get(channel);
+    if (!b) breakers.set(channel, (b = new Breaker(breakerOptions)));
+    return b;
+  };
+
+  /** Loads a scope's settled points once; concurrent callers share the load. */
+  function load(scope: string, spent: (scope: string) => Promise<number>): Promise<void> {
+    if (ledgers.has(scope)) return Promise.resolve();
+    let pending = loading.get(scope);
+    if (!pending) {
+      pending = spent(scope)
+        .then((points) => void (ledgers.has(scope) || ledgers.set(scope, { spent: points, held: 0 })))
+        .finally(() => loading.delete(scope));
+      loading.set(scope, pending);
+    }
+    return pending;
+  }
+
+  return {
+    async hitRate(scope, limit, now) {
+      let window = windows.get(scope);
+      if (!window) windows.set(scope, (window = new RateWindow()));
+      return window.hit(now, limit);
+    },
+
+    async reserve(holds: BudgetHold[], points, spent): Promise<ReserveResult> {
+      await Promise.all(holds.map((h) => load(h.scope, spent)));
+      // from here on synchronous: check and hold are one step in this process
+      for (const h of holds) {
+        const l = ledgers.get(h.scope)!;
+        if (l.spent >= h.max || l.spent + l.held + points > h.max + EPSILON) return { ok: false, scope: h.scope };
+      }
+      for (const h of holds) ledgers.get(h.scope)!.held += points;
+      return { ok: true };
+    },
+
+    async settle(scopes, held, actual) {
+      for (const scope of scopes) {
+        const l = ledgers.get(scope);
+        if (!l) continue;
+        l.held = Math.max(0, l.held - held);
+        l.spent += actual;
+      }
+    },
+
+    admitChannel: (channel, now) => breakerOf(channel).admit(now),
+    channelResult: (channel, ok, now, retryAfterMs) => breakerOf(channel).record(ok, now, retryAfterMs),
+    breaker: (channel) => breakerOf(channel).view,
+  };
+}

@@ -1,0 +1,45 @@
+// State that several gateway instances must share (CONTRACTS §9–§11): rate windows, budget
+// reservations and circuit breakers. One small interface; `memory.ts` implements it for a single
+// instance, a Redis implementation (for `cluster.redisUrl`) implements the same.
+
+export interface RateDecision {
+  allowed: boolean;
+  /** when not allowed: milliseconds until a request would be allowed again */
+  retryAfterMs: number;
+}
+
+export interface BudgetHold {
+  /** `app:<id>`, `key:<name>` or `share:<shareId>` */
+  scope: string;
+  /** the scope's budget in points */
+  max: number;
+}
+
+export type ReserveResult = { ok: true } | { ok: false; scope: string };
+
+export type BreakerPhase = "closed" | "open" | "half_open";
+
+export interface BreakerView {
+  phase: BreakerPhase;
+  /** consecutive failed attempts */
+  failures: number;
+  /** epoch ms when an open breaker lets a probe through */
+  retryAt: number;
+}
+
+export interface ClusterState {
+  /** Counts one hit against a 60-second sliding window of `limit` hits for the scope; a refused
+   *  hit is not counted. */
+  hitRate(scope: string, limit: number, now: number): Promise<RateDecision>;
+  /** Holds `points` against every scope at once, or none: refused when spent + held + points would
+   *  pass a scope's max. `spent` loads a scope's settled points when the state does not know them. */
+  reserve(holds: BudgetHold[], points: number, spent: (scope: string) => Promise<number>): Promise<ReserveResult>;
+  /** Ends a hold: `points` held leave, `actual` points are added to each scope's spent. */
+  settle(scopes: string[], held: number, actual: number): Promise<void>;
+  /** May a request (or health check) be sent to the channel now? An open breaker past its
+   *  cooldown lets exactly one probe through (half-open). */
+  admitChannel(channel: string, now: number): boolean;
+  /** The outcome of an attempt or health check on the channel. `retryAfterMs`: the upstream's. */
+  channelResult(channel: string, ok: boolean, now: number, retryAfterMs?: number): void;
+  breaker(channel: string): BreakerView;
+}
