@@ -76,4 +76,25 @@ describe("SSE relay", () => {
     const { out } = run(`data: [DONE]\n\ndata: ${chunk("late")}\n\n`, [14]);
     expect(out).toBe("");
   });
+
+  it("makes progress on events followed by blank lines, in detail mode too (it once looped forever)", () => {
+    const bytes = [chunk("Hel"), chunk(null, "stop"), "[DONE]"].map((d) => `data: ${d}\n\n\n`).join("");
+    const cuts = [...bytes.matchAll(/\n\n\n/g)].map((m) => m.index! + 3);
+    const { out, relay } = run(bytes, cuts.slice(0, -1), { detail: true });
+    expect(relay.done).toBe(true);
+    expect(out.match(/event: answer\ndata: /g)).toHaveLength(2);
+    expect(relay.text()).toBe("Hel");
+  });
+
+  it.each([
+    ["a truncated chunk", `data: {"choices":[{"delta":{"content":"hel\n\n`],
+    ["garbage", "data: \u0000\u0001 not json\n\n"],
+  ])("fails on %s after relaying the events before it", (_, bad) => {
+    const bytes = `data: ${chunk("Hel")}\n\n${bad}data: [DONE]\n\n`;
+    expect(() => run(bytes, [])).toThrow(/not valid/);
+    let out = "";
+    const relay = new SseRelay({ detail: false, includeUsage: false, model: "m", write: (b) => ((out += b.toString()), true), onFirstContent: () => {} });
+    expect(() => relay.push(Buffer.from(bytes))).toThrow();
+    expect(out).toBe(`data: ${chunk("Hel")}\n\n`);
+  });
 });

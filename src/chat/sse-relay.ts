@@ -83,9 +83,15 @@ export class SseRelay {
   }
 
   #relay(region: Buffer): boolean {
-    this.#kept.push(region);
     // one byte per character: positions in `view` are byte offsets in `region`
     const view = region.toString("latin1");
+    const bad = firstMalformed(view);
+    if (bad >= 0) {
+      // the events before a malformed one still reach the client, then the stream fails
+      if (bad > 0) this.#relay(region.subarray(0, bad));
+      throw badUpstreamReply(this.#opts.model);
+    }
+    this.#kept.push(region);
     if (!this.#firstContent && CONTENT.test(view)) {
       this.#firstContent = true;
       this.#opts.onFirstContent();
@@ -101,7 +107,8 @@ export class SseRelay {
       }
       const before = view.lastIndexOf(EVENT_END, marker.index);
       const eventStart = before < start ? start : before + EVENT_END.length;
-      const eventEnd = view.indexOf(EVENT_END, marker.index) + EVENT_END.length;
+      const found = view.indexOf(EVENT_END, marker.index);
+      const eventEnd = found < 0 ? region.length : found + EVENT_END.length;
       if (eventStart > start) out.push(region.subarray(start, eventStart));
       try {
         this.#relayEvent(region, view, eventStart, eventEnd, out);
@@ -120,8 +127,10 @@ export class SseRelay {
     MARKER.lastIndex = start;
     const marked = MARKER.exec(view);
     if (!marked || marked.index >= end) {
-      // only in detail mode does an unmarked event get here: it needs the FastGPT event name
-      out.push(ANSWER_EVENT, region.subarray(start, end));
+      // only in detail mode does an unmarked event get here: one with data needs the FastGPT event name
+      const data = view.indexOf("data:", start);
+      if (data >= 0 && data < end) out.push(ANSWER_EVENT);
+      out.push(region.subarray(start, end));
       return;
     }
     const forward = this.#inspect(region.toString("utf8", start, end));
@@ -144,6 +153,34 @@ export class SseRelay {
     delete chunk.usage;
     return JSON.stringify(chunk);
   }
+}
+
+const OPEN_BRACE = 123;
+const CLOSE_BRACE = 125;
+const NEWLINE = 10;
+const SPACE = 32;
+
+/**
+ * Where the first event starts whose data is neither `[DONE]` nor shaped like a JSON object (a `{`
+ * first and a `}` last): garbage or a truncated chunk. -1 when all are well formed. Cheap enough for
+ * every event: two searches and a few character reads, no parsing.
+ */
+export function firstMalformed(view: string): number {
+  for (let at = 0; at < view.length; ) {
+    const found = view.indexOf(EVENT_END, at);
+    const end = found < 0 ? view.length : found;
+    const data = view.indexOf("data:", at);
+    if (data >= 0 && data < end) {
+      let first = data + 5;
+      if (view.charCodeAt(first) === SPACE) first++;
+      let last = end - 1;
+      while (last > first && (view.charCodeAt(last) === NEWLINE || view.charCodeAt(last) === SPACE)) last--;
+      const object = view.charCodeAt(first) === OPEN_BRACE && view.charCodeAt(last) === CLOSE_BRACE;
+      if (!object && !view.startsWith("[DONE]", first)) return at;
+    }
+    at = end + EVENT_END.length;
+  }
+  return -1;
 }
 
 /** The `data:` payload of one SSE event (several data lines join with newlines); undefined if none. */
