@@ -1,28 +1,24 @@
 // createGateway(config, deps): builds the h3 app and everything its routes need. It does not listen;
-// src/main.ts does. Tests build it with an in-memory store and drive it on a random port.
-import { H3 } from "h3";
-import { createKeyring } from "./auth/keys.js";
-import { createChatHandler } from "./chat/handler.js";
+// src/main.ts does. Tests build it with an in-memory store and drive it on a random port. The routes
+// read the current runtime (src/runtime.ts) as each request starts, so a reload swaps it atomically.
+import { H3, type H3Event } from "h3";
+import { createQuota } from "./chat/quota.js";
 import { createMemoryClusterState } from "./cluster/memory.js";
 import type { ClusterState } from "./cluster/types.js";
-import { createQuota } from "./chat/quota.js";
+import { ConfigError } from "./config/load.js";
 import type { Config } from "./config/schema.js";
-import { readJsonBody } from "./http/body.js";
-import { Inflight } from "./http/inflight.js";
 import { notFound } from "./http/errors.js";
+import { Inflight } from "./http/inflight.js";
 import { jsonResponse } from "./http/json.js";
 import { createRouteWrapper } from "./http/observe.js";
-import { createMetrics } from "./metrics/prometheus.js";
+import { createMetrics, type Metrics } from "./metrics/prometheus.js";
 import { metricsResponse } from "./metrics/route.js";
 import { createHealth } from "./observability/health.js";
 import { combineObservers, type Observer, type ProcessErrorKind } from "./observability/observer.js";
 import { createRequestLog } from "./observability/request-log.js";
+import { buildRuntime, type ReloadResult, type Runtime, type Shared } from "./runtime.js";
 import { createShareAuth, type ShareAuth } from "./share/callbacks.js";
-import { resolveShareLink } from "./share/links.js";
-import { createShareRoutes } from "./share/routes.js";
 import type { Store } from "./store/types.js";
-import { createChannelRouter } from "./upstream/router.js";
-import { createAdminRoutes } from "./admin-routes.js";
 
 const FINISH_DRAIN_MS = 10_000;
 
@@ -34,10 +30,14 @@ export interface GatewayDeps {
   shareAuth?: ShareAuth;
   /** state shared with other instances; in-process when absent */
   state?: ClusterState;
+  /** reads and validates the config again (throws ConfigError): what a reload swaps in */
+  loadConfig?: () => Config;
 }
 
 export interface Gateway {
   app: H3;
+  /** Validates the config source again and swaps it in; an invalid one changes nothing. */
+  reload(): Promise<ReloadResult>;
   /** Shutdown, first step: refuses new requests (503), waits up to `timeoutMs` for those in flight,
    *  then cuts what remains (error event, finishReason "shutdown") and waits for it to be settled. */
   drain(timeoutMs: number): Promise<void>;
@@ -48,73 +48,97 @@ export interface Gateway {
 }
 
 export function createGateway(config: Config, deps: GatewayDeps): Gateway {
-  // 1. Lookups built once from the config.
-  const models = new Map(config.llmModels.map((m) => [m.model, m]));
-  const apps = new Map(config.apps.map((a) => [a.id, a]));
-  const links = new Map(config.shareLinks.map((l) => [l.shareId, l]));
-  const keyring = createKeyring(config.apiKeys);
-
-  // 2. Who listens: metrics, the request log, and whatever the caller adds.
-  const metrics = createMetrics({ models: [...models.keys()], apps: [...apps.keys()], channels: config.channels.map((c) => c.name) });
+  // 1. Who listens: metrics, the request log, and whatever the caller adds.
+  const metrics = createMetrics(metricNames(config));
   const requestLog = createRequestLog(config.server.log);
   const observer = combineObservers([metrics, requestLog, ...(deps.observer ? [deps.observer] : [])]);
 
-  // 3. The working parts.
+  // 2. What outlives a reload, then the first runtime.
   const state = deps.state ?? createMemoryClusterState(config.routing.breaker);
-  const router = createChannelRouter(config.channels, observer, state);
-  const shareAuth = deps.shareAuth ?? createShareAuth({ observer });
-  const quota = createQuota(deps.store, state, observer);
-  const health = createHealth({ ping: () => deps.store.ping() });
-  const bodyLimits = { maxBytes: config.server.bodyLimitBytes, maxDepth: config.server.maxJsonDepth };
-  const readJson = (event: Parameters<typeof readJsonBody>[0]) => readJsonBody(event, bodyLimits);
-  const inflight = new Inflight();
-  const chat = createChatHandler({
-    body: bodyLimits,
-    inflight,
-    maxAttempts: config.routing.maxAttempts,
-    models,
-    apps,
-    keyring,
-    router,
-    quota,
-    observer,
+  const shared: Shared = {
     store: deps.store,
-    shareAuth,
-    resolveShareLink: (shareId, now) => resolveShareLink(links, shareId, now),
-  });
-  const share = createShareRoutes({ links, apps, store: deps.store, auth: shareAuth, readJson });
-  const admin = createAdminRoutes({ keyring, models, apps, store: deps.store });
+    state,
+    observer,
+    shareAuth: deps.shareAuth ?? createShareAuth({ observer }),
+    quota: createQuota(deps.store, state, observer),
+    inflight: new Inflight(),
+    reload: () => reload(),
+  };
+  let current: Runtime = buildRuntime(config, shared);
+  const health = createHealth({ ping: () => deps.store.ping() });
 
-  // 4. Routes, each wrapped once for ids, errors, logs and metrics.
-  const observe = createRouteWrapper(observer, inflight);
-  const json = (handler: (e: Parameters<typeof readJson>[0]) => Promise<unknown>) => async (e: Parameters<typeof readJson>[0]) =>
-    jsonResponse(await handler(e));
+  // 3. Routes, each wrapped once for ids, errors, logs and metrics; each reads the current runtime.
+  const observe = createRouteWrapper(observer, shared.inflight);
+  type Name = keyof Runtime["routes"];
+  const to = (name: Name) => (e: H3Event) => (current.routes[name] as (e: H3Event) => Promise<Response> | Response)(e);
+  const json = (name: Name) => async (e: H3Event) => jsonResponse(await (current.routes[name] as (e: H3Event) => Promise<unknown>)(e));
   const app = new H3();
   for (const prefix of ["/v1", "/api/v1"]) {
-    app.post(`${prefix}/chat/completions`, observe(`${prefix}/chat/completions`, chat));
-    app.get(`${prefix}/models`, observe(`${prefix}/models`, admin.models));
+    app.post(`${prefix}/chat/completions`, observe(`${prefix}/chat/completions`, to("chat")));
+    app.get(`${prefix}/models`, observe(`${prefix}/models`, to("models")));
+    app.get(`${prefix}/models/:id`, observe(`${prefix}/models/:id`, to("model")));
   }
-  app.get("/api/v1/usage", observe("/api/v1/usage", admin.usage));
-  app.post("/api/share/init", observe("/api/share/init", json(share.init)));
-  app.post("/api/share/chats", observe("/api/share/chats", json(share.chats)));
-  app.post("/api/share/chat", observe("/api/share/chat", json(share.chat)));
-  app.get("/chat/share", observe("/chat/share", share.page));
-  app.get("/metrics", (e) => metricsResponse(metrics, config.server.metricsToken, e.req.headers.get("authorization")));
+  app.get("/api/v1/usage", observe("/api/v1/usage", to("usage")));
+  app.post("/api/share/init", observe("/api/share/init", json("shareInit")));
+  app.post("/api/share/chats", observe("/api/share/chats", json("shareChats")));
+  app.post("/api/share/chat", observe("/api/share/chat", json("shareChat")));
+  app.get("/chat/share", observe("/chat/share", to("sharePage")));
+  app.get("/api/admin/channels", observe("/api/admin/channels", to("adminChannels")));
+  app.post("/api/admin/reload", observe("/api/admin/reload", to("adminReload")));
+  app.get("/metrics", (e) => metricsResponse(metrics, current.config.server.metricsToken, e.req.headers.get("authorization")));
   app.get("/healthz", () => health.live());
   app.get("/readyz", () => health.ready());
   // The base `/api` alone, and every unknown path: 404 in the error shape, counted under one label.
   app.all("/**", observe("unmatched", () => Promise.reject(notFound("not_found", "No such endpoint."))));
 
+  // 4. Reload: validate, then swap; the old runtime's pools of removed channels close once idle.
+  let reloading = Promise.resolve<ReloadResult>({ ok: true });
+  function reload(): Promise<ReloadResult> {
+    reloading = reloading.then(() => swap(metrics, observer), () => swap(metrics, observer));
+    return reloading;
+  }
+  async function swap(m: Metrics, o: Observer): Promise<ReloadResult> {
+    let next: Config;
+    try {
+      if (!deps.loadConfig) throw new ConfigError("reload", ["this gateway was started without a config file to reload"]);
+      next = deps.loadConfig();
+    } catch (err) {
+      const errors = err instanceof ConfigError ? err.problems : [err instanceof Error ? err.message : String(err)];
+      o.configReloaded(false, errors);
+      return { ok: false, errors };
+    }
+    const old = current;
+    m.setNames(metricNames(next));
+    current = buildRuntime(next, shared, old);
+    void old.router.retire(current.router.entries);
+    o.configReloaded(true, restartNeeded(old.config, next));
+    return { ok: true };
+  }
+
   let closing: Promise<void> | undefined;
   async function close(): Promise<void> {
     // queued finish reports get a bounded chance; what is left is dropped (and counted)
-    await Promise.race([shareAuth.drain(), new Promise((resolve) => setTimeout(resolve, FINISH_DRAIN_MS).unref())]);
-    await Promise.all([shareAuth.close(), router.close(), requestLog.close()]);
+    await Promise.race([shared.shareAuth.drain(), new Promise((resolve) => setTimeout(resolve, FINISH_DRAIN_MS).unref())]);
+    await Promise.all([shared.shareAuth.close(), current.router.close(), requestLog.close()]);
   }
   return {
     app,
-    drain: (timeoutMs) => inflight.drain(timeoutMs),
+    reload,
+    drain: (timeoutMs) => shared.inflight.drain(timeoutMs),
     close: () => (closing ??= close()),
     processError: (kind) => observer.processError(kind),
   };
+}
+
+function metricNames(config: Config) {
+  return { models: config.llmModels.map((m) => m.model), apps: config.apps.map((a) => a.id), channels: config.channels.map((c) => c.name) };
+}
+
+/** Settings a running gateway cannot take over: said in the log, kept until a restart. */
+function restartNeeded(old: Config, next: Config): string[] {
+  const notes: string[] = [];
+  if (old.server.port !== next.server.port || old.server.host !== next.server.host) notes.push("server.host/port: takes effect after a restart");
+  if (JSON.stringify(old.store) !== JSON.stringify(next.store)) notes.push("store: takes effect after a restart");
+  if (JSON.stringify(old.server.log) !== JSON.stringify(next.server.log)) notes.push("server.log: takes effect after a restart");
+  return notes;
 }

@@ -6,7 +6,7 @@ import { GatewayError } from "../http/errors.js";
 
 export interface KeyIdentity {
   name: string;
-  kind: "global" | "app";
+  kind: "global" | "app" | "admin";
   appId?: string;
   maxUsagePoints: number;
   qpm: number;

@@ -11,7 +11,7 @@ const qpm = z.number().int().min(0).default(0); // 0 = no limit
 const apiKeySchema = z
   .object({
     name,
-    kind: z.enum(["global", "app"]),
+    kind: z.enum(["global", "app", "admin"]),
     appId: z.string().min(1).optional(),
     key: z.string().min(8, "a key needs at least 8 characters").optional(),
     sha256: z
@@ -25,7 +25,7 @@ const apiKeySchema = z
     if ((k.key === undefined) === (k.sha256 === undefined))
       ctx.addIssue({ code: "custom", message: "give exactly one of key or sha256", path: ["key"] });
     if (k.kind === "app" && !k.appId) ctx.addIssue({ code: "custom", message: "an app key needs appId", path: ["appId"] });
-    if (k.kind === "global" && k.appId) ctx.addIssue({ code: "custom", message: "a global key carries no appId", path: ["appId"] });
+    if (k.kind !== "app" && k.appId) ctx.addIssue({ code: "custom", message: `a ${k.kind} key carries no appId`, path: ["appId"] });
   });
 
 const channelSchema = z.object({

@@ -23,6 +23,8 @@ export interface MetricsOptions {
 
 export type Metrics = Observer & {
   registry: Registry;
+  /** A reload: the configured names labels may take from now on (series of old names stay). */
+  setNames(opts: MetricsOptions): void;
   /** the Prometheus text exposition of every family */
   render(): Promise<string>;
   contentType: string;
@@ -58,6 +60,10 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   return {
     registry,
     contentType: registry.contentType,
+    setNames(next) {
+      const added = label.setNames(next);
+      initialiseNames(f, added.channels, added.models);
+    },
     render: () => registry.metrics(),
 
     requestStarted() {
@@ -103,6 +109,10 @@ export function createMetrics(opts: MetricsOptions): Metrics {
 
     channelQueue(channel: string, depth: number) {
       f.queueDepth.set({ channel: label.channel(channel) }, depth);
+    },
+
+    configReloaded(ok: boolean) {
+      f.reloads.inc({ outcome: ok ? "ok" : "error" });
     },
 
     processError(kind: ProcessErrorKind) {
@@ -190,6 +200,12 @@ function defineFamilies(registers: Registry) {
       labelNames: ["channel"] as const,
       ...reg,
     }),
+    reloads: new Counter({
+      name: "sluice_config_reloads_total",
+      help: "Config reloads by outcome: ok (swapped in) or error (refused; the running config was kept).",
+      labelNames: ["outcome"] as const,
+      ...reg,
+    }),
     processErrors: new Counter({
       name: "sluice_process_errors_total",
       help: "Errors caught by the process's last resort (uncaught exceptions, unhandled rejections); the gateway carried on.",
@@ -208,21 +224,27 @@ function defineFamilies(registers: Registry) {
 /** Series the dashboard reads exist from the first scrape, so panels show zeros rather than nothing
  *  and the first real increment is seen by rate(). */
 function initialiseSeries(f: Families, opts: MetricsOptions): void {
-  for (const channel of opts.channels) {
+  initialiseNames(f, opts.channels, opts.models);
+  for (const kind of SHARE_KINDS) for (const outcome of SHARE_OUTCOMES) f.shareCallbacks.inc({ kind, outcome }, 0);
+  f.inflight.set(0);
+  for (const kind of PROCESS_ERROR_KINDS) f.processErrors.inc({ kind }, 0);
+  for (const outcome of ["ok", "error"]) f.reloads.inc({ outcome }, 0);
+  for (const kind of SCOPE_KINDS) f.budgetRefusals.inc({ scope_kind: kind }, 0);
+}
+
+/** The series of newly configured channels and models (a reload leaves existing ones as they are). */
+function initialiseNames(f: Families, channels: string[], models: string[]): void {
+  for (const channel of channels) {
     // unknown until the first health check or request says otherwise (CONTRACTS §8)
     f.channelUp.set({ channel }, 0);
     f.queueDepth.set({ channel }, 0);
     for (const outcome of ATTEMPT_OUTCOMES) f.attempts.inc({ channel, outcome }, 0);
-    for (const model of opts.models) f.upstream.inc({ channel, model, outcome: "ok" }, 0);
+    for (const model of models) f.upstream.inc({ channel, model, outcome: "ok" }, 0);
   }
-  for (const kind of SHARE_KINDS) for (const outcome of SHARE_OUTCOMES) f.shareCallbacks.inc({ kind, outcome }, 0);
-  for (const model of opts.models) {
+  for (const model of models) {
     f.ttft.zero({ model });
     for (const type of TOKEN_TYPES) f.tokenUsage.zero({ gen_ai_request_model: model, gen_ai_token_type: type });
   }
-  f.inflight.set(0);
-  for (const kind of PROCESS_ERROR_KINDS) f.processErrors.inc({ kind }, 0);
-  for (const kind of SCOPE_KINDS) f.budgetRefusals.inc({ scope_kind: kind }, 0);
 }
 
 function recordTokens(f: Families, model: string, app: string, type: "input" | "output", count: number | undefined) {
@@ -238,22 +260,30 @@ function amount(n: number): number {
 
 /** Maps free-form values onto the configured names; anything else shares one `other` value. */
 function createLabelBounds(opts: MetricsOptions) {
-  const models = new Set(opts.models);
-  const apps = new Set(opts.apps);
-  const channels = new Set(opts.channels);
+  let models = new Set(opts.models);
+  let apps = new Set(opts.apps);
+  let channels = new Set(opts.channels);
   const routes = new Set<string>();
-  const within = (known: Set<string>) => (value: string | undefined) =>
-    !value ? "" : known.has(value) ? value : OTHER;
+  const within = (known: () => Set<string>) => (value: string | undefined) =>
+    !value ? "" : known().has(value) ? value : OTHER;
 
   return {
-    model: within(models),
-    app: within(apps),
-    channel: within(channels),
+    model: within(() => models),
+    app: within(() => apps),
+    channel: within(() => channels),
     route(value: string): string {
       if (routes.has(value)) return value;
       if (routes.size >= MAX_ROUTES) return OTHER;
       routes.add(value);
       return value;
+    },
+    /** Replaces the known names; returns the channels and models that are new. */
+    setNames(next: MetricsOptions): { channels: string[]; models: string[] } {
+      const added = { channels: next.channels.filter((c) => !channels.has(c)), models: next.models.filter((m) => !models.has(m)) };
+      models = new Set(next.models);
+      apps = new Set(next.apps);
+      channels = new Set(next.channels);
+      return added;
     },
   };
 }

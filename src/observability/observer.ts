@@ -56,6 +56,8 @@ export interface Observer {
   budgetRefused(scopeKind: string): void;
   /** requests waiting for one of the channel's connections */
   channelQueue(channel: string, depth: number): void;
+  /** a config reload: `notes` are the problems of a refused one, or what needs a restart */
+  configReloaded(ok: boolean, notes: string[]): void;
   /** an error that reached the process's last resort (the gateway carries on) */
   processError(kind: ProcessErrorKind): void;
 }
@@ -74,6 +76,7 @@ export function combineObservers(observers: Observer[]): Observer {
     upstreamAttempt: (c, out) => observers.forEach((o) => o.upstreamAttempt(c, out)),
     budgetRefused: (kind) => observers.forEach((o) => o.budgetRefused(kind)),
     channelQueue: (c, depth) => observers.forEach((o) => o.channelQueue(c, depth)),
+    configReloaded: (ok, notes) => observers.forEach((o) => o.configReloaded(ok, notes)),
     processError: (kind) => observers.forEach((o) => o.processError(kind)),
   };
 }
@@ -87,5 +90,6 @@ export const silentObserver: Observer = {
   upstreamAttempt() {},
   budgetRefused() {},
   channelQueue() {},
+  configReloaded() {},
   processError() {},
 };

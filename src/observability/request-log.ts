@@ -77,6 +77,11 @@ export function createRequestLog(opts: RequestLogOptions): RequestLog {
 
     channelQueue() {},
 
+    configReloaded(ok, notes) {
+      if (ok) write("info", "config reloaded", notes.length > 0 ? { notes } : {});
+      else write("error", "config reload refused: the running config is kept", { problems: notes });
+    },
+
     processError(kind) {
       write("error", "process error", { kind });
     },

@@ -21,16 +21,23 @@ export interface ChannelEntry {
 export interface RouterOptions {
   random?: () => number;
   now?: () => number;
+  /** a reload: channels whose config did not change keep their entry (pool, gate, up) */
+  previous?: ChannelEntry[];
 }
 
 export function createChannelRouter(channels: ChannelConfig[], observer: Observer, state: ClusterState, opts: RouterOptions = {}) {
   const random = opts.random ?? Math.random;
   const now = opts.now ?? Date.now;
-  const entries = channels.map<ChannelEntry>((config) => ({
-    config,
-    client: config.type === "echo" ? createEchoChannel(config) : createOpenAIChannel(config, (depth) => observer.channelQueue(config.name, depth)),
-    up: undefined,
-  }));
+  const kept = new Map((opts.previous ?? []).map((e) => [e.config.name, e]));
+  const entries = channels.map<ChannelEntry>((config) => {
+    const same = kept.get(config.name);
+    if (same && JSON.stringify(same.config) === JSON.stringify(config)) return same;
+    return {
+      config,
+      client: config.type === "echo" ? createEchoChannel(config) : createOpenAIChannel(config, (depth) => observer.channelQueue(config.name, depth)),
+      up: undefined,
+    };
+  });
   const byModel = new Map<string, ChannelEntry[]>();
   for (const e of entries) for (const m of e.config.models) byModel.set(m, [...(byModel.get(m) ?? []), e]);
 
@@ -71,6 +78,11 @@ export function createChannelRouter(channels: ChannelConfig[], observer: Observe
     close: async () => {
       health.stop();
       await Promise.all(entries.map((e) => e.client.close()));
+    },
+    /** Stops this router's health checks and closes the pools the `next` router no longer uses. */
+    retire: async (next: ChannelEntry[]) => {
+      health.stop();
+      await Promise.all(entries.filter((e) => !next.includes(e)).map((e) => e.client.close()));
     },
   };
 }
