@@ -1,0 +1,117 @@
+// Live reload (CONTRACTS §12): validate, swap atomically, requests in flight finish on the config
+// they started with; an invalid file changes nothing and is counted. And the operations API.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { toNodeHandler } from "h3/node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfigFile } from "../src/config/load.js";
+import { createGateway, type Gateway } from "../src/gateway.js";
+import { createStore } from "../src/store/index.js";
+import type { Store } from "../src/store/types.js";
+import { chat, userMessage } from "./support/core-config.js";
+import { parseSse } from "./support/sse.js";
+import { startUpstream, type Upstream } from "./support/upstream.js";
+
+const ADMIN = "sk-reload-admin-0001";
+const APP = "sk-reload-app-0001";
+const NEW_APP = "sk-reload-new-app-0001";
+
+let a: Upstream;
+let b: Upstream;
+let dir: string;
+let path: string;
+let gateway: Gateway;
+let store: Store;
+let server: Server;
+let url: string;
+
+function writeConfig(channelUrl: string, extraKeys: Record<string, unknown>[] = [], raw?: string) {
+  writeFileSync(path, raw ?? JSON.stringify({
+    server: { log: { level: "silent" } },
+    store: { driver: "memory" },
+    channels: [{ name: "main", baseUrl: channelUrl, models: ["m1"], healthCheck: { intervalMs: 0 } }],
+    llmModels: [{ model: "m1", maxContext: 4000, maxResponse: 100 }],
+    apps: [{ id: "app", model: "m1" }],
+    apiKeys: [
+      { name: "admin", kind: "admin", key: ADMIN },
+      { name: "app", kind: "app", appId: "app", key: APP },
+      ...extraKeys,
+    ],
+  }));
+}
+
+const reload = () => fetch(`${url}/api/admin/reload`, { method: "POST", headers: { authorization: `Bearer ${ADMIN}` } });
+
+beforeAll(async () => {
+  [a, b] = await Promise.all([startUpstream(), startUpstream()]);
+  dir = mkdtempSync(join(tmpdir(), "sluice-reload-"));
+  path = join(dir, "config.json");
+  writeConfig(a.url);
+  const config = loadConfigFile(path);
+  store = createStore(config.store);
+  gateway = createGateway(config, { store, loadConfig: () => loadConfigFile(path) });
+  server = createServer(toNodeHandler(gateway.app));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  await gateway.close();
+  await store.close();
+  await Promise.all([a.close(), b.close()]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("reload", () => {
+  it("swaps in a valid config while a stream started on the old one finishes on it", async () => {
+    a.behave({ chunks: 10, chunkDelayMs: 40 });
+    const inFlight = chat(url, { messages: [userMessage("long")], stream: true }, APP);
+    await a.waitForRequests(1);
+
+    writeConfig(b.url, [{ name: "new-app", kind: "app", appId: "app", key: NEW_APP }]);
+    const res = await reload();
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ok: true });
+
+    // the new key works and goes to the new channel
+    expect((await chat(url, { messages: [userMessage("new")] }, NEW_APP)).status).toBe(200);
+    expect(b.requests).toHaveLength(1);
+    // the stream that started before the reload ends whole, from the old channel
+    const frames = parseSse(await (await inFlight).text());
+    expect(frames.at(-1)!.data).toBe("[DONE]");
+    expect(a.requests).toHaveLength(1);
+  });
+
+  it("keeps the running config when the file is invalid, lists every problem and counts it", async () => {
+    writeConfig(b.url, [], JSON.stringify({ channels: [], llmModels: [], apikeys: [] }));
+    const res = await reload();
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as { ok: boolean; errors: string[] };
+    expect(body.ok).toBe(false);
+    expect(body.errors.length).toBeGreaterThanOrEqual(2);
+    // still serving on the last good config
+    expect((await chat(url, { messages: [userMessage("still here")] }, NEW_APP)).status).toBe(200);
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    expect(metrics).toContain('sluice_config_reloads_total{outcome="error"} 1');
+    expect(metrics).toContain('sluice_config_reloads_total{outcome="ok"} 1');
+
+    writeConfig(b.url, [], "{ not json");
+    expect((await reload()).status).toBe(422);
+  });
+
+  it("answers the operations API to admin keys only", async () => {
+    expect((await fetch(`${url}/api/admin/channels`)).status).toBe(401);
+    expect((await fetch(`${url}/api/admin/channels`, { headers: { authorization: `Bearer ${APP}` } })).status).toBe(403);
+    const res = await fetch(`${url}/api/admin/channels`, { headers: { authorization: `Bearer ${ADMIN}` } });
+    expect(res.status).toBe(200);
+    const { channels } = (await res.json()) as { channels: Array<Record<string, unknown>> };
+    expect(channels).toEqual([
+      expect.objectContaining({ name: "main", up: true, inFlight: 0, queued: 0, breaker: expect.objectContaining({ state: "closed" }) }),
+    ]);
+    expect(JSON.stringify(channels)).not.toContain(b.url);
+  });
+});
