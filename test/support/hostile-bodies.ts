@@ -202,7 +202,8 @@ const TOP_LEVEL: Record<string, Bad[]> = {
   max_completion_tokens: [[-1, refused(400)], [1.5, refused(400)], ["10", refused(400)], [1e308, EITHER]],
   stream: [["yes", refused(400)], ["true", refused(400)], ["false", refused(400)], [1, refused(400)], [0, refused(400)], [[], refused(400)], [{}, refused(400)], NULL_IS_ABSENT],
   stream_options: [["yes", REFUSED], [1, REFUSED], [[], REFUSED], [true, REFUSED], [{ include_usage: "yes" }, REFUSED], [{ include_usage: 1 }, REFUSED], [null, OK]],
-  chatId: [...TYPE_JUNK, NULL_IS_ABSENT, [0, REFUSED], [["a"], REFUSED], ["", REFUSED], ["x".repeat(129), REFUSED]],
+  // FastGPT clients send "" for "no stored chat"
+  chatId: [...TYPE_JUNK, NULL_IS_ABSENT, [0, REFUSED], [["a"], REFUSED], ["", EITHER], ["x".repeat(5000), REFUSED]],
   detail: [["yes", REFUSED], [1, REFUSED], [[], REFUSED], [{}, REFUSED], ["true", REFUSED], NULL_IS_ABSENT],
   variables: [[[], REFUSED], [[1, 2], REFUSED], [["a"], REFUSED], ["x", REFUSED], [1, REFUSED], [true, REFUSED], NULL_IS_ABSENT, [{ a: { b: [1, { c: null }] } }, OK]],
   shareId: [[1, REFUSED], [{}, REFUSED], [[], REFUSED], [true, REFUSED], ["", REFUSED]],
