@@ -137,7 +137,8 @@ async function worstCasePoints(caller: Caller, model: ModelConfig, limited: Limi
 }
 
 function upstreamBody(req: ChatRequest, model: ModelConfig, limited: LimitedChat): Record<string, unknown> {
-  const { chatId, detail, variables, shareId, outLinkUid, max_completion_tokens, stream_options, temperature, ...rest } = req;
+  // fields only FastGPT reads never reach the upstream (CONTRACTS §13): some upstreams reject unknown fields
+  const { chatId, detail, variables, shareId, outLinkUid, appId, responseChatItemId, customUid, metadata, retainDatasetCite, max_completion_tokens, stream_options, temperature, ...rest } = req;
   const body: Record<string, unknown> = { ...rest, model: model.model, messages: limited.messages, max_tokens: limited.maxTokens };
   if (limited.temperature !== undefined) body.temperature = limited.temperature;
   // usage is always asked for, so tokens are the model's own count; hidden later if the client did not ask

@@ -9,7 +9,11 @@ const imagePart = z.looseObject({
   image_url: z.union([z.string(), z.looseObject({ url: z.string() })]),
 });
 const otherPart = z.looseObject({ type: z.enum(["input_audio", "file", "refusal"]) });
-const contentPart = z.discriminatedUnion("type", [textPart, imagePart, otherPart]);
+/** FastGPT's documented file part: chat upstreams cannot read it, so it becomes a text line. */
+const fileUrlPart = z
+  .looseObject({ type: z.literal("file_url"), name: z.string().optional(), url: z.string() })
+  .transform((p) => ({ type: "text" as const, text: `[file: ${p.name ?? p.url}](${p.url})` }));
+const contentPart = z.discriminatedUnion("type", [textPart, imagePart, otherPart, fileUrlPart]);
 
 const messageSchema = z.looseObject({
   role: z.enum(["system", "developer", "user", "assistant", "tool", "function"], {
@@ -28,7 +32,12 @@ export const chatRequestSchema = z.looseObject({
   temperature: z.number().nullish(),
   max_tokens: z.number().int().positive().nullish(),
   max_completion_tokens: z.number().int().positive().nullish(),
-  chatId: z.string().min(1).max(128).optional(),
+  // FastGPT: "" or null means no stored chat
+  chatId: z
+    .string()
+    .max(250)
+    .nullish()
+    .transform((id) => id || undefined),
   detail: z.boolean().optional(),
   variables: z.record(z.string(), z.unknown()).optional(),
   shareId: z.string().min(1).optional(),
@@ -47,6 +56,23 @@ export function parseChatRequest(body: unknown): ChatRequest {
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   const param = issue.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("").replace(/^\./, "");
-  const message = issue.code === "invalid_type" && issue.input === undefined ? `${param} is required` : `${param}: ${issue.message}`;
-  throw badRequest("invalid_request", message, param || null);
+  throw badRequest("invalid_request", describeIssue(param, issue), param || null);
+}
+
+/** A zod issue in words a client developer acts on: `temperature: expected a number, got a string`. */
+function describeIssue(param: string, issue: z.core.$ZodIssue): string {
+  const field = param || "body";
+  if (issue.code === "invalid_type") {
+    const got = /received (\w+)/.exec(issue.message)?.[1];
+    if (got === "undefined") return `${field} is required`;
+    return `${field}: expected ${article(issue.expected)}${got ? `, got ${article(got)}` : ""}`;
+  }
+  if (issue.code === "too_big" && issue.origin === "string") return `${field}: at most ${issue.maximum} characters`;
+  if (issue.code === "too_small" && issue.origin === "string") return `${field}: must not be empty`;
+  return `${field}: ${issue.message}`;
+}
+
+function article(type: string): string {
+  if (type === "null" || type === "undefined") return type;
+  return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
 }

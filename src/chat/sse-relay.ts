@@ -25,7 +25,7 @@ export interface RelayOptions {
 }
 
 interface ChunkShape {
-  choices?: Array<{ delta?: { content?: string | null }; finish_reason?: string | null }>;
+  choices?: Array<{ index?: number; delta?: { content?: string | null }; finish_reason?: string | null }>;
   usage?: Usage | null;
   error?: unknown;
 }
@@ -215,7 +215,8 @@ function collect(regions: Buffer[]): Collected {
       const data = dataOf(block);
       if (data === undefined || data === "[DONE]") continue;
       try {
-        const choice = (JSON.parse(data) as ChunkShape).choices?.[0];
+        // with n > 1 the choices interleave: the answer is the first one's (CONTRACTS §13)
+        const choice = (JSON.parse(data) as ChunkShape).choices?.find((c) => (c.index ?? 0) === 0);
         out.text += choice?.delta?.content ?? "";
         if (choice?.finish_reason) out.finishReason = choice.finish_reason;
       } catch {
