@@ -6,7 +6,7 @@ import { SseRelay } from "../src/chat/sse-relay.js";
 import { useGateway } from "./support/harness.js";
 import { APP_KEY, chat, coreConfig, userMessage } from "./support/core-config.js";
 
-const h = useGateway((url) => coreConfig(url));
+const h = useGateway((url) => coreConfig(url, { shareLinks: [{ shareId: "open", appId: "a1", responseDetail: true }] }));
 beforeEach(() => h.upstream.reset());
 
 describe("request fields", () => {
@@ -67,5 +67,19 @@ describe("n > 1", () => {
     const relay = new SseRelay({ detail: false, includeUsage: false, model: "m", write: () => true, onFirstContent: () => {} });
     relay.push(Buffer.from(ev(0, "Hel") + ev(1, "Other") + ev(0, "lo") + ev(1, " one") + "data: [DONE]\n\n"));
     expect(relay.text()).toBe("Hello");
+  });
+});
+
+describe("share-link detail", () => {
+  it("keeps the operator's system prompt out of historyPreview shown to share-link users", async () => {
+    const res = await chat(h.gw.url, { shareId: "open", outLinkUid: "local-1", messages: [userMessage("hi")], detail: true }, null);
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    const preview = body.responseData[0].historyPreview as Array<{ obj: string; value: string }>;
+    expect(preview.map((p) => p.obj)).toEqual(["Human"]);
+    expect(JSON.stringify(body)).not.toContain("Be brief.");
+    // an app key's own detail report still shows it
+    const own = await (await chat(h.gw.url, { messages: [userMessage("hi")], detail: true })).json();
+    expect(own.responseData[0].historyPreview[0]).toEqual({ obj: "System", value: "Be brief." });
   });
 });

@@ -264,10 +264,10 @@ describe("persistence", () => {
     }
   });
 
-  it("opens a memory store and refuses the redis driver for now", async () => {
+  it("opens a memory store and refuses the postgres driver for now", async () => {
     const memory = createStore({ driver: "memory" });
     await memory.ping();
     await memory.close();
-    expect(() => createStore({ driver: "redis", url: "redis://127.0.0.1" })).toThrow(/not available yet/);
+    expect(() => createStore({ driver: "postgres", url: "postgres://127.0.0.1/sluice" })).toThrow(/not available yet/);
   });
 });

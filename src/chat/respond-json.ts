@@ -2,7 +2,7 @@
 // `responseData` for detail.
 import { jsonResponse } from "../http/json.js";
 import type { CompletionJson } from "../upstream/types.js";
-import { settleAnswer, type Exchange, type SettleDeps, type Settled } from "./settle.js";
+import { clientReport, settleAnswer, type Exchange, type SettleDeps, type Settled } from "./settle.js";
 
 export async function respondJson(deps: SettleDeps, ex: Exchange, completion: CompletionJson, withDetail: boolean): Promise<{ response: Response; settled: Settled }> {
   const choice = completion.choices[0];
@@ -22,6 +22,6 @@ export async function respondJson(deps: SettleDeps, ex: Exchange, completion: Co
       total_tokens: settled.inputTokens + settled.outputTokens,
     },
   };
-  if (withDetail) body.responseData = [settled.report()];
+  if (withDetail) body.responseData = [clientReport(ex, settled)];
   return { response: jsonResponse(body), settled };
 }

@@ -10,7 +10,7 @@ import { answerTooLarge, mapTransportError, streamCut } from "../upstream/errors
 import { cutError } from "../upstream/failover.js";
 import type { CompletionJson } from "../upstream/types.js";
 import { SseRelay } from "./sse-relay.js";
-import { settleAnswer, type Exchange, type SettleDeps, type Settled } from "./settle.js";
+import { clientReport, settleAnswer, type Exchange, type SettleDeps, type Settled } from "./settle.js";
 
 export const SSE_HEADERS = {
   "content-type": "text/event-stream; charset=utf-8",
@@ -69,7 +69,7 @@ export async function relayStream(deps: SettleDeps, ex: Exchange, body: Readable
   const settled = await settleAnswer(deps, ex, { text, usage: relay.usage, finishReason: () => relay.finishReason() ?? "stop" });
   if (opts.includeUsage && !relay.usage) write(`${opts.detail ? "event: answer\n" : ""}data: ${usageChunk(settled)}\n\n`);
   write(opts.detail ? "event: answer\ndata: [DONE]\n\n" : "data: [DONE]\n\n");
-  if (opts.detail) write(`event: flowResponses\ndata: ${JSON.stringify([settled.report()])}\n\n`);
+  if (opts.detail) write(`event: flowResponses\ndata: ${JSON.stringify([clientReport(ex, settled)])}\n\n`);
   // no res.end() here: the handler returns HANDLED and the server adapter ends the response once
   return { settled };
 }

@@ -135,3 +135,11 @@ async function recordUsage(
     ex.caller.limits.map((l) => l.scope),
   );
 }
+
+/** The report a client sees with `detail`: share-link users never see the operator's system prompt
+ *  in `historyPreview` (CONTRACTS §13); the operator's finish callback gets the whole report. */
+export function clientReport(ex: Exchange, settled: Settled): ReportItem {
+  const report = settled.report();
+  if (!ex.caller.share) return report;
+  return { ...report, historyPreview: report.historyPreview.filter((item) => item.obj !== "System") };
+}

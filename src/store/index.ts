@@ -9,7 +9,8 @@ export function createStore(config: Config["store"]): Store {
       return createSqliteStore(config.path);
     case "memory":
       return createSqliteStore(":memory:");
-    case "redis":
-      throw new Error("the redis store is not available yet");
+    case "postgres":
+      // said at start-up, before anything listens: several instances are not supported yet
+      throw new Error("the postgres store is not available yet: use the sqlite store (one instance)");
   }
 }
