@@ -1,6 +1,8 @@
 // Loads config.json: `${ENV}` substitution in every string, then the one schema. Every problem is
-// reported by its path so an operator can fix the file in one pass.
+// reported by its path so an operator can fix the file in one pass; an unknown key is reported with
+// the nearest name its object knows.
 import { readFileSync } from "node:fs";
+import { z } from "zod";
 import { configSchema, type Config } from "./schema.js";
 
 export class ConfigError extends Error {
@@ -28,9 +30,10 @@ function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, path: string, pro
   }
   if (Array.isArray(value)) return value.map((v, i) => substituteEnv(v, env, `${path}[${i}]`, problems));
   if (value && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = substituteEnv(v, env, path ? `${path}.${k}` : k, problems);
-    return out;
+    // fromEntries defines own keys, so a `__proto__` key stays a key (and is refused) instead of a prototype.
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, substituteEnv(v, env, path ? `${path}.${k}` : k, problems)]),
+    );
   }
   return value;
 }
@@ -41,13 +44,72 @@ function formatPath(path: PropertyKey[]): string {
   return out || "(root)";
 }
 
+/** One problem per issue, except one per key for unknown keys. */
+function describeIssue(issue: z.core.$ZodIssue, input: unknown): string[] {
+  if (issue.code !== "unrecognized_keys") return [`${formatPath(issue.path)}: ${issue.message}`];
+  const known = knownKeysAt(configSchema, issue.path, input);
+  return issue.keys.map((key) => {
+    const near = nearest(key, known);
+    return `${formatPath([...issue.path, key])}: unknown key${near ? ` — did you mean "${near}"?` : ""}`;
+  });
+}
+
+/** The keys the object schema at `path` accepts; `value` (the input there) picks a union's branch. */
+function knownKeysAt(schema: z.ZodType, path: readonly PropertyKey[], value: unknown): string[] {
+  const s = unwrap(schema, value);
+  const [head, ...rest] = path;
+  if (head === undefined) return s instanceof z.ZodObject ? Object.keys(s.shape) : [];
+  const child = value !== null && typeof value === "object" ? (value as Record<PropertyKey, unknown>)[head] : undefined;
+  if (s instanceof z.ZodArray) return knownKeysAt(s.element as z.ZodType, rest, child);
+  const field = s instanceof z.ZodObject && typeof head === "string" ? (s.shape as Record<string, z.ZodType>)[head] : undefined;
+  return field ? knownKeysAt(field, rest, child) : [];
+}
+
+function unwrap(schema: z.ZodType, value: unknown): z.ZodType {
+  if (schema instanceof z.ZodDefault || schema instanceof z.ZodPrefault || schema instanceof z.ZodOptional || schema instanceof z.ZodNullable)
+    return unwrap(schema.unwrap() as z.ZodType, value);
+  if (schema instanceof z.ZodDiscriminatedUnion) {
+    const tag = (value as Record<string, unknown> | undefined)?.[schema.def.discriminator];
+    const branch = (schema.options as z.ZodType[]).find(
+      (o) => o instanceof z.ZodObject && (o.shape as Record<string, z.ZodType>)[schema.def.discriminator]?.safeParse(tag).success,
+    );
+    return branch ?? schema;
+  }
+  return schema;
+}
+
+/** The known name closest to `key`, if close enough to be the intended one. */
+function nearest(key: string, known: string[]): string | undefined {
+  const limit = Math.min(Math.max(2, Math.floor(key.length / 3)), key.length - 1);
+  let best: { name: string; d: number } | undefined;
+  for (const name of known) {
+    const d = editDistance(key.toLowerCase(), name.toLowerCase());
+    if (d <= limit && (!best || d < best.d)) best = { name, d };
+  }
+  return best?.name;
+}
+
+/** Levenshtein distance. */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const replace = prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1);
+      row.push(Math.min(prev[j]! + 1, row[j - 1]! + 1, replace));
+    }
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
 /** Validates a raw config object (already JSON-parsed). Throws ConfigError listing every problem. */
 export function parseConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env, source = "object"): Config {
   const problems: string[] = [];
   const substituted = substituteEnv(raw, env, "", problems);
   const result = configSchema.safeParse(substituted);
   if (!result.success) {
-    for (const issue of result.error.issues) problems.push(`${formatPath(issue.path)}: ${issue.message}`);
+    for (const issue of result.error.issues) problems.push(...describeIssue(issue, substituted));
   }
   if (problems.length > 0 || !result.success) throw new ConfigError(source, problems);
   return result.data;

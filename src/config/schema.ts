@@ -1,7 +1,10 @@
-// The one zod schema for config.json (CONTRACTS §7). Defaults live here and nowhere else.
+// The one zod schema for config.json (CONTRACTS §7). Defaults live here and nowhere else. Every
+// object is strict: a typo must be a start-up error, never a silently dropped key or limit.
 import { z } from "zod";
 
 const MIB = 1024 * 1024;
+/** `*`, or a browser origin: scheme, host and port only (an Origin header never has a path). */
+const ORIGIN = /^(\*|https?:\/\/[^/\s?#]+)$/;
 
 const name = z.string().min(1);
 const points = z.number().min(-1).default(-1); // -1 = no limit
@@ -9,7 +12,7 @@ const qpm = z.number().int().min(0).default(0); // 0 = no limit
 
 /** A client key: exactly one of the plain value (or `${ENV}`) or its sha256 hex digest. */
 const apiKeySchema = z
-  .object({
+  .strictObject({
     name,
     kind: z.enum(["global", "app", "admin"]),
     appId: z.string().min(1).optional(),
@@ -28,7 +31,7 @@ const apiKeySchema = z
     if (k.kind !== "app" && k.appId) ctx.addIssue({ code: "custom", message: `a ${k.kind} key carries no appId`, path: ["appId"] });
   });
 
-const channelSchema = z.object({
+const channelSchema = z.strictObject({
   name,
   /** `openai`: an OpenAI-compatible upstream; `echo`: answers locally (demo and tests). */
   type: z.enum(["openai", "echo"]).default("openai"),
@@ -52,14 +55,14 @@ const channelSchema = z.object({
   maxAnswerBytes: z.number().int().positive().default(16 * MIB),
   /** `GET {baseUrl}/v1/models` every intervalMs (0 = off) with the channel key. */
   healthCheck: z
-    .object({
+    .strictObject({
       intervalMs: z.number().int().nonnegative().default(15_000),
       timeoutMs: z.number().int().positive().default(5_000),
     })
-    .default({ intervalMs: 15_000, timeoutMs: 5_000 }),
+    .prefault({}),
 });
 
-const modelSchema = z.object({
+const modelSchema = z.strictObject({
   model: name,
   name: z.string().optional(),
   maxContext: z.number().int().positive().default(8000),
@@ -74,7 +77,7 @@ const modelSchema = z.object({
   tokenizer: z.enum(["cl100k_base", "o200k_base"]).default("cl100k_base"),
 });
 
-const appSchema = z.object({
+const appSchema = z.strictObject({
   id: name,
   name: z.string().optional(),
   model: name,
@@ -87,7 +90,7 @@ const appSchema = z.object({
   qpm,
 });
 
-const shareLinkSchema = z.object({
+const shareLinkSchema = z.strictObject({
   shareId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "letters, digits, _ and - only"),
   appId: name,
   authHost: z.url({ protocol: /^https?$/ }).optional(),
@@ -98,7 +101,7 @@ const shareLinkSchema = z.object({
   callbackTimeoutMs: z.number().int().positive().default(5_000),
 });
 
-const serverSchema = z.object({
+const serverSchema = z.strictObject({
   port: z.number().int().min(0).max(65535).default(3000),
   host: z.string().default("127.0.0.1"),
   bodyLimitBytes: z.number().int().positive().default(2 * MIB),
@@ -109,42 +112,54 @@ const serverSchema = z.object({
   shutdownTimeoutMs: z.number().int().nonnegative().default(30_000),
   maxJsonDepth: z.number().int().positive().default(64),
   log: z
-    .object({
+    .strictObject({
       level: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
       /** `stdout`, `stderr`, or a file path that lines are appended to. */
       destination: z.string().default("stdout"),
     })
-    .default({ level: "info", destination: "stdout" }),
+    .prefault({}),
+  /** Origins allowed to call from a browser; `[]` turns CORS off. */
+  cors: z
+    .strictObject({
+      origins: z.array(z.string().regex(ORIGIN, 'expected "*" or an origin such as https://app.example.com')).default(() => ["*"]),
+    })
+    .prefault({}),
+  /** Processes serving the port (one is the primary when more). */
+  workers: z.number().int().min(1).default(1),
 });
 
-const routingSchema = z.object({
+const routingSchema = z.strictObject({
   /** Channels tried for one request before the first byte, in all (CONTRACTS §9). */
   maxAttempts: z.number().int().positive().default(3),
   /** Consecutive failed attempts that open a channel's breaker, and for how long at first. */
   breaker: z
-    .object({
+    .strictObject({
       failures: z.number().int().positive().default(5),
       cooldownMs: z.number().int().positive().default(30_000),
     })
-    .default({ failures: 5, cooldownMs: 30_000 }),
+    .prefault({}),
 });
 
 const storeSchema = z.discriminatedUnion("driver", [
-  z.object({ driver: z.literal("sqlite"), path: z.string().default("./data/sluice.db") }),
-  z.object({ driver: z.literal("memory") }),
-  z.object({ driver: z.literal("redis"), url: z.string().min(1) }),
+  z.strictObject({ driver: z.literal("sqlite"), path: z.string().min(1).default("./data/sluice.db") }),
+  z.strictObject({ driver: z.literal("postgres"), url: z.url({ protocol: /^postgres(ql)?$/ }) }),
+  z.strictObject({ driver: z.literal("memory") }),
 ]);
 
+/** State shared by several instances (breaker, reservations, rate windows): CONTRACTS §11. */
+const clusterSchema = z.strictObject({ redisUrl: z.url({ protocol: /^rediss?$/ }) });
+
 export const configSchema = z
-  .object({
-    server: serverSchema.default(serverSchema.parse({})),
-    store: storeSchema.default({ driver: "sqlite", path: "./data/sluice.db" }),
+  .strictObject({
+    server: serverSchema.prefault({}),
+    store: storeSchema.prefault({ driver: "sqlite" }),
+    cluster: clusterSchema.optional(),
     channels: z.array(channelSchema).min(1),
     llmModels: z.array(modelSchema).min(1),
     apps: z.array(appSchema).default([]),
     apiKeys: z.array(apiKeySchema).default([]),
     shareLinks: z.array(shareLinkSchema).default([]),
-    routing: routingSchema.default(routingSchema.parse({})),
+    routing: routingSchema.prefault({}),
   })
   .superRefine(checkReferences);
 
@@ -154,6 +169,10 @@ export type ModelConfig = Config["llmModels"][number];
 export type AppConfig = Config["apps"][number];
 export type ApiKeyConfig = Config["apiKeys"][number];
 export type ShareLinkConfig = Config["shareLinks"][number];
+export type ServerConfig = Config["server"];
+export type StoreConfig = Config["store"];
+export type RoutingConfig = Config["routing"];
+export type ClusterConfig = NonNullable<Config["cluster"]>;
 
 /** Cross-references between sections: every name used must be defined, every name defined once. */
 function checkReferences(c: RefCtxValue, ctx: z.RefinementCtx) {
