@@ -7,6 +7,7 @@ import { createMemoryClusterState } from "./cluster/memory.js";
 import type { ClusterState } from "./cluster/types.js";
 import { ConfigError } from "./config/load.js";
 import type { Config } from "./config/schema.js";
+import { allowedOrigin, preflightResponse } from "./http/cors.js";
 import { notFound } from "./http/errors.js";
 import { Inflight } from "./http/inflight.js";
 import { jsonResponse } from "./http/json.js";
@@ -68,7 +69,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const health = createHealth({ ping: () => deps.store.ping() });
 
   // 3. Routes, each wrapped once for ids, errors, logs and metrics; each reads the current runtime.
-  const observe = createRouteWrapper(observer, shared.inflight);
+  const cors = (e: H3Event) => allowedOrigin(e, current.config.server.cors.origins);
+  const observe = createRouteWrapper(observer, shared.inflight, cors);
   type Name = keyof Runtime["routes"];
   const to = (name: Name) => (e: H3Event) => (current.routes[name] as (e: H3Event) => Promise<Response> | Response)(e);
   const json = (name: Name) => async (e: H3Event) => jsonResponse(await (current.routes[name] as (e: H3Event) => Promise<unknown>)(e));
@@ -79,6 +81,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     app.get(`${prefix}/models/:id`, observe(`${prefix}/models/:id`, to("model")));
   }
   app.get("/api/v1/usage", observe("/api/v1/usage", to("usage")));
+  for (const path of ["/v1/**", "/api/v1/**"]) app.options(path, (e) => preflightResponse(cors(e)));
   app.post("/api/share/init", observe("/api/share/init", json("shareInit")));
   app.post("/api/share/chats", observe("/api/share/chats", json("shareChats")));
   app.post("/api/share/chat", observe("/api/share/chat", json("shareChat")));

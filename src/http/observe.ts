@@ -5,6 +5,7 @@ import type { H3Event } from "h3";
 import type { Observer } from "../observability/observer.js";
 import { errorResponse, toGatewayError } from "./errors.js";
 import { HANDLED, factsOf } from "./facts.js";
+import { applyCors } from "./cors.js";
 import type { Inflight } from "./inflight.js";
 import { shuttingDown } from "../upstream/failover.js";
 
@@ -12,7 +13,8 @@ export type RouteHandler = (event: H3Event) => Response | typeof HANDLED | Promi
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
-export function createRouteWrapper(observer: Observer, inflight: Inflight) {
+/** `cors(event)`: the Access-Control-Allow-Origin for this request, undefined when CORS does not apply. */
+export function createRouteWrapper(observer: Observer, inflight: Inflight, cors: (event: H3Event) => string | undefined = () => undefined) {
   return function observe(route: string, handler: RouteHandler): RouteHandler {
     return async (event) => {
       const started = performance.now();
@@ -21,6 +23,8 @@ export function createRouteWrapper(observer: Observer, inflight: Inflight) {
       const requestId = (facts.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID());
       observer.requestStarted(route);
       inflight.enter();
+      const origin = cors(event);
+      if (origin) applyCors(event, origin);
       let result: Response | typeof HANDLED;
       try {
         // a request that arrives on a kept-alive connection during shutdown is told to go elsewhere
