@@ -82,6 +82,13 @@ describe("init and start callbacks", () => {
     expect(await makeAuth().start(link(), "tok-3", "hi")).toBe("tok-3");
   });
 
+  it("uses the uid init gave for the token when start's reply has no data.uid, so the user's chats are found again", async () => {
+    const auth = makeAuth();
+    expect(await auth.init(link(), "tok-3b")).toBe("u-tok-3b");
+    op.setMode("tok-3b", { kind: "success", uid: null });
+    expect(await auth.start(link(), "tok-3b", "hi")).toBe("u-tok-3b");
+  });
+
   it("joins an authHost that carries a path and a trailing slash without doubling slashes", async () => {
     const prefixed = await startOperatorServer({ prefix: "/ops/auth" });
     try {

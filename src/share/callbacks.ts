@@ -48,6 +48,7 @@ type Verdict = { kind: "passed"; data: VerifyData } | { kind: "rejected"; messag
 
 const FINISH_CONCURRENCY = 8;
 const INIT_CACHE_MAX = 5000;
+const INIT_UID_TTL_MS = 24 * 60 * 60 * 1000;
 const MAX_MESSAGE_CHARS = 500;
 const GENERIC_REJECTION = "Identity verification failed";
 
@@ -66,6 +67,9 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
   const backoffMs = opts.finishBackoffMs ?? 500;
   const $fetch = createFetch({ fetch: opts.fetch ?? globalThis.fetch });
   const initCache = new LRUCache<string, string>({ max: INIT_CACHE_MAX, ttl: opts.initCacheTtlMs ?? 60_000 });
+  // what init answered for a token, kept longer than the init cache: a start without uid falls back to it
+  const initUids = new LRUCache<string, string>({ max: INIT_CACHE_MAX * 4, ttl: INIT_UID_TTL_MS });
+  const uidKey = (link: ShareLinkConfig, token: string) => `${link.shareId}\n${token}`;
   const closing = new AbortController();
   const callSignal = (link: ShareLinkConfig) =>
     AbortSignal.any([closing.signal, AbortSignal.timeout(link.callbackTimeoutMs)]);
@@ -152,6 +156,7 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
       const data = await verify("init", link, "/shareAuth/init", { token });
       const uid = acceptUid("init", data.uid);
       initCache.set(key, uid);
+      initUids.set(uidKey(link, token), uid);
       return uid;
     },
 
@@ -159,7 +164,8 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
       if (!link.authHost) return validateUid(token);
       const data = await verify("start", link, "/shareAuth/start", { token, question });
       if (data.uid === undefined || data.uid === null) {
-        const uid = validateUid(token);
+        // CONTRACTS §6: the uid init gave for this token, else the token, so the user's chats are found again
+        const uid = initUids.get(uidKey(link, token)) ?? validateUid(token);
         observer.shareCallback("start", "success");
         return uid;
       }
