@@ -1,8 +1,9 @@
 // A model's limits applied before the upstream call (CONTRACTS §3): default system prompt,
 // temperature clamp, max_tokens clamp and fit, history trimmed by whole rounds, vision check.
+// Trimming counts tokens only as far as they decide what is kept, without stalling the event loop.
 import type { AppConfig, ModelConfig } from "../config/schema.js";
 import { GatewayError, badRequest } from "../http/errors.js";
-import { boundMessage, countMessage } from "../tokens/counter.js";
+import { boundMessage, countMessagesAsync, createPacer } from "../tokens/counter.js";
 import type { ChatMessage, ChatRequest } from "./request-schema.js";
 
 export interface LimitedChat {
@@ -13,7 +14,7 @@ export interface LimitedChat {
   promptTokens: number | undefined;
 }
 
-export function applyLimits(req: ChatRequest, messages: ChatMessage[], model: ModelConfig, app: AppConfig | undefined): LimitedChat {
+export async function applyLimits(req: ChatRequest, messages: ChatMessage[], model: ModelConfig, app: AppConfig | undefined): Promise<LimitedChat> {
   // 1. Vision: an image to a text-only model is the caller's mistake, not something to drop silently.
   assertVision(messages, model);
 
@@ -35,16 +36,9 @@ export function applyLimits(req: ChatRequest, messages: ChatMessage[], model: Mo
   }
 
   // 6. Trim history by whole rounds to fit maxContext - maxTokens, then fit maxTokens to what is left.
-  const { kept, tokens } = trimToFit(withSystem, model.maxContext - maxTokens, model);
+  const { kept, tokens } = await trimToFit(withSystem, model.maxContext - maxTokens, model);
   maxTokens = Math.min(maxTokens, model.maxContext - tokens);
-  if (maxTokens < 1) {
-    throw new GatewayError(
-      400,
-      "context_length_exceeded",
-      `The system messages and the last user message take ${tokens} tokens; model ${model.model} allows ${model.maxContext} in all.`,
-      { param: "messages" },
-    );
-  }
+  if (maxTokens < 1) throw contextTooLong(model, `take ${tokens} tokens`);
   return { messages: kept, temperature, maxTokens, promptTokens: tokens };
 }
 
@@ -66,31 +60,39 @@ function prependSystemPrompt(messages: ChatMessage[], model: ModelConfig, app: A
 /**
  * Keeps system messages and everything from the last user message on, then adds whole earlier rounds
  * (a user message and what follows it) from newest to oldest while they fit in `budget` tokens.
+ * Counts only what decides the outcome: the required part up to the first token that leaves no room
+ * for an answer, then each round up to the first token over what is left.
  */
-function trimToFit(messages: ChatMessage[], budget: number, model: ModelConfig): { kept: ChatMessage[]; tokens: number } {
-  const cost = messages.map((m) => countMessage(m, model.tokenizer));
-  const keep = new Array<boolean>(messages.length).fill(false);
-  let tokens = 0;
-  const take = (i: number) => {
-    keep[i] = true;
-    tokens += cost[i]!;
-  };
+async function trimToFit(messages: ChatMessage[], budget: number, model: ModelConfig): Promise<{ kept: ChatMessage[]; tokens: number }> {
+  const pacer = createPacer();
+  const count = (list: ChatMessage[], stopAbove: number) => countMessagesAsync(list, model.tokenizer, { stopAbove, pacer });
 
-  messages.forEach((m, i) => m.role === "system" && take(i));
+  // The required part: at least one answer token must remain after it.
   let lastUser = messages.findLastIndex((m) => m.role === "user");
   if (lastUser < 0) lastUser = messages.length - 1;
-  for (let i = lastUser; i < messages.length; i++) if (!keep[i]) take(i);
+  const ceiling = model.maxContext - 1;
+  let tokens = await count(messages.filter((m, i) => m.role === "system" || i >= lastUser), ceiling);
+  if (tokens > ceiling) throw contextTooLong(model, `take more than ${ceiling} tokens`);
 
-  // Earlier rounds, newest first: [start, end) where start is a user message (or the first message).
-  let end = lastUser;
-  while (end > 0) {
-    let start = end - 1;
+  // Earlier rounds, newest first: [start, first) where start is a user message (or the first message).
+  let first = lastUser;
+  while (first > 0) {
+    let start = first - 1;
     while (start > 0 && messages[start]!.role !== "user") start--;
-    let roundCost = 0;
-    for (let i = start; i < end; i++) if (messages[i]!.role !== "system") roundCost += cost[i]!;
-    if (tokens + roundCost > budget) break;
-    for (let i = start; i < end; i++) if (!keep[i]) take(i);
-    end = start;
+    const room = budget - tokens;
+    const roundTokens = await count(messages.slice(start, first).filter((m) => m.role !== "system"), room);
+    if (roundTokens > room) break;
+    tokens += roundTokens;
+    first = start;
   }
-  return { kept: messages.filter((_, i) => keep[i]), tokens };
+  return { kept: messages.filter((m, i) => m.role === "system" || i >= first), tokens };
+}
+
+function contextTooLong(model: ModelConfig, take: string): GatewayError {
+  return new GatewayError(
+    400,
+    "context_length_exceeded",
+    `The system messages and the last user message ${take}; model ${model.model} allows ${model.maxContext} in all.`,
+    { param: "messages" },
+  );
 }

@@ -1,30 +1,217 @@
 // Token counting (CONTRACTS §5) with gpt-tokenizer, plus the cheap byte bound that lets the hot path
 // skip counting: a token is never shorter than one UTF-8 byte, so bytes bound tokens from above.
+// gpt-tokenizer's BPE is quadratic in the length of one pre-tokenized piece (a 400 KB word: minutes),
+// so a piece longer than MAX_PIECE is counted in MAX_PIECE-unit chunks; any other text counts
+// exactly as countTokens counts it, in linear time. The async counts yield to the event loop every
+// SLICE_MS and can stop once past a ceiling.
 import { createRequire } from "node:module";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { ChatMessage } from "../chat/request-schema.js";
 
 export type TokenizerName = "cl100k_base" | "o200k_base";
 
+export interface CountOptions {
+  /** stop as soon as the running total exceeds this: the result is then a partial count above it */
+  stopAbove?: number;
+  /** shares one event-loop slice between several counts (one per count when absent) */
+  pacer?: Pacer;
+}
+
+/** Lets counting yield to the event loop once the current turn has run SLICE_MS. */
+export interface Pacer {
+  /** a promise to await when the slice is used up; undefined while there is time left */
+  due(): Promise<void> | undefined;
+}
+
 // User text may contain special-token spellings such as "<|endoftext|>": count them as plain text.
 const AS_TEXT = { disallowedSpecial: new Set<string>() };
+const MESSAGE_OVERHEAD = 4;
+// Pieces up to this many UTF-16 units count exactly. BPE time per unit grows with the piece; at 128
+// units of CJK (384 bytes), the costliest, it is still about 1 µs.
+const MAX_PIECE = 128;
+// A piece longer than MAX_PIECE holds this many spaces or non-spaces in a row (a punctuation piece
+// is " " + punctuation + newlines).
+const LONG_RUN = MAX_PIECE / 2;
+// Text goes to gpt-tokenizer in parts of about this many units: a few ms at worst (CJK).
+const PART_UNITS = 4096;
+// Where text has no plain part, the pre-tokenizing regex runs over windows of this many units: one
+// match over a 2 MB run of CJK takes 50 ms.
+const WINDOW_UNITS = 16384;
+const SLICE_MS = 8;
+
+// gpt-tokenizer caches the BPE of each piece it has seen, 100,000 by default: a chunk of a long
+// piece holds over 1 KB, so a few 2 MB words would pin 200 MB.
+const MERGE_CACHE_ENTRIES = 10_000;
 
 interface Encoder {
   countTokens(text: string, options: typeof AS_TEXT): number;
+  setMergeCacheSize(size: number): void;
+}
+interface Tokenizer {
+  count(part: string): number;
+  /** gpt-tokenizer's own pre-tokenizing regex for the encoding */
+  pieces: RegExp;
 }
 // An encoding's tables take 40-70 MB: each is loaded (synchronously) the first time it is needed,
 // which is never while upstreams report usage and the byte bound proves every prompt fits.
 const require = createRequire(import.meta.url);
-const encoders = new Map<TokenizerName, Encoder>();
-function encoder(name: TokenizerName): Encoder {
-  let e = encoders.get(name);
-  if (!e) encoders.set(name, (e = require(`gpt-tokenizer/cjs/encoding/${name}`) as Encoder));
-  return e;
+const tokenizers = new Map<TokenizerName, Tokenizer>();
+function tokenizer(name: TokenizerName): Tokenizer {
+  let t = tokenizers.get(name);
+  if (!t) {
+    const encoder = require(`gpt-tokenizer/cjs/encoding/${name}`) as Encoder;
+    encoder.setMergeCacheSize(MERGE_CACHE_ENTRIES);
+    const splits = require("gpt-tokenizer/cjs/encodingParams/constants") as Record<string, RegExp>;
+    const pieces = splits[name === "cl100k_base" ? "CL100K_TOKEN_SPLIT_REGEX" : "O200K_TOKEN_SPLIT_REGEX"]!;
+    t = { count: (part) => encoder.countTokens(part, AS_TEXT), pieces };
+    tokenizers.set(name, t);
+  }
+  return t;
 }
 
-const MESSAGE_OVERHEAD = 4;
+/**
+ * Token counts of consecutive parts of `text`, which add up to countTokens(text) whenever no piece
+ * of the encoding's pre-tokenizing regex is longer than MAX_PIECE. A part ends where the regex
+ * splits the whole text, after a piece holding a non-space: the regex then splits the part alone as
+ * it splits it in context (its lookaheads `\s+(?!\S)` and `\s+$` differ only after spaces).
+ */
+function* countParts(text: string, name: TokenizerName): Generator<number, void> {
+  const t = tokenizer(name);
+  for (let at = 0; at < text.length; ) {
+    const end = plainPartEnd(text, at);
+    if (end < 0) {
+      at = yield* countPieces(text, at, t);
+    } else {
+      yield t.count(end - at === text.length ? text : text.slice(at, end));
+      at = end;
+    }
+  }
+}
+
+/**
+ * The end of a plain part from `start`: at least PART_UNITS long, ending before a space or tab that
+ * follows a non-space (no piece spans that), or at the end of the text; -1 when a run of LONG_RUN
+ * spaces or non-spaces comes first, or no such end comes within 2 × PART_UNITS.
+ */
+function plainPartEnd(text: string, start: number): number {
+  const limit = Math.min(text.length, start + 2 * PART_UNITS);
+  let run = 0;
+  let runOfSpaces = false;
+  for (let i = start; i < limit; i++) {
+    const code = text.charCodeAt(i);
+    const space = isSpace(code);
+    if (space !== runOfSpaces) {
+      if (space && run > 0 && i - start >= PART_UNITS && (code === 0x20 || code === 0x09)) return i;
+      runOfSpaces = space;
+      run = 0;
+    }
+    if (++run >= LONG_RUN) return -1;
+  }
+  return limit === text.length ? limit : -1;
+}
+
+/**
+ * Counts the regex's pieces over one window from `start`, a piece boundary, and returns where it
+ * stopped. A piece the window gives that starts over MAX_PIECE units before the window's end is the
+ * piece the whole text gives, unless that one is longer than MAX_PIECE: the regex only sees past the
+ * window's end by matching up to it. Pieces longer than MAX_PIECE are counted in chunks.
+ */
+function* countPieces(text: string, start: number, t: Tokenizer): Generator<number, number> {
+  let end = Math.min(start + WINDOW_UNITS, text.length);
+  if (end < text.length && isHighSurrogate(text.charCodeAt(end - 1))) end--;
+  const trusted = end === text.length ? end : end - MAX_PIECE;
+  const window = text.slice(start, end);
+  const re = new RegExp(t.pieces); // its own lastIndex: counts interleave
+  let partStart = start;
+  let cut = start; // the end of the last piece holding a non-space
+  let next = start;
+  for (let m = re.exec(window); m !== null && start + m.index < trusted; m = re.exec(window)) {
+    const piece = m[0];
+    const pieceEnd = (next = start + re.lastIndex);
+    if (piece.length === 0) {
+      re.lastIndex++; // no split regex matches "", but never loop on one
+    } else if (piece.length > MAX_PIECE) {
+      if (pieceEnd - piece.length > partStart) yield t.count(text.slice(partStart, pieceEnd - piece.length));
+      yield* countLongPiece(piece, t);
+      partStart = cut = pieceEnd;
+    } else if (!isSpace(piece.charCodeAt(0)) || (piece.length > 1 && !isSpace(piece.charCodeAt(1)))) {
+      // every piece shape but spaces alone (" word", " !!", "}\n", "123") has a non-space in its first two units
+      cut = pieceEnd;
+      if (cut - partStart >= PART_UNITS) {
+        yield t.count(text.slice(partStart, cut));
+        partStart = cut;
+      }
+    }
+  }
+  if (cut === start) cut = next > start ? next : trusted; // spaces alone: never stall
+  if (cut > partStart) yield t.count(text.slice(partStart, cut));
+  return cut;
+}
+
+/** A piece too long for BPE counted in MAX_PIECE-unit chunks, never splitting a surrogate pair. */
+function* countLongPiece(piece: string, t: Tokenizer): Generator<number, void> {
+  let sum = 0;
+  let done = 0;
+  for (let at = 0; at < piece.length; ) {
+    let end = Math.min(at + MAX_PIECE, piece.length);
+    if (end < piece.length && isHighSurrogate(piece.charCodeAt(end - 1))) end--;
+    sum += t.count(piece.slice(at, end));
+    at = end;
+    if (at - done >= PART_UNITS) {
+      yield sum;
+      sum = 0;
+      done = at;
+    }
+  }
+  if (sum > 0) yield sum;
+}
+
+/** `\s` of a regex: ASCII spaces and Unicode's Zs, line and paragraph separators and the BOM. */
+function isSpace(code: number): boolean {
+  if (code < 0x80) return code === 0x20 || (code >= 0x09 && code <= 0x0d);
+  return (
+    code === 0xa0 || code === 0x1680 || (code >= 0x2000 && code <= 0x200a) || code === 0x2028 || code === 0x2029 ||
+    code === 0x202f || code === 0x205f || code === 0x3000 || code === 0xfeff
+  );
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+export function createPacer(sliceMs = SLICE_MS): Pacer {
+  let sliceStart = performance.now();
+  return {
+    due() {
+      if (performance.now() - sliceStart < sliceMs) return undefined;
+      return nextTurn().then(() => {
+        sliceStart = performance.now();
+      });
+    },
+  };
+}
 
 export function countText(text: string, tokenizer: TokenizerName = "cl100k_base"): number {
-  return text.length === 0 ? 0 : encoder(tokenizer).countTokens(text, AS_TEXT);
+  let total = 0;
+  for (const n of countParts(text, tokenizer)) total += n;
+  return total;
+}
+
+/**
+ * countText that yields to the event loop between slices of work, and stops once the running total
+ * exceeds `stopAbove` (returning that partial total, which is then a lower bound).
+ */
+export async function countTextAsync(text: string, tokenizer: TokenizerName = "cl100k_base", opts: CountOptions = {}): Promise<number> {
+  const { stopAbove = Number.POSITIVE_INFINITY, pacer = createPacer() } = opts;
+  if (stopAbove < 0) return 0;
+  let total = 0;
+  for (const n of countParts(text, tokenizer)) {
+    total += n;
+    if (total > stopAbove) return total;
+    const due = pacer.due();
+    if (due) await due;
+  }
+  return total;
 }
 
 /** The text of a message's content: a string, or the text parts of a multi-part content. */
@@ -42,9 +229,14 @@ export function lastUserText(messages: ChatMessage[]): string {
   return last ? messageText(last.content) : "";
 }
 
+/** What countMessage counts: role + "\n" + content, trimmed. */
+function countedText(message: ChatMessage): string {
+  return `${message.role}\n${messageText(message.content)}`.trim();
+}
+
 /** `tokens(role + "\n" + content, trimmed) + 4`. */
 export function countMessage(message: ChatMessage, tokenizer: TokenizerName = "cl100k_base"): number {
-  return countText(`${message.role}\n${messageText(message.content)}`.trim(), tokenizer) + MESSAGE_OVERHEAD;
+  return countText(countedText(message), tokenizer) + MESSAGE_OVERHEAD;
 }
 
 /** An upper bound of countMessage that costs one byte-length pass. */
@@ -58,12 +250,18 @@ export function countMessages(messages: ChatMessage[], tokenizer: TokenizerName 
   return total;
 }
 
-/** countMessages, yielding to the event loop between messages. */
-export async function countMessagesAsync(messages: ChatMessage[], tokenizer: TokenizerName = "cl100k_base"): Promise<number> {
+/** countMessages with countTextAsync's slicing and early stop (one slice clock for all messages). */
+export async function countMessagesAsync(messages: ChatMessage[], tokenizer: TokenizerName = "cl100k_base", opts: CountOptions = {}): Promise<number> {
+  const { stopAbove = Number.POSITIVE_INFINITY, pacer = createPacer() } = opts;
   let total = 0;
   for (const m of messages) {
-    total += countMessage(m, tokenizer);
-    await new Promise((resolve) => setImmediate(resolve));
+    if (total > stopAbove) break;
+    total += MESSAGE_OVERHEAD + (await countTextAsync(countedText(m), tokenizer, { stopAbove: stopAbove - total - MESSAGE_OVERHEAD, pacer }));
   }
   return total;
+}
+
+/** countMessage with countTextAsync's slicing and early stop. */
+export function countMessageAsync(message: ChatMessage, tokenizer: TokenizerName = "cl100k_base", opts: CountOptions = {}): Promise<number> {
+  return countMessagesAsync([message], tokenizer, opts);
 }
