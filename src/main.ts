@@ -1,59 +1,143 @@
-// Entry: loads the config, opens the store, builds the gateway and listens with listhen.
-// `npm start -- --config PATH --port N`, or env SLUICE_CONFIG / PORT. SIGTERM and SIGINT drain
-// in-flight requests, send queued share-link reports, then close the store.
+// Entry: loads the config, opens the store, builds the gateway and listens. `--help` lists the
+// options. Signals (CONTRACTS §7, §12): SIGTERM/SIGINT stop accepting, let requests in flight finish
+// for `server.shutdownTimeoutMs`, cut the rest with an error event and their usage rows, flush, exit 0
+// (a second signal cuts at once); SIGHUP and a change of the config file reload it. An error that
+// escapes everything else is logged and counted, and the gateway carries on.
+import { watch } from "node:fs";
+import type { Server } from "node:http";
+import { basename, dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { toNodeHandler } from "h3/node";
-import { listen } from "listhen";
 import { ConfigError, loadConfigFile } from "./config/load.js";
-import { createGateway } from "./gateway.js";
+import type { Config } from "./config/schema.js";
+import { createGateway, type Gateway } from "./gateway.js";
+import { createHttpServer } from "./http/server.js";
 import { createStore } from "./store/index.js";
 
-const SHUTDOWN_GRACE_MS = 30_000;
+const HELP = `Usage: npm start -- [options]   (or: node dist/main.js [options])
+
+Options:
+  --config PATH   the config file (default ./config.json, or env SLUICE_CONFIG)
+  --port N        the port to listen on, over server.port (or env PORT)
+  --help          this text
+
+Signals: SIGTERM/SIGINT drain and exit 0; SIGHUP reloads the config (so does saving the file).`;
+/** Time for flushing after the drain (usage rows, share-link reports) before a forced exit. */
+const FLUSH_GRACE_MS = 15_000;
+const WATCH_DEBOUNCE_MS = 200;
+/** Time for answers already ended by the drain (a cut stream's error event) to reach their clients. */
+const CLOSE_GRACE_MS = 1_000;
+
+const log = (message: string) => console.log(`[sluice] ${message}`);
 
 async function main(): Promise<void> {
   // 1. Arguments and environment.
-  const { values } = parseArgs({ options: { config: { type: "string" }, port: { type: "string" } }, strict: true });
-  const configPath = values.config ?? process.env.SLUICE_CONFIG ?? "./config.json";
-  const config = loadConfigFile(configPath);
-  const portText = values.port ?? process.env.PORT;
-  if (portText !== undefined) {
-    const port = Number(portText);
-    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new ConfigError("--port", [`port must be 1-65535, got ${JSON.stringify(portText)}`]);
-    config.server.port = port;
+  const { values } = parseArgs({ options: { config: { type: "string" }, port: { type: "string" }, help: { type: "boolean" } }, strict: true });
+  if (values.help) {
+    console.log(HELP);
+    return;
   }
+  const configPath = resolve(values.config ?? process.env.SLUICE_CONFIG ?? "./config.json");
+  const portText = values.port ?? process.env.PORT;
+  const load = () => withPort(loadConfigFile(configPath), portText);
+  const config = load();
 
   // 2. The store and the gateway.
   const store = createStore(config.store);
-  const gateway = createGateway(config, { store });
+  const gateway = createGateway(config, { store, loadConfig: load });
+  process.on("uncaughtException", (err) => lastResort(gateway, "uncaught_exception", err));
+  process.on("unhandledRejection", (err) => lastResort(gateway, "unhandled_rejection", err));
 
-  // 3. Listen. autoClose: false, because listhen's own SIGTERM exit would skip the drain below.
-  const host = config.server.host;
-  const listener = await listen(toNodeHandler(gateway.app), {
-    port: config.server.port,
-    hostname: host,
-    public: !["127.0.0.1", "localhost", "::1"].includes(host),
-    isProd: true, // the configured port or an error, never a silently different port
-    showURL: false,
-    qr: false,
-    autoClose: false,
+  // 3. Listen: the configured port or an error, never a silently different one.
+  const server = createHttpServer(toNodeHandler(gateway.app), config.server);
+  await new Promise<void>((resolveListen, reject) => {
+    server.once("error", reject);
+    server.listen(config.server.port, config.server.host, () => {
+      server.off("error", reject);
+      resolveListen();
+    });
   });
-  console.log(`[sluice] listening on ${listener.url} (config ${configPath}, store ${config.store.driver})`);
+  log(`listening on http://${config.server.host}:${config.server.port} (config ${configPath}, store ${config.store.driver})`);
 
-  // 4. Graceful shutdown.
+  // 4. Reload on SIGHUP and when the config file changes.
+  const reload = async (why: string) => {
+    const result = await gateway.reload();
+    log(result.ok ? `${why}: config reloaded` : `${why}: config refused, the running one is kept:\n  - ${result.errors?.join("\n  - ")}`);
+  };
+  process.on("SIGHUP", () => void reload("SIGHUP"));
+  watchFile(configPath, () => void reload("config file changed"));
+
+  // 5. Graceful shutdown.
   let closing = false;
   const shutdown = async (signal: string) => {
-    if (closing) return;
+    if (closing) {
+      log(`${signal} again: cutting what is left now`);
+      void gateway.drain(0);
+      return;
+    }
     closing = true;
-    console.log(`[sluice] ${signal}: draining`);
-    const force = setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS).unref();
-    await listener.close();
+    const graceMs = config.server.shutdownTimeoutMs;
+    log(`${signal}: draining (up to ${graceMs} ms)`);
+    setTimeout(() => process.exit(1), graceMs + FLUSH_GRACE_MS).unref();
+    server.close(); // no new connections; requests in flight go on
+    server.closeIdleConnections();
+    await gateway.drain(graceMs);
+    await connectionsClosed(server, CLOSE_GRACE_MS);
+    server.closeAllConnections(); // whatever is left (a client trickling its body) does not hold the exit
     await gateway.close();
     await store.close();
-    clearTimeout(force);
+    log("stopped");
     process.exit(0);
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+function withPort(config: Config, portText: string | undefined): Config {
+  if (portText === undefined) return config;
+  const port = Number(portText);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new ConfigError("--port", [`port must be 1-65535, got ${JSON.stringify(portText)}`]);
+  config.server.port = port;
+  return config;
+}
+
+/** Resolves once every connection has closed (idle ones are closed as their answers end), or after `ms`. */
+function connectionsClosed(server: Server, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const tick = setInterval(() => server.closeIdleConnections(), 20);
+    const done = () => {
+      clearInterval(tick);
+      clearTimeout(deadline);
+      resolve();
+    };
+    const deadline = setTimeout(done, ms);
+    server.once("close", done);
+    server.getConnections((_, count) => count === 0 && done());
+  });
+}
+
+/** Watches the file's folder (editors replace files rather than write them in place), debounced. */
+function watchFile(path: string, changed: () => void): void {
+  let timer: NodeJS.Timeout | undefined;
+  const name = basename(path);
+  try {
+    const watcher = watch(dirname(path), (_, file) => {
+      if (file !== null && file !== name) return;
+      clearTimeout(timer);
+      timer = setTimeout(changed, WATCH_DEBOUNCE_MS);
+    });
+    watcher.on("error", () => watcher.close());
+    watcher.unref();
+  } catch {
+    log("cannot watch the config file: reload with SIGHUP or POST /api/admin/reload");
+  }
+}
+
+/** The process's last resort: never a silent exit. Names, codes and stacks only — no request data. */
+function lastResort(gateway: Gateway, kind: "uncaught_exception" | "unhandled_rejection", err: unknown): void {
+  gateway.processError(kind);
+  const e = err instanceof Error ? err : new Error(String(err));
+  console.error(`[sluice] ${kind} (the gateway carries on): ${e.name} ${(e as NodeJS.ErrnoException).code ?? ""} ${e.message}\n${e.stack ?? ""}`);
 }
 
 main().catch((err: unknown) => {

@@ -43,25 +43,26 @@ export function createChatHandler(deps: ChatDeps) {
     const authorization = event.req.headers.get("authorization");
     const key = authorization ? deps.keyring.authenticate(authorization) : undefined;
 
-    // 2. The body, validated.
-    const req = parseChatRequest(await readJsonBody(event, deps.body));
-    facts.stream = req.stream === true;
-
-    // 3. The caller (app key or share-link user), its app and the model.
-    const caller = identifyCaller(deps, key, req, time);
-    Object.assign(facts, { appId: caller.app.id, keyName: caller.key?.name, shareId: caller.share?.link.shareId });
-    const model = resolveModel(deps.models, caller.app, req.model, deps.router.serves);
-    facts.model = model.model;
-
     // the request's work stops when the client leaves, a deadline passes or the gateway shuts down
     const cancel = new Cancel();
     const untrack = deps.inflight.track(cancel);
-    const nodeRes = event.runtime?.node?.res as ServerResponse | undefined; // http/1.1 only: listhen serves no http2
+    const nodeRes = event.runtime?.node?.res as ServerResponse | undefined; // http/1.1: the server speaks no http2
     nodeRes?.once("close", () => nodeRes.writableFinished || cancel.abort("client_abort"));
+
     let deadline: NodeJS.Timeout | undefined;
     let reservation: Reservation | undefined;
     let ex: Exchange | undefined;
     try {
+      // 2. The body, validated.
+      const req = parseChatRequest(await readJsonBody(event, deps.body, cancel));
+      facts.stream = req.stream === true;
+
+      // 3. The caller (app key or share-link user), its app and the model.
+      const caller = identifyCaller(deps, key, req, time);
+      Object.assign(facts, { appId: caller.app.id, keyName: caller.key?.name, shareId: caller.share?.link.shareId });
+      const model = resolveModel(deps.models, caller.app, req.model, deps.router.serves);
+      facts.model = model.model;
+
       // 4. Share-link users: the operator's before-chat check gives the uid.
       const uid = caller.share ? await deps.shareAuth.start(caller.share.link, caller.share.token, lastUserText(req.messages)) : undefined;
 

@@ -1,10 +1,12 @@
 // Reads a JSON request body with a size and a nesting limit, straight from the Node request stream.
 import type { IncomingMessage } from "node:http";
 import type { H3Event } from "h3";
+import type { Cancel } from "./cancel.js";
 import { GatewayError, badRequest } from "./errors.js";
 
 function tooLarge(limit: number): GatewayError {
-  return new GatewayError(413, "request_too_large", `Request body is larger than ${limit} bytes.`);
+  // the connection closes after the answer: what is left of a large body is not worth reading
+  return new GatewayError(413, "request_too_large", `Request body is larger than ${limit} bytes.`, { headers: { connection: "close" } });
 }
 
 export interface BodyLimits {
@@ -14,7 +16,7 @@ export interface BodyLimits {
 }
 
 /** The parsed JSON body; 415 for a non-JSON content type, 413 over the size, 400 for malformed or too deeply nested JSON. */
-export async function readJsonBody(event: H3Event, limits: BodyLimits): Promise<unknown> {
+export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: Cancel): Promise<unknown> {
   const limit = limits.maxBytes;
   const type = event.req.headers.get("content-type");
   if (type && !/^application\/(.+\+)?json\b/i.test(type)) {
@@ -23,7 +25,7 @@ export async function readJsonBody(event: H3Event, limits: BodyLimits): Promise<
   const declared = Number(event.req.headers.get("content-length") ?? NaN);
   if (declared > limit) throw tooLarge(limit);
   const nodeReq = event.runtime?.node?.req as IncomingMessage | undefined;
-  const text = nodeReq ? await readNodeBody(nodeReq, limit) : await readWebBody(event.req, limit);
+  const text = nodeReq ? await readNodeBody(nodeReq, limit, cancel) : await readWebBody(event.req, limit);
   if (text.length === 0) throw badRequest("invalid_json", "Request body is empty: send a JSON object.");
   if (nestingExceeds(text, limits.maxDepth)) {
     throw badRequest("json_too_deep", `Request body nests arrays or objects more than ${limits.maxDepth} levels deep.`);
@@ -35,8 +37,13 @@ export async function readJsonBody(event: H3Event, limits: BodyLimits): Promise<
   }
 }
 
-function readNodeBody(req: IncomingMessage, limit: number): Promise<string> {
+function readNodeBody(req: IncomingMessage, limit: number, cancel?: Cancel): Promise<string> {
   return new Promise((resolve, reject) => {
+    // a shutdown (or the client leaving) stops a body still arriving: a slow upload never holds exit
+    const onCancel = () => {
+      cleanup();
+      reject(new GatewayError(503, "shutting_down", "The gateway is shutting down; retry the request.", { type: "api_error", headers: { "Retry-After": "1" } }));
+    };
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer) => {
@@ -58,6 +65,7 @@ function readNodeBody(req: IncomingMessage, limit: number): Promise<string> {
       reject(err);
     };
     const cleanup = () => {
+      cancel?.off("abort", onCancel);
       req.off("data", onData);
       req.off("end", onEnd);
       req.off("error", onError);
@@ -65,6 +73,7 @@ function readNodeBody(req: IncomingMessage, limit: number): Promise<string> {
     req.on("data", onData);
     req.on("end", onEnd);
     req.on("error", onError);
+    cancel?.once("abort", onCancel);
   });
 }
 

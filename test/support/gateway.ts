@@ -1,6 +1,6 @@
 // Starts a real gateway on 127.0.0.1 (random port) for tests: raw config in, URL out.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
@@ -8,6 +8,7 @@ import { toNodeHandler } from "h3/node";
 import { parseConfig } from "../../src/config/load.js";
 import type { Config } from "../../src/config/schema.js";
 import { createGateway, type Gateway } from "../../src/gateway.js";
+import { createHttpServer } from "../../src/http/server.js";
 import type { Observer } from "../../src/observability/observer.js";
 import type { ShareAuth } from "../../src/share/callbacks.js";
 import { createStore } from "../../src/store/index.js";
@@ -47,7 +48,7 @@ export async function startGateway(rawConfig: unknown, opts: StartOptions = {}):
   const config = parseConfig(withDefaults, opts.env ?? process.env);
   const store = opts.store ?? createStore(config.store);
   const gateway = createGateway(config, { store, observer: opts.observerExtra, shareAuth: opts.shareAuth });
-  const server = createServer(toNodeHandler(gateway.app));
+  const server = createHttpServer(toNodeHandler(gateway.app), config.server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return {
