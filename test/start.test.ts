@@ -2,7 +2,7 @@
 // config.json, and the README's first curl request answers with no model server running. Signals
 // as Docker and systemd send them: to the npm process, to node itself; SIGHUP reloads.
 import { execFile, spawn, spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -18,8 +18,6 @@ let dir: string;
 let upstream: Upstream;
 
 beforeAll(async () => {
-  // the build `npm start` would make (its prestart then finds it up to date)
-  await promisify(execFile)(process.execPath, [join(REPO_ROOT, "scripts/build.mjs")]);
   upstream = await startUpstream({ chunks: 200, chunkDelayMs: 50 });
   // a folder of its own, holding only the shipped config: the store lands in ./data there
   dir = mkdtempSync(join(tmpdir(), "sluice-start-"));
@@ -32,6 +30,13 @@ afterAll(async () => {
 });
 
 describe("npm start", () => {
+  it("does not rebuild dist/ when no source changed since the last build", async () => {
+    // vitest's global setup built dist/; `npm start`'s prestart step finds it up to date
+    const before = statSync(join(REPO_ROOT, "dist/main.js")).mtimeMs;
+    await promisify(execFile)(process.execPath, [join(REPO_ROOT, "scripts/build.mjs"), "--if-changed"]);
+    expect(statSync(join(REPO_ROOT, "dist/main.js")).mtimeMs).toBe(before);
+  });
+
   it("serves the README's first request from the built gateway and the shipped config, then stops on SIGTERM", async () => {
     const gw = await processes.startMain(BUILT_ENTRY, [], dir);
     const res = await fetch(`${gw.url}/v1/chat/completions`, {

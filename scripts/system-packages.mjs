@@ -1,0 +1,33 @@
+// `npm test`'s first step: the Debian packages some tests drive as real servers (Prometheus and
+// promtool for the dashboard and alert rules, Chromium for the share window and browser CORS).
+// Missing ones are installed with apt-get when run as root; otherwise the tests stop at once with
+// the one command that installs them.
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+
+/** Debian package → the files the tests run from it. */
+const PACKAGES = {
+  prometheus: ["/usr/bin/prometheus", "/usr/bin/promtool"],
+  chromium: ["/usr/bin/chromium"],
+};
+
+const missing = Object.entries(PACKAGES)
+  .filter(([, files]) => !files.every((file) => existsSync(file)))
+  .map(([name]) => name);
+if (missing.length === 0) process.exit(0);
+
+const command = `apt-get install -y --no-install-recommends ${missing.join(" ")}`;
+const isRoot = process.getuid?.() === 0;
+if (!isRoot || !existsSync("/usr/bin/apt-get")) {
+  console.error(`The tests need the Debian packages ${missing.join(", ")}. Install them with:\n\n  sudo ${command}\n`);
+  process.exit(1);
+}
+console.error(`[tests] installing ${missing.join(", ")} with apt-get (needed by the tests)`);
+const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+try {
+  execFileSync("apt-get", ["update", "-qq"], { stdio: "inherit", env });
+  execFileSync("apt-get", command.split(" ").slice(1).concat("-qq"), { stdio: ["ignore", "ignore", "inherit"], env });
+} catch {
+  console.error(`[tests] apt-get failed; install the packages with:\n\n  ${command}\n`);
+  process.exit(1);
+}
