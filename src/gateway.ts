@@ -55,7 +55,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const observer = combineObservers([metrics, requestLog, ...(deps.observer ? [deps.observer] : [])]);
 
   // 2. What outlives a reload, then the first runtime.
-  const state = deps.state ?? createMemoryClusterState(config.routing.breaker);
+  // breaker options are read at each use, so a reload changes them for every channel at once
+  const state = deps.state ?? createMemoryClusterState(() => current.config.routing.breaker);
   const shared: Shared = {
     store: deps.store,
     state,

@@ -28,9 +28,10 @@ let store: Store;
 let server: Server;
 let url: string;
 
-function writeConfig(channelUrl: string, extraKeys: Record<string, unknown>[] = [], raw?: string) {
+function writeConfig(channelUrl: string, extraKeys: Record<string, unknown>[] = [], raw?: string, routing?: Record<string, unknown>) {
   writeFileSync(path, raw ?? JSON.stringify({
     server: { log: { level: "silent" } },
+    ...(routing ? { routing } : {}),
     store: { driver: "memory" },
     channels: [{ name: "main", baseUrl: channelUrl, models: ["m1"], healthCheck: { intervalMs: 0 } }],
     llmModels: [{ model: "m1", maxContext: 4000, maxResponse: 100 }],
@@ -113,5 +114,17 @@ describe("reload", () => {
       expect.objectContaining({ name: "main", up: true, inFlight: 0, queued: 0, breaker: expect.objectContaining({ state: "closed" }) }),
     ]);
     expect(JSON.stringify(channels)).not.toContain(b.url);
+  });
+
+  it("applies reloaded breaker options to channels it already knows", async () => {
+    // the channel's breaker exists from earlier requests; with the default 5 failures one would not open it
+    writeConfig(b.url, [], undefined, { maxAttempts: 1, breaker: { failures: 1, cooldownMs: 60_000 } });
+    expect((await reload()).status).toBe(200);
+    b.behave({ status: 500 });
+    expect((await chat(url, { messages: [userMessage("fails")] }, APP)).status).toBe(502);
+    const res = await fetch(`${url}/api/admin/channels`, { headers: { authorization: `Bearer ${ADMIN}` } });
+    const { channels } = (await res.json()) as { channels: Array<{ breaker: { state: string } }> };
+    expect(channels[0]!.breaker.state).toBe("open");
+    b.behave({ status: 200 });
   });
 });

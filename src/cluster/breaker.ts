@@ -10,14 +10,17 @@ export interface BreakerOptions {
   cooldownMs: number;
 }
 
+/** Fixed options, or a function that reads the current config's (a reload changes them at once). */
+export type BreakerSettings = BreakerOptions | (() => BreakerOptions);
+
 export class Breaker {
   #view: BreakerView = { phase: "closed", failures: 0, retryAt: 0 };
   #cooldownMs: number;
-  readonly #opts: BreakerOptions;
+  readonly #opts: () => BreakerOptions;
 
-  constructor(opts: BreakerOptions) {
-    this.#opts = opts;
-    this.#cooldownMs = opts.cooldownMs;
+  constructor(settings: BreakerSettings) {
+    this.#opts = typeof settings === "function" ? settings : () => settings;
+    this.#cooldownMs = this.#opts().cooldownMs;
   }
 
   get view(): BreakerView {
@@ -38,12 +41,12 @@ export class Breaker {
     const v = this.#view;
     if (ok) {
       this.#view = { phase: "closed", failures: 0, retryAt: 0 };
-      this.#cooldownMs = this.#opts.cooldownMs;
+      this.#cooldownMs = this.#opts().cooldownMs;
       return;
     }
     v.failures++;
     if (v.phase === "half_open") this.#cooldownMs = Math.min(this.#cooldownMs * 2, MAX_COOLDOWN_MS);
-    else if (v.failures < this.#opts.failures) return;
+    else if (v.failures < this.#opts().failures) return;
     v.phase = "open";
     v.retryAt = now + Math.max(this.#cooldownMs, retryAfterMs);
   }

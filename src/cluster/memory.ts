@@ -1,7 +1,7 @@
 // The in-process ClusterState, for a single gateway instance: rate windows, budget ledgers and
 // breakers live in this process's memory (bounded caches keyed by configured names).
 import { LRUCache } from "lru-cache";
-import { Breaker, type BreakerOptions } from "./breaker.js";
+import { Breaker, type BreakerSettings } from "./breaker.js";
 import { RateWindow } from "./rate-window.js";
 import type { BudgetHold, ClusterState, ReserveResult } from "./types.js";
 
@@ -16,7 +16,7 @@ interface Ledger {
   held: number;
 }
 
-export function createMemoryClusterState(breakerOptions: BreakerOptions): ClusterState {
+export function createMemoryClusterState(breakerOptions: BreakerSettings): ClusterState {
   const windows = new LRUCache<string, RateWindow>({ max: MAX_SCOPES });
   const ledgers = new LRUCache<string, Ledger>({ max: MAX_SCOPES });
   const loading = new Map<string, Promise<void>>();
