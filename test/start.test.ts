@@ -134,6 +134,23 @@ describe("signals", () => {
     expect(gw.proc.exitCode).toBeNull();
   });
 
+  it("saving the config file reloads it while a stream started on the old config finishes", async () => {
+    const config = slowConfig("watch.json");
+    const gw = await processes.startMain(BUILT_ENTRY, ["--config", config]);
+    const res = await ask(gw.url, true);
+    const { text, reader } = await readUntil(res, (t) => t.includes('"content"'));
+    expect((await ask(gw.url, false, "sk-signal-added-key")).status).toBe(401);
+    slowConfig("watch.json", [{ name: "added", kind: "app", appId: "app", key: "sk-signal-added-key" }]);
+    await expect.poll(async () => (await ask(gw.url, false, "sk-signal-added-key")).status, { interval: 100, timeout: 5000 }).toBe(200);
+    let rest = "";
+    for (let r = await reader.read(); !r.done; r = await reader.read()) rest += Buffer.from(r.value).toString();
+    expect(parseSse(text + rest).at(-1)!.data).toBe("[DONE]");
+    // an invalid save keeps the running config
+    writeFileSync(config, "{ not json");
+    await expect.poll(() => gw.stdout() + gw.stderr(), { interval: 50, timeout: 5000 }).toContain("config refused");
+    expect((await ask(gw.url, false, "sk-signal-added-key")).status).toBe(200);
+  });
+
   it("a client trickling its body does not hold the exit past shutdownTimeoutMs", async () => {
     const config = slowConfig("trickle.json");
     const gw = await processes.startMain(BUILT_ENTRY, ["--config", config]);
