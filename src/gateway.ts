@@ -2,6 +2,7 @@
 // src/main.ts does. Tests build it with an in-memory store and drive it on a random port. The routes
 // read the current runtime (src/runtime.ts) as each request starts, so a reload swaps it atomically.
 import { H3, type H3Event } from "h3";
+import { createCreatedKeys } from "./auth/created-keys.js";
 import { createQuota } from "./chat/quota.js";
 import { createMemoryClusterState } from "./cluster/memory.js";
 import type { ClusterState } from "./cluster/types.js";
@@ -55,8 +56,10 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const observer = combineObservers([metrics, requestLog, ...(deps.observer ? [deps.observer] : [])]);
 
   // 2. What outlives a reload, then the first runtime.
-  // breaker options are read at each use, so a reload changes them for every channel at once
-  const state = deps.state ?? createMemoryClusterState(() => current.config.routing.breaker);
+  // breaker options are read at each use, so a reload changes them for every channel at once (the
+  // first runtime's health checks read them while it is built: `config` until it exists)
+  let breakerOptions = () => config.routing.breaker;
+  const state = deps.state ?? createMemoryClusterState(() => breakerOptions());
   const shared: Shared = {
     store: deps.store,
     state,
@@ -65,16 +68,20 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     quota: createQuota(deps.store, state, observer),
     inflight: new Inflight(),
     reload: () => reload(),
+    keys: createCreatedKeys(deps.store, state),
   };
   let current: Runtime = buildRuntime(config, shared);
-  const health = createHealth({ ping: () => deps.store.ping() });
+  breakerOptions = () => current.config.routing.breaker;
+  const health = createHealth({ ping: () => shared.keys.ready().then(() => deps.store.ping()) });
 
   // 3. Routes, each wrapped once for ids, errors, logs and metrics; each reads the current runtime.
   const cors = (e: H3Event) => allowedOrigin(e, current.config.server.cors.origins);
   const observe = createRouteWrapper(observer, shared.inflight, cors);
   type Name = keyof Runtime["routes"];
-  const to = (name: Name) => (e: H3Event) => (current.routes[name] as (e: H3Event) => Promise<Response> | Response)(e);
-  const json = (name: Name) => async (e: H3Event) => jsonResponse(await (current.routes[name] as (e: H3Event) => Promise<unknown>)(e));
+  // no request is judged before the keys created through the API are known (read once at start)
+  const route = (name: Name) => shared.keys.ready().then(() => current.routes[name] as (e: H3Event) => Promise<unknown> | Response);
+  const to = (name: Name) => async (e: H3Event) => (await route(name))(e) as Promise<Response> | Response;
+  const json = (name: Name) => async (e: H3Event) => jsonResponse(await (await route(name))(e));
   const app = new H3();
   for (const prefix of ["/v1", "/api/v1"]) {
     app.post(`${prefix}/chat/completions`, observe(`${prefix}/chat/completions`, to("chat")));
@@ -89,6 +96,9 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   app.get("/chat/share", observe("/chat/share", to("sharePage")));
   app.get("/api/admin/channels", observe("/api/admin/channels", to("adminChannels")));
   app.post("/api/admin/reload", observe("/api/admin/reload", to("adminReload")));
+  app.post("/api/admin/keys", observe("/api/admin/keys", to("adminKeyCreate")));
+  app.get("/api/admin/keys", observe("/api/admin/keys", to("adminKeyList")));
+  app.delete("/api/admin/keys/:name", observe("/api/admin/keys/:name", to("adminKeyRevoke")));
   app.get("/metrics", (e) => metricsResponse(metrics, current.config.server.metricsToken, e.req.headers.get("authorization")));
   app.get("/healthz", () => health.live());
   app.get("/readyz", () => health.ready());
@@ -123,7 +133,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   async function close(): Promise<void> {
     // queued finish reports get a bounded chance; what is left is dropped (and counted)
     await Promise.race([shared.shareAuth.drain(), new Promise((resolve) => setTimeout(resolve, FINISH_DRAIN_MS).unref())]);
-    await Promise.all([shared.shareAuth.close(), current.router.close(), requestLog.close()]);
+    await Promise.all([shared.shareAuth.close(), current.router.close(), requestLog.close(), shared.keys.close()]);
   }
   return {
     app,

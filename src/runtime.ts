@@ -2,7 +2,9 @@
 // A reload builds a new one beside the old (CONTRACTS §12): requests in flight keep the runtime they
 // started with; the router hands unchanged channels (their pools, gates and state) to the new one.
 import type { H3Event } from "h3";
+import { createKeyRoutes } from "./admin/keys.js";
 import { createAdminRoutes } from "./admin/routes.js";
+import type { CreatedKeys } from "./auth/created-keys.js";
 import { createKeyring } from "./auth/keys.js";
 import { createChatHandler } from "./chat/handler.js";
 import type { Quota } from "./chat/quota.js";
@@ -18,7 +20,8 @@ import { createShareRoutes } from "./share/routes.js";
 import type { Store } from "./store/types.js";
 import { createChannelRouter, type ChannelRouter } from "./upstream/router.js";
 
-/** What outlives a reload: the store, shared state, listeners, share callbacks, requests in flight. */
+/** What outlives a reload: the store, shared state, listeners, share callbacks, requests in flight,
+ *  keys created through the API. */
 export interface Shared {
   store: Store;
   state: ClusterState;
@@ -28,6 +31,7 @@ export interface Shared {
   inflight: Inflight;
   /** the gateway's reload, for the operations API */
   reload: () => Promise<ReloadResult>;
+  keys: CreatedKeys;
 }
 
 export interface ReloadResult {
@@ -51,6 +55,9 @@ export interface Runtime {
     sharePage: (e: H3Event) => Response;
     adminChannels: Handler;
     adminReload: Handler;
+    adminKeyCreate: Handler;
+    adminKeyList: Handler;
+    adminKeyRevoke: Handler;
   };
 }
 
@@ -59,7 +66,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const models = new Map(config.llmModels.map((m) => [m.model, m]));
   const apps = new Map(config.apps.map((a) => [a.id, a]));
   const links = new Map(config.shareLinks.map((l) => [l.shareId, l]));
-  const keyring = createKeyring(config.apiKeys);
+  const keyring = createKeyring(config.apiKeys, shared.keys);
   const router = createChannelRouter(config.channels, shared.observer, shared.state, { previous: previous?.router.entries });
 
   // 2. The handlers, each bound to this runtime's lookups.
@@ -81,6 +88,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   });
   const share = createShareRoutes({ links, apps, store: shared.store, auth: shared.shareAuth, readJson });
   const admin = createAdminRoutes({ keyring, models, apps, store: shared.store, router, reload: shared.reload });
+  const keys = createKeyRoutes({ keyring, apps, keys: shared.keys, readJson });
 
   return {
     config,
@@ -96,6 +104,9 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
       sharePage: share.page,
       adminChannels: admin.channels,
       adminReload: admin.reload,
+      adminKeyCreate: keys.create,
+      adminKeyList: keys.list,
+      adminKeyRevoke: keys.revoke,
     },
   };
 }

@@ -1,6 +1,6 @@
 // The key-protected read and operations routes: GET /v1/models (what a key may use) and
 // /v1/models/{id}, GET /api/v1/usage (global and admin keys), and the operations API for admin keys
-// (CONTRACTS §12): GET /api/admin/channels, POST /api/admin/reload.
+// (CONTRACTS §12): GET /api/admin/channels, POST /api/admin/reload. The keys API is in keys.ts.
 import type { H3Event } from "h3";
 import type { Keyring, KeyIdentity } from "../auth/keys.js";
 import type { AppConfig, ModelConfig } from "../config/schema.js";
@@ -23,10 +23,12 @@ export function createAdminRoutes(deps: AdminDeps) {
   const created = Math.floor(Date.now() / 1000);
   const authenticate = (event: H3Event) => deps.keyring.authenticate(event.req.headers.get("authorization"));
   const modelObject = (id: string) => ({ id, object: "model", created, owned_by: "sluice", name: deps.models.get(id)?.name ?? id });
-  /** The models a key may use: its app's, or every model for a global or admin key. */
+  /** The models a key may use: its app's (none when a reload removed the app of a created key), or
+   *  every model for a global or admin key. */
   const usable = (key: KeyIdentity) => {
-    const app = key.appId ? deps.apps.get(key.appId) : undefined;
-    return app ? (app.models ?? [app.model]) : [...deps.models.keys()];
+    if (!key.appId) return [...deps.models.keys()];
+    const app = deps.apps.get(key.appId);
+    return app ? (app.models ?? [app.model]) : [];
   };
 
   async function models(event: H3Event): Promise<Response> {
@@ -83,7 +85,7 @@ export function createAdminRoutes(deps: AdminDeps) {
   return { models, model, usage, channels, reload };
 }
 
-function requireAdmin(key: KeyIdentity): void {
+export function requireAdmin(key: KeyIdentity): void {
   if (key.kind !== "admin") throw new GatewayError(403, "admin_key_required", "The operations API needs an admin key.");
 }
 

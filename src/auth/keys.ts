@@ -1,5 +1,6 @@
-// Client API keys (CONTRACTS §2): resolves `Authorization: Bearer <key>` to a configured key.
-// Keys are held only as sha256 digests and compared in constant time; no key is ever echoed.
+// Client API keys (CONTRACTS §2): resolves `Authorization: Bearer <key>` to a configured key, or to
+// one created through the operations API (a KeySource). Keys are held only as sha256 digests and
+// config keys are compared in constant time; no key is ever echoed.
 import { hash, timingSafeEqual } from "node:crypto";
 import type { ApiKeyConfig } from "../config/schema.js";
 import { GatewayError } from "../http/errors.js";
@@ -12,6 +13,15 @@ export interface KeyIdentity {
   qpm: number;
 }
 
+/** Keys that do not come from the config: those created through the operations API. */
+export interface KeySource {
+  /** The live key with this sha256 digest (hex). A lookup by digest reveals nothing of a key: an
+   *  attacker cannot choose a digest's leading characters. */
+  find(sha256: string): KeyIdentity | undefined;
+  /** A key (config or created) authenticated a request: its lastUsedAt moves. */
+  used(name: string, now: number): void;
+}
+
 interface StoredKey {
   digest: Buffer;
   identity: KeyIdentity;
@@ -22,7 +32,7 @@ export const missingApiKey = () =>
 
 const sha256 = (value: string): Buffer => hash("sha256", value, "buffer");
 
-export function createKeyring(keys: ApiKeyConfig[]) {
+export function createKeyring(keys: ApiKeyConfig[], source?: KeySource) {
   const stored: StoredKey[] = keys.map((k) => ({
     digest: k.sha256 ? Buffer.from(k.sha256, "hex") : sha256(k.key ?? ""),
     identity: { name: k.name, kind: k.kind, appId: k.appId, maxUsagePoints: k.maxUsagePoints, qpm: k.qpm },
@@ -36,11 +46,13 @@ export function createKeyring(keys: ApiKeyConfig[]) {
     let found: KeyIdentity | undefined;
     // Compare against every key, so timing reveals neither which key matched nor how many exist.
     for (const k of stored) if (timingSafeEqual(k.digest, digest)) found = k.identity;
+    found ??= source?.find(digest.toString("hex"));
     if (!found) throw new GatewayError(401, "invalid_api_key", "Invalid API key.");
+    source?.used(found.name, Date.now());
     return found;
   }
 
-  return { authenticate };
+  return { authenticate, configured: stored.map((k) => k.identity) };
 }
 
 export type Keyring = ReturnType<typeof createKeyring>;

@@ -39,7 +39,9 @@ export function identifyCaller(deps: CallerDeps, key: KeyIdentity | undefined, r
   if (key.kind !== "app" || !key.appId) {
     throw new GatewayError(403, "app_key_required", "Chat needs an application key: this is a global key. Use the API key of the application you want to chat with.");
   }
-  const app = deps.apps.get(key.appId)!;
+  const app = deps.apps.get(key.appId);
+  // a created key outlives config reloads: its app may have been removed since
+  if (!app) throw new GatewayError(403, "app_not_found", "The application of this key is no longer configured; ask the operator for a key of an existing application.");
   return {
     app,
     key,

@@ -1,9 +1,10 @@
-// The in-process ClusterState, for a single gateway instance: rate windows, budget ledgers and
-// breakers live in this process's memory (bounded caches keyed by configured names).
+// The in-process ClusterState, for a single gateway instance: rate windows, budget ledgers,
+// breakers and key-change listeners live in this process's memory (bounded caches keyed by
+// configured names).
 import { LRUCache } from "lru-cache";
 import { Breaker, type BreakerSettings } from "./breaker.js";
 import { RateWindow } from "./rate-window.js";
-import type { BudgetHold, ClusterState, ReserveResult } from "./types.js";
+import type { BudgetHold, ClusterState, KeyChange, ReserveResult } from "./types.js";
 
 const MAX_SCOPES = 100_000;
 /** points are decimals: sums of 0.05 must not refuse the request that exactly fills a budget */
@@ -21,6 +22,7 @@ export function createMemoryClusterState(breakerOptions: BreakerSettings): Clust
   const ledgers = new LRUCache<string, Ledger>({ max: MAX_SCOPES });
   const loading = new Map<string, Promise<void>>();
   const breakers = new Map<string, Breaker>();
+  const keyListeners = new Set<(change: KeyChange) => void>();
   const breakerOf = (channel: string) => {
     let b = breakers.get(channel);
     if (!b) breakers.set(channel, (b = new Breaker(breakerOptions)));
@@ -70,5 +72,14 @@ export function createMemoryClusterState(breakerOptions: BreakerSettings): Clust
     admitChannel: (channel, now) => breakerOf(channel).admit(now),
     channelResult: (channel, ok, now, retryAfterMs) => breakerOf(channel).record(ok, now, retryAfterMs),
     breaker: (channel) => breakerOf(channel).view,
+
+    // one instance: a change reaches every listener before the publish resolves
+    async publishKeyChange(change) {
+      for (const listener of keyListeners) listener(change);
+    },
+    onKeyChange(listener) {
+      keyListeners.add(listener);
+      return () => void keyListeners.delete(listener);
+    },
   };
 }

@@ -1,6 +1,7 @@
-// State that several gateway instances must share (CONTRACTS §9–§11): rate windows, budget
-// reservations and circuit breakers. One small interface; `memory.ts` implements it for a single
-// instance, a Redis implementation (for `cluster.redisUrl`) implements the same.
+// State that several gateway instances must share (CONTRACTS §9–§12): rate windows, budget
+// reservations, circuit breakers and changes of created keys (revocations). One small interface;
+// `memory.ts` implements it for a single instance, a Redis implementation (for `cluster.redisUrl`)
+// implements the same.
 
 export interface RateDecision {
   allowed: boolean;
@@ -27,6 +28,10 @@ export interface BreakerView {
   retryAt: number;
 }
 
+/** A key created through the operations API was added or revoked; `resync`: changes may have been
+ *  missed (a reconnect), so every listener re-reads the created keys from the store. */
+export type KeyChange = { change: "created" | "revoked"; name: string } | { change: "resync" };
+
 export interface ClusterState {
   /** Counts one hit against a 60-second sliding window of `limit` hits for the scope; a refused
    *  hit is not counted. */
@@ -42,4 +47,9 @@ export interface ClusterState {
   /** The outcome of an attempt or health check on the channel. `retryAfterMs`: the upstream's. */
   channelResult(channel: string, ok: boolean, now: number, retryAfterMs?: number): void;
   breaker(channel: string): BreakerView;
+  /** Tells every instance, this one included, of a change the store already holds: each drops a
+   *  revoked key at once (within a second across instances) and re-reads created keys. */
+  publishKeyChange(change: KeyChange): Promise<void>;
+  /** Hears the key changes of every instance; returns the function that stops listening. */
+  onKeyChange(listener: (change: KeyChange) => void): () => void;
 }

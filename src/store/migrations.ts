@@ -97,6 +97,25 @@ export const MIGRATIONS: readonly string[] = [
     WHERE app_id = NEW.app_id AND chat_id = NEW.chat_id;
   END;
   `,
+  // 4: keys created through the operations API, held as sha256 digests (never the key); a revoked
+  //    key keeps its row, so its name (and spend scope) is never given to another key. key_activity
+  //    holds lastUsedAt of every key, config keys included.
+  `
+  CREATE TABLE api_keys (
+    name             TEXT    PRIMARY KEY,
+    kind             TEXT    NOT NULL CHECK (kind IN ('app', 'global')),
+    app_id           TEXT,
+    sha256           TEXT    NOT NULL UNIQUE,
+    max_usage_points REAL    NOT NULL,
+    qpm              INTEGER NOT NULL,
+    created_at       INTEGER NOT NULL,
+    revoked_at       INTEGER
+  );
+  CREATE TABLE key_activity (
+    name         TEXT    PRIMARY KEY,
+    last_used_at INTEGER NOT NULL
+  );
+  `,
 ];
 
 /** Brings the database to the latest schema version; refuses a database made by a newer build. */

@@ -7,6 +7,7 @@ import Database from "better-sqlite3";
 import { migrate } from "./migrations.js";
 import { CACHED_MESSAGES, createChatCache } from "./chat-cache.js";
 import { createWriteBatcher, type Batched } from "./write-batch.js";
+import { createKeyOps } from "./sqlite-keys.js";
 import type {
   AppendRoundInput,
   ChatInfo,
@@ -50,6 +51,7 @@ export function createSqliteStore(path: string): Store {
   return {
     ...createChatOps(sql, batched),
     ...createUsageOps(sql, batched),
+    ...createKeyOps(db),
     async ping() {
       sql.ping.get();
     },

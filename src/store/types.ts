@@ -1,4 +1,4 @@
-// The store interface: conversations, share-link records, usage rows, spend counters.
+// The store interface: conversations, share-link records, usage rows, spend counters, created keys.
 // SQLite implements it today (store/sqlite.ts); a Redis store with the same behaviour comes later.
 
 /** Who owns a chat: null for chats made through an app key, a share-link user otherwise. */
@@ -76,6 +76,28 @@ export interface UsageQuery {
   appId?: string;
 }
 
+/** A key created through the operations API (CONTRACTS §12): never the key, only its digest. */
+export interface CreatedKeyRow {
+  name: string;
+  kind: "app" | "global";
+  appId: string | null;
+  /** sha256 hex digest of the key */
+  sha256: string;
+  /** -1: no budget */
+  maxUsagePoints: number;
+  /** 0: no rate limit */
+  qpm: number;
+  /** epoch milliseconds */
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+export interface KeyUse {
+  name: string;
+  /** epoch milliseconds */
+  lastUsedAt: number;
+}
+
 export interface Store {
   /** The chat's owner and title, or undefined when (appId, chatId) has no chat yet. */
   getChat(appId: string, chatId: string): Promise<ChatInfo | undefined>;
@@ -91,6 +113,17 @@ export interface Store {
   summarizeUsage(query: UsageQuery): Promise<UsageSummary>;
   /** Points spent so far by a scope (`app:<id>`, `key:<name>`, `share:<shareId>`). */
   getSpent(scope: string): Promise<number>;
+  /** Every created key, revoked ones too, oldest first. */
+  listCreatedKeys(): Promise<CreatedKeyRow[]>;
+  /** Adds a created key; false (nothing written) when a created key already has the name. */
+  createKey(row: CreatedKeyRow): Promise<boolean>;
+  /** Marks a created key revoked at `at` (a second revoke keeps the first time); the row after,
+   *  or undefined when no created key has the name. */
+  revokeKey(name: string, at: number): Promise<CreatedKeyRow | undefined>;
+  /** Moves keys' lastUsedAt forward (never back), in one transaction. */
+  recordKeyUse(uses: KeyUse[]): Promise<void>;
+  /** lastUsedAt of every key used so far (config and created keys). */
+  listKeyUse(): Promise<KeyUse[]>;
   /** Resolves when the store answers; rejects otherwise (used by /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -1,0 +1,119 @@
+// The keys API (CONTRACTS §12), for admin keys: POST /api/admin/keys creates a key (shown in that
+// answer only, stored as its sha256), GET lists every key (never a key or digest), DELETE
+// /api/admin/keys/{name} revokes a created key. Config keys are listed but change only in config.json.
+import type { H3Event } from "h3";
+import { z } from "zod";
+import type { CreatedKeys } from "../auth/created-keys.js";
+import type { Keyring } from "../auth/keys.js";
+import type { AppConfig } from "../config/schema.js";
+import { GatewayError, badRequest, notFound } from "../http/errors.js";
+import { jsonResponse } from "../http/json.js";
+import { requireAdmin } from "./routes.js";
+
+/** Names go into URLs (DELETE /api/admin/keys/{name}) and metric-free logs: a plain, short set. */
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+const required = (expected: string) => (issue: { input: unknown }) => (issue.input === undefined ? "is required" : `expected ${expected}`);
+
+const newKeySchema = z
+  .strictObject({
+    name: z.string({ error: required("a string") }).regex(NAME, "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"),
+    kind: z.enum(["app", "global"], { error: 'expected "app" or "global" (admin keys come only from config.json)' }),
+    appId: z.string({ error: required("a string") }).min(1, "must not be empty").optional(),
+    maxUsagePoints: z.number({ error: required("a number") }).min(-1, "expected -1 (no budget) or more").default(-1),
+    qpm: z.number({ error: required("a number") }).int("expected a whole number").min(0, "expected 0 (no limit) or more").default(0),
+  })
+  .superRefine((k, ctx) => {
+    if (k.kind === "app" && k.appId === undefined) ctx.addIssue({ code: "custom", path: ["appId"], message: "an app key needs appId" });
+    if (k.kind === "global" && k.appId !== undefined) ctx.addIssue({ code: "custom", path: ["appId"], message: "a global key carries no appId" });
+  });
+
+export interface KeyRouteDeps {
+  keyring: Keyring;
+  apps: Map<string, AppConfig>;
+  keys: CreatedKeys;
+  readJson: (event: H3Event) => Promise<unknown>;
+}
+
+export function createKeyRoutes(deps: KeyRouteDeps) {
+  const admin = (event: H3Event) => requireAdmin(deps.keyring.authenticate(event.req.headers.get("authorization")));
+  const inConfig = (name: string) => deps.keyring.configured.some((k) => k.name === name);
+
+  async function create(event: H3Event): Promise<Response> {
+    admin(event);
+    const input = parseNewKey(await deps.readJson(event));
+    if (input.appId !== undefined && !deps.apps.has(input.appId)) {
+      throw badRequest("invalid_request", `appId: unknown app ${quote(input.appId)}`, "appId");
+    }
+    const made = inConfig(input.name) ? undefined : await deps.keys.create(input, Date.now());
+    if (!made) throw new GatewayError(409, "key_name_taken", `A key named ${quote(input.name)} exists already (revoked keys keep their names): choose another name.`, { param: "name" });
+    const { row, key } = made;
+    return new Response(JSON.stringify({ name: row.name, kind: row.kind, appId: row.appId, key, createdAt: isoTime(row.createdAt) }), {
+      status: 201,
+      // the one answer that carries the key: no cache may keep it
+      headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" },
+    });
+  }
+
+  async function list(event: H3Event): Promise<Response> {
+    admin(event);
+    const [rows, used] = await Promise.all([deps.keys.list(), deps.keys.lastUsed()]);
+    const lastUsedAt = (name: string) => isoTime(used.get(name) ?? null);
+    const configured = deps.keyring.configured.map((k) => ({
+      name: k.name,
+      kind: k.kind,
+      appId: k.appId ?? null,
+      source: "config",
+      createdAt: null,
+      revokedAt: null,
+      lastUsedAt: lastUsedAt(k.name),
+    }));
+    const created = rows.map((r) => ({
+      name: r.name,
+      kind: r.kind,
+      appId: r.appId,
+      source: "api",
+      createdAt: isoTime(r.createdAt),
+      revokedAt: isoTime(r.revokedAt),
+      lastUsedAt: lastUsedAt(r.name),
+    }));
+    return jsonResponse({ keys: [...configured, ...created] });
+  }
+
+  async function revoke(event: H3Event): Promise<Response> {
+    admin(event);
+    const name = pathName(event.context.params?.name);
+    if (inConfig(name)) {
+      throw new GatewayError(409, "key_in_config", `The key ${quote(name)} comes from config.json: remove it there and reload.`);
+    }
+    const row = await deps.keys.revoke(name, Date.now());
+    if (!row) throw notFound("key_not_found", `No key created through the API is named ${quote(name)}.`);
+    return jsonResponse({ name: row.name, revoked: true, revokedAt: isoTime(row.revokedAt) });
+  }
+
+  return { create, list, revoke };
+}
+
+/** The body as a NewKey, or a 400 naming the first wrong field. */
+function parseNewKey(raw: unknown): z.infer<typeof newKeySchema> {
+  const result = newKeySchema.safeParse(raw);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const field = issue.code === "unrecognized_keys" ? issue.keys[0]! : issue.path.join(".");
+  const message = issue.code === "unrecognized_keys" ? "unknown field" : issue.message;
+  throw badRequest("invalid_request", `${field || "body"}: ${field ? message : "expected a JSON object"}`, field || null);
+}
+
+function pathName(raw: string | undefined): string {
+  try {
+    return decodeURIComponent(raw ?? "");
+  } catch {
+    throw badRequest("invalid_request", "The key name in the path is not valid percent-encoding.");
+  }
+}
+
+function isoTime(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
+
+const quote = (text: string) => JSON.stringify(text.slice(0, 64));

@@ -1,0 +1,137 @@
+// Keys created through the operations API (CONTRACTS §12). The live ones are held in memory by
+// sha256 digest, so a request's lookup touches no store; they are loaded from the store at start and
+// read again on every key change heard through the cluster state, and a revocation drops its key at
+// once — on every instance, as the change reaches each. lastUsedAt is noted in memory per request
+// and written to the store every few seconds, one transaction for all the keys used meanwhile.
+import { hash, randomBytes } from "node:crypto";
+import type { ClusterState, KeyChange } from "../cluster/types.js";
+import { GatewayError } from "../http/errors.js";
+import type { CreatedKeyRow, Store } from "../store/types.js";
+import type { KeyIdentity, KeySource } from "./keys.js";
+
+const KEY_PREFIX = "sk-sluice-";
+/** 32 random bytes: 43 url-safe characters after the prefix */
+const KEY_RANDOM_BYTES = 32;
+const USE_FLUSH_MS = 5_000;
+
+export interface NewKey {
+  name: string;
+  kind: "app" | "global";
+  appId?: string;
+  maxUsagePoints: number;
+  qpm: number;
+}
+
+export interface CreatedKeys extends KeySource {
+  /** Resolves once the created keys are loaded; a failed load is tried again at the next call. */
+  ready(): Promise<void>;
+  /** The new key (its only appearance) and its row; undefined when a created key has the name. */
+  create(input: NewKey, now: number): Promise<{ key: string; row: CreatedKeyRow } | undefined>;
+  /** The revoked key's row (the first revocation's time); undefined when no created key has the name. */
+  revoke(name: string, now: number): Promise<CreatedKeyRow | undefined>;
+  /** Every created key, revoked ones too, oldest first. */
+  list(): Promise<CreatedKeyRow[]>;
+  /** lastUsedAt (epoch ms) per key name: the store's, with the uses not yet written over them. */
+  lastUsed(): Promise<Map<string, number>>;
+  /** Writes the uses not yet written and stops listening for changes. */
+  close(): Promise<void>;
+}
+
+export function createCreatedKeys(store: Store, state: ClusterState): CreatedKeys {
+  let live = new Map<string, KeyIdentity>();
+  let pending = new Map<string, number>();
+  let changes = 0;
+  let first: Promise<void> | undefined;
+
+  async function load(): Promise<void> {
+    const seen = changes;
+    const rows = await store.listCreatedKeys();
+    // a change arrived while the store was read: the rows may predate it
+    if (seen !== changes) return load();
+    live = new Map(rows.filter((r) => r.revokedAt === null).map((r) => [r.sha256, identityOf(r)]));
+  }
+
+  /** Drops a revoked key; a read of the store under way reads again, as it may predate the revocation. */
+  function forget(name: string): void {
+    changes++;
+    for (const [digest, k] of live) if (k.name === name) live.delete(digest);
+  }
+
+  function heard(change: KeyChange): void {
+    if (change.change === "revoked") forget(change.name);
+    else changes++;
+    // a failed read keeps the keys known so far; the next change or restart reads again
+    void load().catch(() => {});
+  }
+  const stopListening = state.onKeyChange(heard);
+
+  async function flushUses(): Promise<void> {
+    if (pending.size === 0) return;
+    const uses = [...pending].map(([name, lastUsedAt]) => ({ name, lastUsedAt }));
+    pending = new Map();
+    try {
+      await store.recordKeyUse(uses);
+    } catch {
+      // kept for the next flush, unless a newer use replaced it
+      for (const u of uses) if (!pending.has(u.name)) pending.set(u.name, u.lastUsedAt);
+    }
+  }
+  const flushTimer = setInterval(() => void flushUses(), USE_FLUSH_MS).unref();
+
+  return {
+    ready: () => (first ??= load().catch(() => ((first = undefined), Promise.reject(storeUnavailable())))),
+    find: (sha256) => live.get(sha256),
+    used: (name, now) => void pending.set(name, now),
+
+    async create(input, now) {
+      const key = KEY_PREFIX + randomBytes(KEY_RANDOM_BYTES).toString("base64url");
+      const row: CreatedKeyRow = {
+        name: input.name,
+        kind: input.kind,
+        appId: input.appId ?? null,
+        sha256: hash("sha256", key, "hex"),
+        maxUsagePoints: input.maxUsagePoints,
+        qpm: input.qpm,
+        createdAt: now,
+        revokedAt: null,
+      };
+      if (!(await store.createKey(row))) return undefined;
+      live.set(row.sha256, identityOf(row));
+      await state.publishKeyChange({ change: "created", name: row.name });
+      return { key, row };
+    },
+
+    async revoke(name, now) {
+      const row = await store.revokeKey(name, now);
+      if (!row) return undefined;
+      forget(name); // refused here at once, whenever the change reaches the other instances
+      await state.publishKeyChange({ change: "revoked", name });
+      return row;
+    },
+
+    list: () => store.listCreatedKeys(),
+
+    async lastUsed() {
+      const used = new Map((await store.listKeyUse()).map((u) => [u.name, u.lastUsedAt]));
+      for (const [name, at] of pending) used.set(name, Math.max(at, used.get(name) ?? 0));
+      return used;
+    },
+
+    async close() {
+      clearInterval(flushTimer);
+      stopListening();
+      await flushUses();
+    },
+  };
+}
+
+function storeUnavailable(): GatewayError {
+  return new GatewayError(503, "store_unavailable", "The gateway cannot read its keys from the store yet; retry shortly.", {
+    type: "api_error",
+    headers: { "Retry-After": "1" },
+  });
+}
+
+function identityOf(row: CreatedKeyRow): KeyIdentity {
+  return { name: row.name, kind: row.kind, appId: row.appId ?? undefined, maxUsagePoints: row.maxUsagePoints, qpm: row.qpm };
+}
