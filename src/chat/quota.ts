@@ -39,17 +39,19 @@ export function createQuota(store: Store, state: ClusterState, observer: Observe
       const budgeted = limits.filter((l) => l.maxUsagePoints >= 0);
       const holds = budgeted.map((l) => ({ scope: l.scope, max: l.maxUsagePoints }));
       const reserved = holds.length === 0 ? ({ ok: true } as const) : await state.reserve(holds, worstCasePoints, spent);
+      // share-link users are the public: what they are told names no app and no configured number
+      const forPublic = limits.some((l) => scopeKind(l.scope) === "share");
       if (!reserved.ok) {
         const limit = budgeted.find((l) => l.scope === reserved.scope)!;
         observer.budgetRefused(scopeKind(limit.scope));
-        throw budgetSpent(limit);
+        throw budgetSpent(limit, forPublic);
       }
       const scopes = holds.map((h) => h.scope);
       const reservation = hold(state, scopes, worstCasePoints);
       try {
         for (const limit of limits.filter((l) => l.qpm > 0)) {
           const decision = await state.hitRate(limit.scope, limit.qpm, now);
-          if (!decision.allowed) throw rateExceeded(limit, decision.retryAfterMs);
+          if (!decision.allowed) throw rateExceeded(limit, decision.retryAfterMs, forPublic);
         }
       } catch (err) {
         reservation.release();
@@ -75,18 +77,17 @@ function scopeKind(scope: string): string {
   return scope.slice(0, scope.indexOf(":"));
 }
 
-function budgetSpent(limit: QuotaLimit): GatewayError {
-  return new GatewayError(429, "insufficient_quota", `${limit.label} has not enough of its points budget left for this request.`, {
-    type: "insufficient_quota",
-  });
+function budgetSpent(limit: QuotaLimit, forPublic: boolean): GatewayError {
+  const message = forPublic
+    ? "This chat link has used up its allowance; ask whoever shared it with you to raise it."
+    : `${limit.label} has not enough of its points budget left for this request.`;
+  return new GatewayError(429, "insufficient_quota", message, { type: "insufficient_quota" });
 }
 
-function rateExceeded(limit: QuotaLimit, retryAfterMs: number): GatewayError {
+function rateExceeded(limit: QuotaLimit, retryAfterMs: number, forPublic: boolean): GatewayError {
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-  return new GatewayError(
-    429,
-    "rate_limit_exceeded",
-    `${limit.label} allows ${limit.qpm} requests per minute; retry in ${seconds} s`,
-    { headers: { "Retry-After": String(seconds) } },
-  );
+  const message = forPublic
+    ? `Too many questions — try again in ${seconds} s.`
+    : `${limit.label} allows ${limit.qpm} requests per minute; retry in ${seconds} s`;
+  return new GatewayError(429, "rate_limit_exceeded", message, { headers: { "Retry-After": String(seconds) } });
 }
