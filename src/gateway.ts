@@ -20,6 +20,7 @@ import { combineObservers, type Observer, type ProcessErrorKind } from "./observ
 import { createRequestLog } from "./observability/request-log.js";
 import { buildRuntime, type ReloadResult, type Runtime, type Shared } from "./runtime.js";
 import { createShareAuth, type ShareAuth } from "./share/callbacks.js";
+import { shareWindowScriptResponse } from "./share/page.js";
 import type { Store } from "./store/types.js";
 
 const FINISH_DRAIN_MS = 10_000;
@@ -94,6 +95,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   app.post("/api/share/chats", observe("/api/share/chats", json("shareChats")));
   app.post("/api/share/chat", observe("/api/share/chat", json("shareChat")));
   app.get("/chat/share", observe("/chat/share", to("sharePage")));
+  app.get("/chat/share/window.js", observe("/chat/share/window.js", (e) => shareWindowScriptResponse(e.req.headers.get("if-none-match"))));
   app.get("/api/admin/channels", observe("/api/admin/channels", to("adminChannels")));
   app.post("/api/admin/reload", observe("/api/admin/reload", to("adminReload")));
   app.post("/api/admin/keys", observe("/api/admin/keys", to("adminKeyCreate")));

@@ -220,7 +220,7 @@ describe("GET /chat/share", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^text\/html/);
     expect(res.headers.get("referrer-policy")).toBe("no-referrer");
-    expect(res.headers.get("content-security-policy")).toMatch(/script-src 'sha256-/);
+    expect(res.headers.get("content-security-policy")).toContain("script-src 'self'");
     const html = await res.text();
     for (const id of ["input", "send", "messages", "chat-list", "new-chat", "error"]) expect(html).toContain(`id="${id}"`);
     expect(html).not.toContain("tok-e");
