@@ -1,7 +1,7 @@
 // The chat completions request body: OpenAI's fields plus FastGPT's chatId/detail/variables and the
 // share-link fields. Unknown OpenAI fields (top_p, stop, tools, …) pass through untouched.
 import { z } from "zod";
-import { badRequest } from "../http/errors.js";
+import { parseBody } from "../http/validation.js";
 
 const textPart = z.looseObject({ type: z.literal("text"), text: z.string() });
 const imagePart = z.looseObject({
@@ -16,17 +16,13 @@ const fileUrlPart = z
 const contentPart = z.discriminatedUnion("type", [textPart, imagePart, otherPart, fileUrlPart]);
 
 const messageSchema = z.looseObject({
-  role: z.enum(["system", "developer", "user", "assistant", "tool", "function"], {
-    error: "role must be one of system, developer, user, assistant, tool, function",
-  }),
-  content: z.union([z.string(), z.array(contentPart), z.null()], {
-    error: "content must be a string or an array of content parts",
-  }),
+  role: z.enum(["system", "developer", "user", "assistant", "tool", "function"]),
+  content: z.union([z.string(), z.array(contentPart), z.null()]),
 });
 
 export const chatRequestSchema = z.looseObject({
   model: z.string().min(1).optional(),
-  messages: z.array(messageSchema).min(1, "messages must hold at least one message"),
+  messages: z.array(messageSchema).min(1),
   stream: z.boolean().optional(),
   stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
   temperature: z.number().nullish(),
@@ -47,32 +43,7 @@ export const chatRequestSchema = z.looseObject({
 export type ChatRequest = z.infer<typeof chatRequestSchema>;
 export type ChatMessage = ChatRequest["messages"][number];
 
-/** The validated request, or a 400 naming the first offending field. */
+/** The validated request, or a 400 naming the first offending field and what it should be. */
 export function parseChatRequest(body: unknown): ChatRequest {
-  if (!body || typeof body !== "object" || Array.isArray(body)) {
-    throw badRequest("invalid_request", "Request body must be a JSON object.");
-  }
-  const result = chatRequestSchema.safeParse(body);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
-  const param = issue.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("").replace(/^\./, "");
-  throw badRequest("invalid_request", describeIssue(param, issue), param || null);
-}
-
-/** A zod issue in words a client developer acts on: `temperature: expected a number, got a string`. */
-function describeIssue(param: string, issue: z.core.$ZodIssue): string {
-  const field = param || "body";
-  if (issue.code === "invalid_type") {
-    const got = /received (\w+)/.exec(issue.message)?.[1];
-    if (got === "undefined") return `${field} is required`;
-    return `${field}: expected ${article(issue.expected)}${got ? `, got ${article(got)}` : ""}`;
-  }
-  if (issue.code === "too_big" && issue.origin === "string") return `${field}: at most ${issue.maximum} characters`;
-  if (issue.code === "too_small" && issue.origin === "string") return `${field}: must not be empty`;
-  return `${field}: ${issue.message}`;
-}
-
-function article(type: string): string {
-  if (type === "null" || type === "undefined") return type;
-  return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
+  return parseBody(chatRequestSchema, body);
 }

@@ -3,7 +3,8 @@
 import type { H3Event } from "h3";
 import { z } from "zod";
 import type { ShareLinkConfig } from "../config/schema.js";
-import { badRequest, notFound } from "../http/errors.js";
+import { notFound } from "../http/errors.js";
+import { parseBody } from "../http/validation.js";
 import type { ChatOwner, Store } from "../store/types.js";
 import type { ShareAuth } from "./callbacks.js";
 import { assertChatOwner, resolveShareLink } from "./links.js";
@@ -99,14 +100,4 @@ export function createShareRoutes(deps: ShareRoutesDeps): ShareRoutes {
 
     page: () => sharePageResponse(),
   };
-}
-
-/** The body checked by `schema`, or a 400 naming the first wrong field. */
-function parseBody<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
-  const result = schema.safeParse(raw);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const field = issue?.path.join(".") || null;
-  const where = field ? `${field}: ` : "";
-  throw badRequest("invalid_request", `Invalid request body: ${where}${issue?.message ?? "malformed"}`, field);
 }
