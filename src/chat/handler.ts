@@ -22,6 +22,7 @@ import { parseChatRequest, type ChatMessage, type ChatRequest } from "./request-
 import { respondJson } from "./respond-json.js";
 import { SSE_HEADERS, completionAsSse, relayStream } from "./respond-stream.js";
 import { settleFailure, type Exchange, type SettleDeps, type Settled } from "./settle.js";
+import { createPromptFiller, mergeVariables, type Variables } from "./variables.js";
 
 export interface ChatDeps extends CallerDeps, SettleDeps {
   body: BodyLimits;
@@ -66,15 +67,17 @@ export function createChatHandler(deps: ChatDeps) {
       // 4. Share-link users: the operator's before-chat check gives the uid.
       const uid = caller.share ? await deps.shareAuth.start(caller.share.link, caller.share.token, lastUserText(req.messages)) : undefined;
 
-      // 5. Conversation history, then the model's limits.
-      const history = req.chatId ? await loadHistory(deps.store, caller, req.chatId, uid) : [];
-      const limited = await applyLimits(req, mergeHistory(history, req.messages), model, caller.app);
+      // 5. Conversation history and variables, then the model's limits (with the system prompt filled in).
+      const stored = req.chatId ? await loadChat(deps.store, caller, req.chatId, uid) : undefined;
+      const variables = mergeVariables(stored?.variables, req.variables, deps.body.maxBytes);
+      const fillIn = createPromptFiller(variables, { now: new Date(time), maxBytes: deps.body.maxBytes });
+      const limited = await applyLimits(req, mergeHistory(stored?.history ?? [], req.messages), model, caller.app, fillIn);
 
       // 6. Budgets and rates: the worst case is held before the call and settled to the actual after.
       reservation = await deps.quota.admit(caller.limits, await worstCasePoints(caller, model, limited), time);
 
       // 7. An answer from some channel of the model; each attempt runs under its channel's total deadline.
-      ex = { caller, model, req, limited, reservation, chatId: req.chatId, uid, channel: "", time, started };
+      ex = { caller, model, req, limited, reservation, chatId: req.chatId, variables, uid, channel: "", time, started };
       const exchange = ex;
       const { answer, entry } = await requestAnswer(deps.router, deps.observer, {
         model: model.model,
@@ -147,12 +150,12 @@ function upstreamBody(req: ChatRequest, model: ModelConfig, limited: LimitedChat
   return body;
 }
 
-async function loadHistory(store: Store, caller: Caller, chatId: string, uid: string | undefined): Promise<ChatMessage[]> {
+async function loadChat(store: Store, caller: Caller, chatId: string, uid: string | undefined): Promise<{ history: ChatMessage[]; variables?: Variables }> {
   const chat = await store.getChat(caller.app.id, chatId);
-  if (!chat) return [];
+  if (!chat) return { history: [] };
   if (caller.share) assertChatOwner(chat, caller.share.link.shareId, uid, "chatId");
   const messages = await store.loadMessages(caller.app.id, chatId, caller.app.history * 2);
-  return messages.map((m) => ({ role: m.role, content: m.content }));
+  return { history: messages.map((m) => ({ role: m.role, content: m.content })), variables: chat.variables };
 }
 
 /** The request's system messages first, then the stored history, then the rest of the request. */

@@ -14,12 +14,19 @@ export interface LimitedChat {
   promptTokens: number | undefined;
 }
 
-export async function applyLimits(req: ChatRequest, messages: ChatMessage[], model: ModelConfig, app: AppConfig | undefined): Promise<LimitedChat> {
+/** `renderPrompt` fills in a configured system prompt (FastGPT variables) before it is prepended. */
+export async function applyLimits(
+  req: ChatRequest,
+  messages: ChatMessage[],
+  model: ModelConfig,
+  app: AppConfig | undefined,
+  renderPrompt: (prompt: string) => string = (prompt) => prompt,
+): Promise<LimitedChat> {
   // 1. Vision: an image to a text-only model is the caller's mistake, not something to drop silently.
   assertVision(messages, model);
 
   // 2. Default system prompt when the conversation has none.
-  const withSystem = prependSystemPrompt(messages, model, app);
+  const withSystem = prependSystemPrompt(messages, model, app, renderPrompt);
 
   // 3. Temperature clamped to [0, maxTemperature].
   const wanted = req.temperature ?? app?.temperature;
@@ -51,9 +58,10 @@ function assertVision(messages: ChatMessage[], model: ModelConfig): void {
   });
 }
 
-function prependSystemPrompt(messages: ChatMessage[], model: ModelConfig, app: AppConfig | undefined): ChatMessage[] {
+function prependSystemPrompt(messages: ChatMessage[], model: ModelConfig, app: AppConfig | undefined, render: (prompt: string) => string): ChatMessage[] {
   if (messages.some((m) => m.role === "system")) return messages;
-  const prompt = [model.defaultSystemChatPrompt, app?.systemPrompt ?? ""].filter((p) => p.length > 0).join("\n\n");
+  // each prompt filled in on its own: a placeholder never spans the two
+  const prompt = [model.defaultSystemChatPrompt, app?.systemPrompt ?? ""].filter((p) => p.length > 0).map(render).join("\n\n");
   return prompt ? [{ role: "system", content: prompt }, ...messages] : messages;
 }
 

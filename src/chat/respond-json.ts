@@ -1,5 +1,5 @@
 // A non-stream answer: the upstream's chat.completion with real usage, id = chatId when given, and
-// `responseData` for detail.
+// `responseData` and `newVariables` for detail.
 import { jsonResponse } from "../http/json.js";
 import type { CompletionJson } from "../upstream/types.js";
 import { clientReport, settleAnswer, type Exchange, type SettleDeps, type Settled } from "./settle.js";
@@ -22,6 +22,9 @@ export async function respondJson(deps: SettleDeps, ex: Exchange, completion: Co
       total_tokens: settled.inputTokens + settled.outputTokens,
     },
   };
-  if (withDetail) body.responseData = [clientReport(ex, settled)];
+  if (withDetail) {
+    body.responseData = [clientReport(ex, settled)];
+    body.newVariables = ex.variables;
+  }
   return { response: jsonResponse(body), settled };
 }

@@ -11,6 +11,7 @@ import { cutError } from "../upstream/failover.js";
 import type { CompletionJson } from "../upstream/types.js";
 import { SseRelay } from "./sse-relay.js";
 import { clientReport, settleAnswer, type Exchange, type SettleDeps, type Settled } from "./settle.js";
+import { hasAny } from "./variables.js";
 
 export const SSE_HEADERS = {
   "content-type": "text/event-stream; charset=utf-8",
@@ -68,6 +69,8 @@ export async function relayStream(deps: SettleDeps, ex: Exchange, body: Readable
   // 2b. Settle (the turns are stored before the client sees the end), then close the stream.
   const settled = await settleAnswer(deps, ex, { text, usage: relay.usage, finishReason: () => relay.finishReason() ?? "stop" });
   if (opts.includeUsage && !relay.usage) write(`${opts.detail ? "event: answer\n" : ""}data: ${usageChunk(settled)}\n\n`);
+  // FastGPT sends the chat's variables before its closing events, when it has any
+  if (opts.detail && hasAny(ex.variables)) write(`event: updateVariables\ndata: ${JSON.stringify(ex.variables)}\n\n`);
   write(opts.detail ? "event: answer\ndata: [DONE]\n\n" : "data: [DONE]\n\n");
   if (opts.detail) write(`event: flowResponses\ndata: ${JSON.stringify([clientReport(ex, settled)])}\n\n`);
   // no res.end() here: the handler returns HANDLED and the server adapter ends the response once

@@ -11,6 +11,7 @@ import type { LimitedChat } from "./limits.js";
 import type { Reservation } from "./quota.js";
 import { buildReport, type ReportItem } from "./report.js";
 import type { ChatRequest } from "./request-schema.js";
+import type { Variables } from "./variables.js";
 
 /** Everything known about one chat request once it is ready to go upstream. */
 export interface Exchange {
@@ -20,6 +21,8 @@ export interface Exchange {
   limited: LimitedChat;
   reservation: Reservation;
   chatId: string | undefined;
+  /** FastGPT variables: the chat's stored ones with the request's over them */
+  variables: Variables;
   /** share-link users: the uid the operator (or the localId) gave */
   uid: string | undefined;
   channel: string;
@@ -96,6 +99,8 @@ export async function settleAnswer(deps: SettleDeps, ex: Exchange, out: AnswerOu
         user: lastUserText(ex.req.messages),
         assistant: out.text(),
         at: Date.now(),
+        // only a request that sent variables changes the chat's
+        variables: ex.req.variables ? ex.variables : undefined,
       }),
     );
   }

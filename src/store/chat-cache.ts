@@ -18,6 +18,8 @@ interface Entry {
   complete?: boolean;
   /** approximate bytes held, kept up to date as messages come and go */
   bytes: number;
+  /** approximate bytes of the info's variables */
+  infoBytes?: number;
 }
 
 const ENTRY_BYTES = 64;
@@ -28,7 +30,7 @@ export function createChatCache() {
   const entries = new LRUCache<string, Entry>({
     max: MAX_CHATS,
     maxSize: MAX_BYTES,
-    sizeCalculation: (e) => e.bytes,
+    sizeCalculation: (e) => e.bytes + (e.infoBytes ?? 0),
   });
   const keyOf = (appId: string, chatId: string) => `${appId}\u0000${chatId}`;
   const entry = (appId: string, chatId: string): Entry => entries.get(keyOf(appId, chatId)) ?? { bytes: ENTRY_BYTES };
@@ -36,8 +38,9 @@ export function createChatCache() {
 
   return {
     info: (appId: string, chatId: string) => entries.get(keyOf(appId, chatId))?.info,
-    setInfo(appId: string, chatId: string, info: ChatInfo | null) {
-      save(appId, chatId, { ...entry(appId, chatId), info });
+    /** `variablesChars`: the length of the variables' JSON, for the size bound */
+    setInfo(appId: string, chatId: string, info: ChatInfo | null, variablesChars = 0) {
+      save(appId, chatId, { ...entry(appId, chatId), info, infoBytes: variablesChars * 2 });
     },
     /** The last `limit` messages when the cache can answer, else undefined. */
     messages(appId: string, chatId: string, limit: number): ChatMessage[] | undefined {
@@ -48,12 +51,18 @@ export function createChatCache() {
     setMessages(appId: string, chatId: string, messages: ChatMessage[], complete: boolean) {
       save(appId, chatId, { ...entry(appId, chatId), messages, complete, bytes: sumBytes(messages) });
     },
-    /** A round was committed: update what is cached of its chat (nothing is cached for a new one). */
-    appended(r: AppendRoundInput) {
+    /** A round was committed: update what is cached of its chat (nothing is cached for a new one).
+     *  `variablesJson`: the variables as stored, when the round replaced them. */
+    appended(r: AppendRoundInput, variablesJson?: string) {
       const e = entries.get(keyOf(r.appId, r.chatId));
       if (!e) return;
-      if (e.info) e.info = { ...e.info, updatedAt: Math.max(e.info.updatedAt, r.at) };
-      else if (e.info === null) e.info = undefined; // created just now: read it again when asked
+      if (e.info) {
+        e.info = { ...e.info, updatedAt: Math.max(e.info.updatedAt, r.at) };
+        if (r.variables && variablesJson !== undefined) {
+          e.info.variables = r.variables;
+          e.infoBytes = variablesJson.length * 2;
+        }
+      } else if (e.info === null) e.info = undefined; // created just now: read it again when asked
       if (e.messages) {
         const user: ChatMessage = { role: "user", content: r.user, createdAt: r.at };
         const assistant: ChatMessage = { role: "assistant", content: r.assistant, createdAt: r.at };

@@ -116,6 +116,11 @@ export const MIGRATIONS: readonly string[] = [
     last_used_at INTEGER NOT NULL
   );
   `,
+  // 5: a chat's FastGPT variables (CONTRACTS §13), a JSON object merged with each request's;
+  //    NULL for chats that never had any
+  `
+  ALTER TABLE chats ADD COLUMN variables TEXT;
+  `,
 ];
 
 /** Brings the database to the latest schema version; refuses a database made by a newer build. */

@@ -28,6 +28,8 @@ interface ChatRow {
   uid: string | null;
   title: string;
   updated_at: number;
+  /** JSON object, or null */
+  variables: string | null;
 }
 interface RoundRow {
   user: string | null;
@@ -87,8 +89,9 @@ function prepareStatements(db: Database.Database) {
     );
   return {
     getChat: db.prepare<[string, string], ChatRow>(
-      `SELECT share_id, uid, title, updated_at FROM chats WHERE app_id = ? AND chat_id = ?`,
+      `SELECT share_id, uid, title, updated_at, variables FROM chats WHERE app_id = ? AND chat_id = ?`,
     ),
+    setVariables: db.prepare<[string, string, string]>(`UPDATE chats SET variables = ? WHERE app_id = ? AND chat_id = ?`),
     createChat: db.prepare<[string, string, string | null, string | null, string, number, number]>(
       `INSERT INTO chats (app_id, chat_id, share_id, uid, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (app_id, chat_id) DO NOTHING`,
@@ -135,12 +138,15 @@ function prepareStatements(db: Database.Database) {
 
 function createChatOps(sql: Statements, batched: Batched) {
   const cache = createChatCache();
-  const appendRound = batched((input: AppendRoundInput) => {
+  const writeRound = batched((input: AppendRoundInput, variablesJson: string | undefined) => {
     const { appId, chatId, owner, at } = input;
     // the cache holds committed state only: a chat it knows exists needs no creating
     if (!cache.info(appId, chatId)) sql.createChat.run(appId, chatId, owner?.shareId ?? null, owner?.uid ?? null, titleFrom(input.user), at, at);
     sql.insertRound.run(appId, chatId, appId, chatId, input.user, input.assistant, at);
+    if (variablesJson !== undefined) sql.setVariables.run(variablesJson, appId, chatId);
   }, cache.appended);
+  // serialized when issued, not inside the batch's transaction, which holds the write lock
+  const appendRound = (input: AppendRoundInput) => writeRound(input, input.variables && JSON.stringify(input.variables));
 
   return {
     async getChat(appId: string, chatId: string): Promise<ChatInfo | undefined> {
@@ -148,8 +154,9 @@ function createChatOps(sql: Statements, batched: Batched) {
       if (cached !== undefined) return cached ?? undefined;
       const row = sql.getChat.get(appId, chatId);
       const owner = row?.share_id != null && row.uid !== null ? { shareId: row.share_id, uid: row.uid } : null;
-      const info = row ? { chatId, owner, title: row.title, updatedAt: row.updated_at } : null;
-      cache.setInfo(appId, chatId, info);
+      const info: ChatInfo | null = row ? { chatId, owner, title: row.title, updatedAt: row.updated_at } : null;
+      if (info && row?.variables) info.variables = JSON.parse(row.variables) as Record<string, unknown>;
+      cache.setInfo(appId, chatId, info, row?.variables?.length);
       return info ?? undefined;
     },
     async loadMessages(appId: string, chatId: string, limit: number): Promise<ChatMessage[]> {

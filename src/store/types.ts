@@ -20,6 +20,8 @@ export interface ChatInfo {
   title: string;
   /** epoch milliseconds */
   updatedAt: number;
+  /** the chat's FastGPT variables; absent when it never had any */
+  variables?: Record<string, unknown>;
 }
 
 export interface ChatSummary {
@@ -36,6 +38,8 @@ export interface AppendRoundInput {
   assistant: string;
   /** epoch milliseconds of the answer */
   at: number;
+  /** when given, the chat's variables from now on (the caller merged them with the stored ones) */
+  variables?: Record<string, unknown>;
 }
 
 export interface UsageRow {
@@ -99,12 +103,13 @@ export interface KeyUse {
 }
 
 export interface Store {
-  /** The chat's owner and title, or undefined when (appId, chatId) has no chat yet. */
+  /** The chat's owner, title and variables, or undefined when (appId, chatId) has no chat yet. */
   getChat(appId: string, chatId: string): Promise<ChatInfo | undefined>;
   /** The last `limit` messages of the chat, oldest first ([] when none or limit is 0). */
   loadMessages(appId: string, chatId: string, limit: number): Promise<ChatMessage[]>;
   /** Stores the user turn and the assistant turn atomically; creates the chat (title from the first
-   *  user turn) when it does not exist yet, and moves its updatedAt. Concurrent calls lose no turn. */
+   *  user turn) when it does not exist yet, moves its updatedAt and replaces its variables when
+   *  given. Concurrent calls lose no turn. */
   appendRound(input: AppendRoundInput): Promise<void>;
   /** A share-link user's chats updated at or after `since`, newest first, at most `limit`. */
   listChats(owner: ChatOwner, opts: { since: number; limit: number }): Promise<ChatSummary[]>;
