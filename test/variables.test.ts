@@ -60,9 +60,9 @@ describe("substitution", () => {
     expect(sentSystem()).toMatch(/^Model to {{profile}}\.\n\nHi {{profile}}; profile {{name}}; n={{cTime}}; /);
   });
 
-  it("lets a sent cTime win over the clock", async () => {
+  it("keeps cTime the current time even when a client sends one (a system variable)", async () => {
     await chat(h.gw.url, { messages: [userMessage("x")], variables: { cTime: "yesterday" } });
-    expect(sentSystem()).toContain("now yesterday;");
+    expect(sentSystem()).toMatch(/now \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2};/);
   });
 });
 

@@ -21,7 +21,8 @@ export function mergeVariables(stored: Variables | undefined, sent: Variables | 
 }
 
 /** Fills in templates: every `{{key}}` becomes a variable's value (strings as they are, anything
- *  else as JSON), else the current time for `cTime`; unknown keys stay as written. A 400 once all
+ *  else as JSON); `cTime` is always the current time (a system variable, as in FastGPT's workflows:
+ *  a sent or stored `cTime` never freezes the clock); unknown keys stay as written. A 400 once all
  *  the templates filled in by one filler would exceed `maxBytes`, however often a value is named. */
 export function createPromptFiller(variables: Variables, opts: { now: Date; maxBytes: number }): (template: string) => string {
   // each key is formatted (and measured) once, however often the prompts name it
@@ -38,7 +39,7 @@ export function createPromptFiller(variables: Variables, opts: { now: Date; maxB
     return template.replace(PLACEHOLDER, (whole: string, key: string) => {
       let value = formatted.get(key);
       if (!value) {
-        const text = Object.hasOwn(variables, key) ? formatValue(variables[key]) : key === "cTime" ? formatTime(opts.now) : whole;
+        const text = key === "cTime" ? formatTime(opts.now) : Object.hasOwn(variables, key) ? formatValue(variables[key]) : whole;
         value = { text, bytes: Buffer.byteLength(text) - Buffer.byteLength(whole) };
         formatted.set(key, value);
       }
