@@ -86,6 +86,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const app = new H3();
   for (const prefix of ["/v1", "/api/v1"]) {
     app.post(`${prefix}/chat/completions`, observe(`${prefix}/chat/completions`, to("chat")));
+    // one label for both prefixes: dashboards select sluice_requests_total{route="embeddings"}
+    app.post(`${prefix}/embeddings`, observe("embeddings", to("embeddings")));
     app.get(`${prefix}/models`, observe(`${prefix}/models`, to("models")));
     app.get(`${prefix}/models/:id`, observe(`${prefix}/models/:id`, to("model")));
   }
@@ -147,7 +149,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
 }
 
 function metricNames(config: Config) {
-  return { models: config.llmModels.map((m) => m.model), apps: config.apps.map((a) => a.id), channels: config.channels.map((c) => c.name) };
+  const models = [...config.llmModels, ...config.vectorModels].map((m) => m.model);
+  return { models, apps: config.apps.map((a) => a.id), channels: config.channels.map((c) => c.name) };
 }
 
 /** Settings a running gateway cannot take over: said in the log, kept until a restart. */

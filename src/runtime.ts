@@ -10,6 +10,7 @@ import { createChatHandler } from "./chat/handler.js";
 import type { Quota } from "./chat/quota.js";
 import type { ClusterState } from "./cluster/types.js";
 import type { Config } from "./config/schema.js";
+import { createEmbeddingsHandler } from "./embeddings/handler.js";
 import { readJsonBody } from "./http/body.js";
 import type { HANDLED } from "./http/facts.js";
 import type { Inflight } from "./http/inflight.js";
@@ -46,6 +47,7 @@ export interface Runtime {
   router: ChannelRouter;
   routes: {
     chat: Handler;
+    embeddings: Handler;
     models: Handler;
     model: Handler;
     usage: Handler;
@@ -64,6 +66,7 @@ export interface Runtime {
 export function buildRuntime(config: Config, shared: Shared, previous?: Runtime): Runtime {
   // 1. Lookups from the config.
   const models = new Map(config.llmModels.map((m) => [m.model, m]));
+  const vectorModels = new Map(config.vectorModels.map((m) => [m.model, m]));
   const apps = new Map(config.apps.map((a) => [a.id, a]));
   const links = new Map(config.shareLinks.map((l) => [l.shareId, l]));
   const keyring = createKeyring(config.apiKeys, shared.keys);
@@ -72,20 +75,21 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   // 2. The handlers, each bound to this runtime's lookups.
   const bodyLimits = { maxBytes: config.server.bodyLimitBytes, maxDepth: config.server.maxJsonDepth };
   const readJson = (event: H3Event) => readJsonBody(event, bodyLimits);
-  const chat = createChatHandler({
+  // what chat and embeddings both need: keys, apps, channels, budgets, listeners, the store
+  const pipeline = {
     body: bodyLimits,
     inflight: shared.inflight,
     maxAttempts: config.routing.maxAttempts,
-    models,
     apps,
     keyring,
     router,
     quota: shared.quota,
     observer: shared.observer,
     store: shared.store,
-    shareAuth: shared.shareAuth,
-    resolveShareLink: (shareId, now) => resolveShareLink(links, shareId, now),
-  });
+    resolveShareLink: (shareId: unknown, now: number) => resolveShareLink(links, shareId, now),
+  };
+  const chat = createChatHandler({ ...pipeline, models, shareAuth: shared.shareAuth });
+  const embeddings = createEmbeddingsHandler({ ...pipeline, vectorModels });
   const share = createShareRoutes({ links, apps, store: shared.store, auth: shared.shareAuth, readJson });
   const admin = createAdminRoutes({ keyring, models, apps, store: shared.store, router, reload: shared.reload });
   const keys = createKeyRoutes({ keyring, apps, keys: shared.keys, readJson });
@@ -95,6 +99,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     router,
     routes: {
       chat,
+      embeddings,
       models: admin.models,
       model: admin.model,
       usage: admin.usage,

@@ -20,8 +20,15 @@ export interface CallerDeps {
   resolveShareLink: (shareId: unknown, now: number) => ShareLinkConfig;
 }
 
-/** `key`: the identity of the request's Authorization header, checked before the body was read. */
-export function identifyCaller(deps: CallerDeps, key: KeyIdentity | undefined, req: ChatRequest, now: number): Caller {
+/** `key`: the identity of the request's Authorization header, checked before the body was read.
+ *  `what`: the endpoint, in the words of the 403 a global key gets ("Chat", "Embeddings"). */
+export function identifyCaller(
+  deps: CallerDeps,
+  key: KeyIdentity | undefined,
+  req: Pick<ChatRequest, "shareId" | "outLinkUid">,
+  now: number,
+  what = "Chat",
+): Caller {
   if (!key && req.shareId !== undefined) {
     const link = deps.resolveShareLink(req.shareId, now);
     if (!req.outLinkUid) throw new GatewayError(400, "missing_out_link_uid", "outLinkUid is required with shareId.", { param: "outLinkUid" });
@@ -37,7 +44,7 @@ export function identifyCaller(deps: CallerDeps, key: KeyIdentity | undefined, r
   }
   if (!key) throw missingApiKey();
   if (key.kind !== "app" || !key.appId) {
-    throw new GatewayError(403, "app_key_required", "Chat needs an application key: this is a global key. Use the API key of the application you want to chat with.");
+    throw new GatewayError(403, "app_key_required", `${what} needs an application key: this is a global key. Use the API key of the application you want to ${what === "Chat" ? "chat with" : "use"}.`);
   }
   const app = deps.apps.get(key.appId);
   // a created key outlives config reloads: its app may have been removed since

@@ -77,6 +77,20 @@ const modelSchema = z.strictObject({
   tokenizer: z.enum(["cl100k_base", "o200k_base"]).default("cl100k_base"),
 });
 
+/** An embedding model, with FastGPT's field names (CONTRACTS §7). */
+const vectorModelSchema = z.strictObject({
+  model: name,
+  name: z.string().optional(),
+  /** the most tokens one input may have (400 above) */
+  maxToken: z.number().int().positive().default(3000),
+  /** FastGPT's chunk size for knowledge bases: kept, not used by the gateway */
+  defaultToken: z.number().int().positive().default(700),
+  /** FastGPT's search weight: kept, not used by the gateway */
+  weight: z.number().nonnegative().optional(),
+  inputPrice: z.number().nonnegative().default(0),
+  charsPointsPrice: z.number().nonnegative().default(0),
+});
+
 const appSchema = z.strictObject({
   id: name,
   name: z.string().optional(),
@@ -156,6 +170,7 @@ export const configSchema = z
     cluster: clusterSchema.optional(),
     channels: z.array(channelSchema).min(1),
     llmModels: z.array(modelSchema).min(1),
+    vectorModels: z.array(vectorModelSchema).default([]),
     apps: z.array(appSchema).default([]),
     apiKeys: z.array(apiKeySchema).default([]),
     shareLinks: z.array(shareLinkSchema).default([]),
@@ -166,6 +181,7 @@ export const configSchema = z
 export type Config = z.infer<typeof configSchema>;
 export type ChannelConfig = Config["channels"][number];
 export type ModelConfig = Config["llmModels"][number];
+export type VectorModelConfig = Config["vectorModels"][number];
 export type AppConfig = Config["apps"][number];
 export type ApiKeyConfig = Config["apiKeys"][number];
 export type ShareLinkConfig = Config["shareLinks"][number];
@@ -178,10 +194,16 @@ export type ClusterConfig = NonNullable<Config["cluster"]>;
 function checkReferences(c: RefCtxValue, ctx: z.RefinementCtx) {
   const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
   const models = new Set(c.llmModels.map((m) => m.model));
+  const vectors = new Set(c.vectorModels.map((m) => m.model));
+  const known = (m: string) => models.has(m) || vectors.has(m);
   const apps = new Set(c.apps.map((a) => a.id));
   const served = new Set(c.channels.flatMap((ch) => ch.models));
 
   duplicates(c.llmModels.map((m) => m.model)).forEach((i) => issue(["llmModels", i, "model"], "duplicate model"));
+  // one name, one model: channels and requests name chat and embedding models alike
+  duplicates([...c.llmModels, ...c.vectorModels].map((m) => m.model)).forEach((i) => {
+    if (i >= c.llmModels.length) issue(["vectorModels", i - c.llmModels.length, "model"], "duplicate model (also in llmModels or vectorModels)");
+  });
   duplicates(c.channels.map((ch) => ch.name)).forEach((i) => issue(["channels", i, "name"], "duplicate channel name"));
   duplicates(c.apps.map((a) => a.id)).forEach((i) => issue(["apps", i, "id"], "duplicate app id"));
   duplicates(c.apiKeys.map((k) => k.name)).forEach((i) => issue(["apiKeys", i, "name"], "duplicate key name"));
@@ -189,17 +211,20 @@ function checkReferences(c: RefCtxValue, ctx: z.RefinementCtx) {
 
   c.channels.forEach((ch, i) =>
     ch.models.forEach((m, j) => {
-      if (!models.has(m)) issue(["channels", i, "models", j], `unknown model "${m}" (not in llmModels)`);
+      if (!known(m)) issue(["channels", i, "models", j], `unknown model "${m}" (not in llmModels or vectorModels)`);
     }),
   );
   c.llmModels.forEach((m, i) => {
     if (!served.has(m.model)) issue(["llmModels", i, "model"], `no channel serves model "${m.model}"`);
     if (m.maxResponse >= m.maxContext) issue(["llmModels", i, "maxResponse"], "must be below maxContext");
   });
+  c.vectorModels.forEach((m, i) => {
+    if (!served.has(m.model)) issue(["vectorModels", i, "model"], `no channel serves model "${m.model}"`);
+  });
   c.apps.forEach((a, i) => {
-    if (!models.has(a.model)) issue(["apps", i, "model"], `unknown model "${a.model}"`);
+    if (!models.has(a.model)) issue(["apps", i, "model"], vectors.has(a.model) ? `"${a.model}" is an embedding model: the default model must be in llmModels` : `unknown model "${a.model}"`);
     a.models?.forEach((m, j) => {
-      if (!models.has(m)) issue(["apps", i, "models", j], `unknown model "${m}"`);
+      if (!known(m)) issue(["apps", i, "models", j], `unknown model "${m}"`);
     });
     if (a.models && !a.models.includes(a.model)) issue(["apps", i, "models"], `must include the default model "${a.model}"`);
   });
@@ -214,6 +239,7 @@ function checkReferences(c: RefCtxValue, ctx: z.RefinementCtx) {
 type RefCtxValue = {
   channels: ChannelConfig[];
   llmModels: ModelConfig[];
+  vectorModels: VectorModelConfig[];
   apps: AppConfig[];
   apiKeys: ApiKeyConfig[];
   shareLinks: ShareLinkConfig[];

@@ -13,7 +13,7 @@ import type {
 } from "../observability/observer.js";
 
 export interface MetricsOptions {
-  /** configured `llmModels[].model` names */
+  /** configured `llmModels[].model` and `vectorModels[].model` names */
   models: string[];
   /** configured `apps[].id` values */
   apps: string[];

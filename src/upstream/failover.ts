@@ -6,21 +6,24 @@ import { GatewayError } from "../http/errors.js";
 import type { AttemptOutcome, Observer, UpstreamOutcome } from "../observability/observer.js";
 import { UpstreamError, mapTransportError, upstreamTimeout } from "./errors.js";
 import type { ChannelEntry, ChannelRouter } from "./router.js";
-import type { UpstreamAnswer } from "./types.js";
+import type { ChannelClient, UpstreamAnswer } from "./types.js";
 
 /** Outcomes that say the channel, not the request, failed: the next channel may do better. */
 const FAIL_OVER: ReadonlySet<UpstreamOutcome> = new Set(["unreachable", "timeout", "http_error", "rate_limited", "auth_failed", "busy"]);
 /** Outcomes the breaker counts as failures (CONTRACTS §9: connect, timeout, 5xx, 429). */
 const BREAKER_FAILURE: ReadonlySet<UpstreamOutcome> = new Set(["unreachable", "timeout", "http_error", "rate_limited"]);
 
-export interface AnswerRequest {
+export interface AttemptOptions {
   model: string;
-  body: Record<string, unknown>;
-  stream: boolean;
   cancel: Cancel;
   maxAttempts: number;
   /** called as each attempt starts: the channel now in use (for billing and logs) */
   onAttempt: (entry: ChannelEntry) => void;
+}
+
+export interface AnswerRequest extends AttemptOptions {
+  body: Record<string, unknown>;
+  stream: boolean;
 }
 
 export interface Answer {
@@ -30,7 +33,21 @@ export interface Answer {
   attempts: number;
 }
 
+/** A chat answer from some channel of the model. */
 export async function requestAnswer(router: ChannelRouter, observer: Observer, req: AnswerRequest): Promise<Answer> {
+  const { result, entry, attempts } = await withFailover(router, observer, req, (client) =>
+    client.send({ body: req.body, stream: req.stream, signal: req.cancel }),
+  );
+  return { answer: result, entry, attempts };
+}
+
+/** `call` (one attempt on one channel's client) tried on the model's channels until one succeeds. */
+export async function withFailover<T>(
+  router: ChannelRouter,
+  observer: Observer,
+  req: AttemptOptions,
+  call: (client: ChannelClient) => Promise<T>,
+): Promise<{ result: T; entry: ChannelEntry; attempts: number }> {
   const candidates = router.candidates(req.model);
   let lastError: GatewayError | undefined;
   let attempts = 0;
@@ -43,10 +60,10 @@ export async function requestAnswer(router: ChannelRouter, observer: Observer, r
     attempts++;
     req.onAttempt(entry);
     try {
-      const answer = await entry.client.send({ body: req.body, stream: req.stream, signal: req.cancel });
+      const result = await call(entry.client);
       router.report(entry, true);
       observer.upstreamAttempt(entry.config.name, "ok");
-      return { answer, entry, attempts };
+      return { result, entry, attempts };
     } catch (err) {
       const error = req.cancel.aborted ? cutError(req.cancel, req.model) : mapTransportError(err, req.model);
       const outcome: UpstreamOutcome = error instanceof UpstreamError ? error.outcome : "http_error";

@@ -1,10 +1,11 @@
-// A channel to an OpenAI-compatible model server, over one pooled undici client per channel, behind
-// a connection gate that bounds the calls waiting for a connection.
+// A channel to an OpenAI-compatible model server (chat completions and embeddings), over one pooled
+// undici client per channel, behind a connection gate that bounds the calls waiting for a connection.
 import { Pool, request } from "undici";
 import type { ChannelConfig } from "../config/schema.js";
+import type { Cancel } from "../http/cancel.js";
 import { answerTooLarge, badUpstreamReply, channelBusy, mapTransportError, redactUpstreamMessage, upstreamStatus } from "./errors.js";
 import { ConnectionGate, GateRefused } from "./gate.js";
-import type { ChannelClient, CompletionJson, UpstreamAnswer, UpstreamRequest } from "./types.js";
+import type { ChannelClient, CompletionJson, EmbeddingsCall, EmbeddingsJson, UpstreamAnswer, UpstreamRequest } from "./types.js";
 
 const MAX_ERROR_BODY = 64 * 1024;
 
@@ -37,16 +38,17 @@ export function createOpenAIChannel(channel: ChannelConfig, onQueueDepth?: (dept
   };
   const secrets = channel.key ? [channel.key] : [];
 
-  async function send(req: UpstreamRequest): Promise<UpstreamAnswer> {
-    const model = String(req.body.model);
+  /** POSTs `payload` to `path` through the gate; a 2xx answer's response, else the §9 error. */
+  async function post(path: string, payload: Record<string, unknown>, signal: Cancel) {
+    const model = String(payload.model);
     // serialized before any network step: a body that cannot be sent is never the channel's fault
-    const payload = JSON.stringify(req.body);
-    const release = await gate.acquire(req.signal).catch((err: unknown) => {
+    const text = JSON.stringify(payload);
+    const release = await gate.acquire(signal).catch((err: unknown) => {
       throw err instanceof GateRefused && err.reason === "busy" ? channelBusy(model) : mapTransportError(err, model);
     });
     let res;
     try {
-      res = await pool.request({ path: url.pathname + url.search, method: "POST", headers, body: payload, signal: req.signal });
+      res = await pool.request({ path, method: "POST", headers, body: text, signal });
     } catch (err) {
       release();
       throw mapTransportError(err, model);
@@ -55,15 +57,26 @@ export function createOpenAIChannel(channel: ChannelConfig, onQueueDepth?: (dept
     body.on("error", ignore); // errors are read where the body is consumed; none may go unheard
     body.once("close", release);
     if (res.statusCode < 200 || res.statusCode >= 300) {
-      const text = await readLimited(body, MAX_ERROR_BODY).catch(() => "");
+      const error = await readLimited(body, MAX_ERROR_BODY).catch(() => "");
       const retryAfter = res.headers["retry-after"];
-      throw upstreamStatus(model, res.statusCode, redactUpstreamMessage(text, secrets), Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
+      throw upstreamStatus(model, res.statusCode, redactUpstreamMessage(error, secrets), Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
     }
+    return { model, res, body };
+  }
+
+  async function send(req: UpstreamRequest): Promise<UpstreamAnswer> {
+    const { model, res, body } = await post(url.pathname + url.search, req.body, req.signal);
     const type = String(res.headers["content-type"] ?? "");
     if (req.stream && type.includes("text/event-stream")) {
       return { kind: "stream", body: res.body, maxBytes: channel.maxAnswerBytes };
     }
-    return { kind: "json", completion: await readCompletion(body, model, channel.maxAnswerBytes) };
+    return { kind: "json", completion: await readAnswer(body, model, channel.maxAnswerBytes, isCompletion) };
+  }
+
+  const embeddingsPath = url.pathname.replace(/\/chat\/completions$/, "/embeddings") + url.search;
+  async function embed(req: EmbeddingsCall): Promise<EmbeddingsJson> {
+    const { model, body } = await post(embeddingsPath, req.body, req.signal);
+    return readAnswer(body, model, channel.maxAnswerBytes, isEmbeddings);
   }
 
   const modelsUrl = new URL(url.pathname.replace(/\/chat\/completions$/, "/models"), url.origin);
@@ -77,10 +90,16 @@ export function createOpenAIChannel(channel: ChannelConfig, onQueueDepth?: (dept
     }
   }
 
-  return { name: channel.name, send, check, close: () => pool.close(), load: () => ({ active: gate.active, queued: gate.queued }) };
+  return { name: channel.name, send, embed, check, close: () => pool.close(), load: () => ({ active: gate.active, queued: gate.queued }) };
 }
 
-async function readCompletion(body: Body, model: string, limit: number): Promise<CompletionJson> {
+const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object";
+const isCompletion = (v: unknown): v is CompletionJson => isObject(v) && Array.isArray(v.choices);
+const isEmbeddings = (v: unknown): v is EmbeddingsJson =>
+  isObject(v) && Array.isArray(v.data) && v.data.every((d) => isObject(d) && (Array.isArray(d.embedding) || typeof d.embedding === "string"));
+
+/** The answer's JSON, when it has the expected shape; anything else is the upstream's fault (502). */
+async function readAnswer<T>(body: Body, model: string, limit: number, valid: (v: unknown) => v is T): Promise<T> {
   let text: string;
   try {
     text = await readLimited(body, limit);
@@ -88,14 +107,14 @@ async function readCompletion(body: Body, model: string, limit: number): Promise
     if (err instanceof TooLarge) throw answerTooLarge(model, limit);
     throw mapTransportError(err, model);
   }
-  let completion: CompletionJson;
+  let answer: unknown;
   try {
-    completion = JSON.parse(text) as CompletionJson;
+    answer = JSON.parse(text);
   } catch {
     throw badUpstreamReply(model);
   }
-  if (!completion || typeof completion !== "object" || !Array.isArray(completion.choices)) throw badUpstreamReply(model);
-  return completion;
+  if (!valid(answer)) throw badUpstreamReply(model);
+  return answer;
 }
 
 class TooLarge extends Error {}

@@ -32,9 +32,25 @@ export interface UpstreamRequest {
   signal: Cancel;
 }
 
+/** An embeddings answer: the upstream's `list` of vectors (floats, or base64 when asked). */
+export interface EmbeddingsJson {
+  object?: string;
+  data: Array<{ object?: string; index?: number; embedding: number[] | string; [key: string]: unknown }>;
+  model?: string;
+  usage?: { prompt_tokens: number; total_tokens?: number } | null;
+  [key: string]: unknown;
+}
+
+export interface EmbeddingsCall {
+  body: Record<string, unknown>;
+  signal: Cancel;
+}
+
 export interface ChannelClient {
   readonly name: string;
   send(req: UpstreamRequest): Promise<UpstreamAnswer>;
+  /** `POST /v1/embeddings` */
+  embed(req: EmbeddingsCall): Promise<EmbeddingsJson>;
   close(): Promise<void>;
   /** calls holding a connection and calls waiting for one */
   load?(): { active: number; queued: number };

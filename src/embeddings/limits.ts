@@ -1,0 +1,49 @@
+// Token limits of an embeddings request: every input within the model's `maxToken` (CONTRACTS §13),
+// none empty, at most MAX_INPUTS of them. Text is counted with cl100k_base; a token array counts as
+// its length. Text whose UTF-8 length already proves it fits (a token is never shorter than a byte)
+// is counted only when the total is needed: for a budget, or when the upstream reports no usage.
+import type { VectorModelConfig } from "../config/schema.js";
+import { badRequest } from "../http/errors.js";
+import { countTextAsync, createPacer, type Pacer } from "../tokens/counter.js";
+import { inputItems, isSingleInput, type EmbeddingInput, type InputItem } from "./request-schema.js";
+
+/** OpenAI's own limit of inputs per request. */
+export const MAX_INPUTS = 2048;
+const TOKENIZER = "cl100k_base";
+
+/**
+ * Refuses the request (400, `param` naming the input) when an input is empty or longer than
+ * `maxToken`. With `exact`, returns the inputs' total tokens; without, undefined.
+ */
+export async function checkInputs(input: EmbeddingInput, model: VectorModelConfig, exact: boolean): Promise<number | undefined> {
+  const items = inputItems(input);
+  if (items.length === 0) throw badRequest("invalid_request", "input must hold at least one input", "input");
+  if (items.length > MAX_INPUTS) throw badRequest("invalid_request", `input: at most ${MAX_INPUTS} inputs per request, got ${items.length}`, "input");
+  const single = isSingleInput(input);
+  const pacer = createPacer();
+  let total = 0;
+  for (const [i, item] of items.entries()) {
+    const param = single ? "input" : `input[${i}]`;
+    if (item.length === 0) throw badRequest("invalid_request", `${param} must not be empty`, param);
+    if (!exact && typeof item === "string" && Buffer.byteLength(item, "utf8") <= model.maxToken) continue;
+    const tokens = await countItem(item, pacer, model.maxToken);
+    if (tokens > model.maxToken) {
+      throw badRequest("context_length_exceeded", `${param} is too long: ${model.model} takes at most ${model.maxToken} tokens per input.`, param);
+    }
+    total += tokens;
+  }
+  return exact ? total : undefined;
+}
+
+/** The inputs' total tokens. */
+export async function countInputs(input: EmbeddingInput): Promise<number> {
+  const pacer = createPacer();
+  let total = 0;
+  for (const item of inputItems(input)) total += await countItem(item, pacer);
+  return total;
+}
+
+/** Tokens of one input; text counting stops once past `stopAbove`. */
+function countItem(item: InputItem, pacer: Pacer, stopAbove?: number): Promise<number> {
+  return typeof item === "string" ? countTextAsync(item, TOKENIZER, { pacer, stopAbove }) : Promise.resolve(item.length);
+}

@@ -1,0 +1,35 @@
+// The embeddings request body (CONTRACTS §13): OpenAI's `model`, `input` (a string, an array of
+// strings, an array of token ids, or an array of such arrays), `encoding_format` and `dimensions`.
+// Other OpenAI fields (`user`, …) pass through untouched.
+import { z } from "zod";
+import { parseBody } from "../http/validation.js";
+
+const tokenIds = z.array(z.number().int().nonnegative());
+
+export const embeddingsRequestSchema = z.looseObject({
+  model: z.string().min(1),
+  // emptiness and count are checked with the token limits, where the message can name the input
+  input: z.union([z.string(), z.array(z.string()), tokenIds, z.array(tokenIds)]),
+  encoding_format: z.enum(["float", "base64"]).optional(),
+  dimensions: z.number().int().positive().max(16384).optional(),
+});
+
+export type EmbeddingsRequest = z.infer<typeof embeddingsRequestSchema>;
+export type EmbeddingInput = EmbeddingsRequest["input"];
+/** One input to embed: text, or token ids */
+export type InputItem = string | number[];
+
+/** The validated request, or a 400 naming the first wrong field. */
+export function parseEmbeddingsRequest(body: unknown): EmbeddingsRequest {
+  return parseBody(embeddingsRequestSchema, body);
+}
+
+/** True when the request sent one input (a string or one token array) rather than a list. */
+export function isSingleInput(input: EmbeddingInput): input is string | number[] {
+  return typeof input === "string" || (input.length > 0 && typeof input[0] === "number");
+}
+
+/** The inputs as a list, one item per vector to return. */
+export function inputItems(input: EmbeddingInput): InputItem[] {
+  return isSingleInput(input) ? [input] : (input as InputItem[]);
+}
