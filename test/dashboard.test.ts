@@ -1,84 +1,234 @@
-// The Grafana dashboard against reality: a real Prometheus scrapes a real Sluice that served every
-// kind of traffic, and every PromQL expression in grafana/dashboards/sluice.json must return data.
-// A metric renamed in code but not in the dashboard fails here.
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
+// The Grafana dashboard and the alert rules against reality: a real Prometheus scrapes a real Sluice
+// that served every kind of traffic and evaluates grafana/alerts.yml. Every panel query must return
+// data with the dashboard's variables filled in as Grafana fills them, every variable must list
+// values, and every rule must evaluate without error. A metric or label renamed in code but not in
+// grafana/ fails here.
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  dataSourceRefs,
+  interpolate,
+  labelValuesQuery,
+  metricNamesIn,
+  panelQueries,
+  pickedValues,
+  readDashboard,
+  selectors,
+  variables,
+  type Dashboard,
+  type Variable,
+} from "./support/grafana-dashboard.js";
 import { startGateway } from "./support/gateway.js";
+import { pollUntil, startPrometheus, type Prometheus, type PromResponse } from "./support/prometheus.js";
 import { startUpstream, type Upstream } from "./support/upstream.js";
 
-const PROMETHEUS = "/usr/bin/prometheus";
-const DASHBOARD = new URL("../grafana/dashboards/sluice.json", import.meta.url);
+const ALERTS_FILE = fileURLToPath(new URL("../grafana/alerts.yml", import.meta.url));
 const APP_KEY = "sk-dashboard-test-app-key";
-/** What Grafana would put in place of its variables; 1m spans many 1 s scrapes. */
-const GRAFANA_VARIABLES: Record<string, string> = { $__rate_interval: "1m", $__interval: "15s", $__range: "5m" };
+const JOB = "sluice";
+const VARIABLES = ["datasource", "job", "instance", "model", "app"];
+/** Label filters a selector must carry when its metric has the label. */
+const FILTERS: Record<string, string> = {
+  job: 'job=~"$job"',
+  instance: 'instance=~"$instance"',
+  model: 'model=~"$model"',
+  gen_ai_request_model: 'gen_ai_request_model=~"$model"',
+  app: 'app=~"$app"',
+};
 
-interface PromResponse {
-  status: string;
-  error?: string;
-  data?: { resultType: string; result: unknown[] };
-}
-
-interface Panel {
-  title?: string;
-  targets?: { expr?: string }[];
-  panels?: Panel[];
-}
-
-let upstream: Upstream;
-let gateway: { url: string; close(): Promise<void> };
-let prometheus: { url: string; process: ChildProcess; log: () => string } | undefined;
-let workDir: string;
+let dashboard: Dashboard;
 
 beforeAll(async () => {
-  if (!existsSync(PROMETHEUS)) {
-    throw new Error(
-      `${PROMETHEUS} is missing: this test runs a real Prometheus. .ci/run installs it (apt-get install -y prometheus).`,
-    );
-  }
-  workDir = await mkdtemp(join(tmpdir(), "sluice-dashboard-"));
-  upstream = await startUpstream();
-  gateway = await startGateway(gatewayConfig(upstream.url));
-  prometheus = await startPrometheus(new URL(gateway.url).host, workDir);
-
-  await pollUntil("Prometheus to scrape Sluice", 20_000, () => hasData('up{job="sluice"} == 1'));
-  // rate() cannot see a series' first value, so send a second round once the first was scraped:
-  // then every series the traffic creates also moves within the rate window
-  await sendEveryKindOfTraffic();
-  await pollUntil("the first round of traffic to be scraped", 20_000, () => hasData('sluice_requests_total{status="401"}'));
-  await sendEveryKindOfTraffic();
-}, 60_000);
-
-afterAll(async () => {
-  await stopProcess(prometheus?.process);
-  await gateway?.close();
-  await upstream?.close();
-  if (workDir) await rm(workDir, { recursive: true, force: true });
+  dashboard = await readDashboard();
 });
 
-describe("grafana dashboard", () => {
-  it("every PromQL expression in the dashboard returns data from a real Prometheus", async () => {
-    const exprs = dashboardExpressions(JSON.parse(await readFile(DASHBOARD, "utf8")) as { panels?: Panel[] });
-    expect(exprs.length).toBeGreaterThan(10);
+describe("grafana dashboard file", () => {
+  it("offers datasource, job, instance, model and app variables, each listing values of the chosen job and instances", () => {
+    const list = variables(dashboard);
+    expect(list.map((v) => v.name)).toEqual(VARIABLES);
+    expect(list[0]).toMatchObject({ type: "datasource", query: "prometheus" });
+    for (const v of list.slice(1)) {
+      expect(v, v.name).toMatchObject({ type: "query", multi: true, includeAll: true, datasource: { uid: "${datasource}" } });
+      const match = labelValuesQuery(v).match;
+      if (v.name !== "job") expect(match, v.name).toContain(FILTERS.job);
+      if (v.name !== "job" && v.name !== "instance") expect(match, v.name).toContain(FILTERS.instance);
+    }
+    // All of job and instance lists Sluice's own values, so `up` and process metrics of other jobs
+    // stay out; All of model and app also matches series without one (a 401 has no model or app)
+    expect(list.filter((v) => v.allValue !== undefined).map((v) => [v.name, v.allValue])).toEqual([["model", ".*"], ["app", ".*"]]);
+  });
 
+  it("asks for its Prometheus on import and refers to it only through $datasource", () => {
+    expect(dashboard.__inputs).toEqual([expect.objectContaining({ name: "DS_PROMETHEUS", type: "datasource", pluginId: "prometheus" })]);
+    expect(variables(dashboard)[0]!.current?.value).toBe("${DS_PROMETHEUS}");
+    const refs = dataSourceRefs(dashboard).filter((ref) => ref.type !== "grafana"); // the built-in annotations
+    expect(refs.length).toBeGreaterThan(20);
+    for (const ref of refs) expect(ref).toEqual({ type: "prometheus", uid: "${datasource}" });
+  });
+
+  it("filters every metric of every panel query by $job and $instance", () => {
+    const queries = panelQueries(dashboard);
+    expect(queries.length).toBeGreaterThan(20);
+    for (const { title, expr } of queries) {
+      const found = selectors(expr);
+      expect(found.length, `${title}: ${expr}`).toBeGreaterThan(0);
+      for (const s of found) {
+        expect(s.matchers, `${title}: ${s.metric}`).toContain(FILTERS.job);
+        expect(s.matchers, `${title}: ${s.metric}`).toContain(FILTERS.instance);
+      }
+    }
+  });
+
+  it("has panels for failover attempts, channel state, queue depth, budget refusals, process errors, reloads and embeddings", () => {
+    const exprs = panelQueries(dashboard).map((q) => q.expr);
+    const wanted = [
+      /sluice_upstream_attempts_total\{[^}]*outcome=~"retried\|circuit_open"/,
+      /sluice_channel_up\{/,
+      /sluice_channel_queue_depth\{/,
+      /sluice_upstream_attempts_total\{[^}]*outcome="queue_full"/,
+      /sluice_budget_refusals_total\{/,
+      /sluice_process_errors_total\{/,
+      /sluice_config_reloads_total\{/,
+      /sluice_requests_total\{[^}]*route="embeddings"/,
+      /sluice_tokens_total\{[^}]*type="input"[^}]*\}.* and on \(job, instance, model, app\) .*route="embeddings"/,
+      /up\{/,
+    ];
+    for (const pattern of wanted) expect(exprs.some((e) => pattern.test(e)), String(pattern)).toBe(true);
+  });
+});
+
+describe("grafana dashboard and alert rules on a real Prometheus", () => {
+  let upstream: Upstream;
+  let gateway: { url: string; close(): Promise<void> };
+  let prometheus: Prometheus;
+  let workDir: string;
+  const poll = (what: string, check: () => Promise<boolean>, mustPass = true) =>
+    pollUntil(what, 30_000, check, { mustPass, log: () => prometheus.log() });
+  const hasData = async (expr: string) => ((await prometheus.query(expr)).data?.result.length ?? 0) > 0;
+
+  beforeAll(async () => {
+    workDir = await mkdtemp(join(tmpdir(), "sluice-dashboard-"));
+    upstream = await startUpstream();
+    gateway = await startGateway(gatewayConfig(upstream.url));
+    prometheus = await startPrometheus({ target: new URL(gateway.url).host, job: JOB, dir: workDir, ruleFiles: [ALERTS_FILE] });
+
+    await poll("Prometheus to scrape Sluice", () => hasData(`up{job="${JOB}"} == 1`));
+    // rate() cannot see a series' first value, so send a second round once the first was scraped:
+    // then every series the traffic creates also moves within the rate window
+    await sendEveryKindOfTraffic(gateway.url, upstream);
+    await poll("the first round of traffic to be scraped", () => hasData('sluice_requests_total{route="embeddings"}'));
+    await sendEveryKindOfTraffic(gateway.url, upstream);
+  }, 60_000);
+
+  afterAll(async () => {
+    await prometheus?.stop();
+    await gateway?.close();
+    await upstream?.close();
+    if (workDir) await rm(workDir, { recursive: true, force: true });
+  });
+
+  /** What each variable lists, each query filled in with the variables before it at All. */
+  async function listedValues(): Promise<Record<string, string[]>> {
+    const listed: Record<string, string[]> = {};
+    for (const v of variables(dashboard).filter((v) => v.type === "query")) {
+      const { match, label } = labelValuesQuery(v);
+      listed[v.name] = await prometheus.labelValues(label, interpolate(match, allSelected(listed)));
+    }
+    return listed;
+  }
+
+  /** Grafana's All: the allValue when there is one, else every listed value. */
+  function allSelected(listed: Record<string, string[]>): Record<string, string> {
+    const byName = new Map(variables(dashboard).map((v): [string, Variable] => [v.name, v]));
+    return Object.fromEntries(Object.entries(listed).map(([name, values]) => [name, byName.get(name)!.allValue ?? pickedValues(values)]));
+  }
+
+  /** Polls until every panel query answers a finite number; returns the ones that did not. */
+  async function queriesWithoutData(values: Record<string, string>): Promise<string[]> {
+    const queries = panelQueries(dashboard).map(({ title, expr }) => ({ title, expr: interpolate(expr, values) }));
     let failing: string[] = [];
-    const allAnswer = async () => {
+    await poll("every dashboard query to return data", async () => {
       failing = [];
-      for (const { title, expr } of exprs) {
-        const res = await query(prometheus!.url, expr);
+      for (const { title, expr } of queries) {
+        const res = await prometheus.query(expr);
         if (res.status !== "success") failing.push(`${title}: ${expr} → ${res.error ?? res.status}`);
         else if (!hasFiniteValue(res)) failing.push(`${title}: ${expr} → no data`);
       }
       return failing.length === 0;
-    };
-    const ok = await pollUntil("every dashboard query to return data", 30_000, allAnswer, false);
+    }, false);
+    return failing;
+  }
+
+  it("every variable lists the values the gateway reported", async () => {
+    const listed = await listedValues();
+    expect(listed.job).toEqual([JOB]);
+    expect(listed.instance).toEqual([new URL(gateway.url).host]);
+    expect(listed.model).toEqual(expect.arrayContaining(["glm", "text-embed"]));
+    expect(listed.app).toEqual(["support"]);
+  });
+
+  it("every panel query returns data with every variable at All", async () => {
+    const values = allSelected(await listedValues());
+    expect(values).toMatchObject({ model: ".*", app: ".*" });
+    const failing = await queriesWithoutData(values);
     expect(failing, `queries without data:\n${failing.join("\n")}`).toEqual([]);
-    expect(ok).toBe(true);
+  }, 60_000);
+
+  it("every panel query returns data with every listed value picked (the filters name real labels)", async () => {
+    const listed = await listedValues();
+    const values = Object.fromEntries(Object.entries(listed).map(([name, v]) => [name, pickedValues(v)]));
+    expect(values.instance).toMatch(/^127\\\\\.0\\\\\.0\\\\\.1:\d+$/); // escaped as Grafana escapes it
+    const failing = await queriesWithoutData(values);
+    expect(failing, `queries without data:\n${failing.join("\n")}`).toEqual([]);
+  }, 60_000);
+
+  it("filters by $model and $app wherever the metric has those labels, and names no metric bare", async () => {
+    const metricNames = new Set(await prometheus.labelValues("__name__", '{job=~".+"}'));
+    const problems: string[] = [];
+    for (const { title, expr } of panelQueries(dashboard)) {
+      for (const { metric, matchers } of selectors(expr)) {
+        for (const label of await prometheus.labelNames(metric)) {
+          const filter = FILTERS[label];
+          if (filter && !matchers.includes(filter)) problems.push(`${title}: ${metric} lacks ${filter}`);
+        }
+      }
+      const filtered = new Set(selectors(expr).map((s) => s.metric));
+      for (const metric of metricNamesIn(expr)) {
+        if (!metricNames.has(metric)) problems.push(`${title}: ${metric} is not a metric Sluice reports`);
+        else if (!filtered.has(metric)) problems.push(`${title}: ${metric} without label filters`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it("every alert rule is loaded, labelled and annotated, and evaluates without error", async () => {
+    type Rule = { name: string; query: string; health: string; lastError?: string; labels: Record<string, string>; annotations: Record<string, string> };
+    let rules: Rule[] = [];
+    const healthy = await poll("every alert rule to be evaluated", async () => {
+      const res = await fetch(`${prometheus.url}/api/v1/rules?type=alert`);
+      rules = ((await res.json()) as { data: { groups: { rules: Rule[] }[] } }).data.groups.flatMap((g) => g.rules);
+      return rules.length > 0 && rules.every((r) => r.health === "ok");
+    }, false);
+    expect(rules.filter((r) => r.health !== "ok").map((r) => `${r.name}: ${r.health} ${r.lastError ?? ""}`)).toEqual([]);
+    expect(healthy).toBe(true);
+
+    expect(rules.map((r) => r.name)).toEqual(expect.arrayContaining([
+      "SluiceDown", "SluiceHigh5xxRatio", "SluiceChannelDown", "SluiceSlowTimeToFirstToken",
+      "SluiceChannelQueueFull", "SluiceChannelSaturated", "SluiceBudgetRefusalSpike",
+    ]));
+    const metricNames = new Set(await prometheus.labelValues("__name__", '{job=~".+"}'));
+    for (const rule of rules) {
+      expect(["critical", "warning"], rule.name).toContain(rule.labels.severity);
+      expect(Object.keys(rule.annotations).sort(), rule.name).toEqual(["description", "summary"]);
+      const res: PromResponse = await prometheus.query(rule.query);
+      expect(res.status, `${rule.name}: ${res.error ?? ""}`).toBe("success");
+      // a misspelt metric evaluates fine and never fires: every one must exist
+      const read = metricNamesIn(rule.query);
+      expect(read.length, rule.name).toBeGreaterThan(0);
+      for (const metric of read) expect(metricNames.has(metric), `${rule.name}: ${metric}`).toBe(true);
+    }
   }, 60_000);
 });
 
@@ -86,23 +236,29 @@ function gatewayConfig(upstreamUrl: string) {
   return {
     server: { log: { level: "silent", destination: "stdout" } },
     store: { driver: "memory" },
-    channels: [{ name: "local", baseUrl: upstreamUrl, key: "channel-key-dashboard", models: ["glm"] }],
+    channels: [
+      { name: "local", baseUrl: upstreamUrl, key: "channel-key-dashboard", models: ["glm"] },
+      { name: "embed", type: "echo", models: ["text-embed"] },
+    ],
     llmModels: [
       { model: "glm", name: "GLM", maxContext: 8000, maxResponse: 1000, inputPrice: 1, outputPrice: 2 },
     ],
-    apps: [{ id: "support", name: "Support bot", model: "glm" }],
+    vectorModels: [{ model: "text-embed", inputPrice: 1 }],
+    apps: [{ id: "support", name: "Support bot", model: "glm", models: ["glm", "text-embed"] }],
     apiKeys: [{ name: "support-web", kind: "app", appId: "support", key: APP_KEY }],
   };
 }
 
-/** ok non-stream, ok stream, a rejected key (401) and an upstream error (5xx). */
-async function sendEveryKindOfTraffic(): Promise<void> {
-  const chat = (body: Record<string, unknown>, key = APP_KEY) =>
-    fetch(`${gateway.url}/v1/chat/completions`, {
+/** ok non-stream, ok stream, an embedding, a rejected key (401) and an upstream error (5xx). */
+async function sendEveryKindOfTraffic(base: string, upstream: Upstream): Promise<void> {
+  const post = (path: string, body: Record<string, unknown>, key = APP_KEY) =>
+    fetch(`${base}${path}`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: "glm", messages: [{ role: "user", content: "Hello" }], ...body }),
+      body: JSON.stringify(body),
     });
+  const chat = (body: Record<string, unknown>, key?: string) =>
+    post("/v1/chat/completions", { model: "glm", messages: [{ role: "user", content: "Hello" }], ...body }, key);
 
   const plain = await chat({ stream: false });
   expect(plain.status).toBe(200);
@@ -111,6 +267,10 @@ async function sendEveryKindOfTraffic(): Promise<void> {
   const streamed = await chat({ stream: true });
   expect(streamed.status).toBe(200);
   expect(await streamed.text()).toContain("[DONE]");
+
+  const embedded = await post("/v1/embeddings", { model: "text-embed", input: ["Hello", "world"] });
+  expect(embedded.status).toBe(200);
+  await embedded.text();
 
   const rejected = await chat({ stream: false }, "sk-not-a-configured-key");
   expect(rejected.status).toBe(401);
@@ -123,111 +283,9 @@ async function sendEveryKindOfTraffic(): Promise<void> {
   upstream.behave({ status: 200 });
 }
 
-/** All `targets[].expr` of all panels (rows included), with Grafana's variables substituted. */
-function dashboardExpressions(dashboard: { panels?: Panel[] }): { title: string; expr: string }[] {
-  const out: { title: string; expr: string }[] = [];
-  const walk = (panels: Panel[] = []) => {
-    for (const panel of panels) {
-      for (const target of panel.targets ?? []) {
-        if (!target.expr) continue;
-        let expr = target.expr;
-        for (const [name, value] of Object.entries(GRAFANA_VARIABLES)) expr = expr.replaceAll(name, value);
-        expect(expr, `unsubstituted variable in "${panel.title}"`).not.toContain("$");
-        out.push({ title: panel.title ?? "(untitled)", expr });
-      }
-      walk(panel.panels);
-    }
-  };
-  walk(dashboard.panels);
-  return out;
-}
-
 /** A panel has something to draw: at least one sample that is a number (histogram_quantile of nothing is NaN). */
 function hasFiniteValue(res: PromResponse): boolean {
   const result = res.data?.result ?? [];
   if (res.data?.resultType === "scalar") return Number.isFinite(Number((result as [number, string])[1]));
   return (result as { value: [number, string] }[]).some((s) => Number.isFinite(Number(s.value[1])));
-}
-
-async function hasData(expr: string): Promise<boolean> {
-  return ((await query(prometheus!.url, expr)).data?.result.length ?? 0) > 0;
-}
-
-async function query(base: string, expr: string): Promise<PromResponse> {
-  const res = await fetch(`${base}/api/v1/query?query=${encodeURIComponent(expr)}`);
-  return (await res.json()) as PromResponse;
-}
-
-async function startPrometheus(target: string, dir: string) {
-  const port = await freePort();
-  const config = join(dir, "prometheus.yml");
-  await writeFile(
-    config,
-    [
-      "global:",
-      "  scrape_interval: 1s",
-      "  evaluation_interval: 1s",
-      "scrape_configs:",
-      "  - job_name: sluice",
-      "    metrics_path: /metrics",
-      "    static_configs:",
-      `      - targets: ["${target}"]`,
-      "",
-    ].join("\n"),
-  );
-  const child = spawn(
-    PROMETHEUS,
-    [
-      `--config.file=${config}`,
-      `--storage.tsdb.path=${join(dir, "tsdb")}`,
-      `--web.listen-address=127.0.0.1:${port}`,
-    ],
-    { stdio: ["ignore", "ignore", "pipe"] },
-  );
-  let log = "";
-  child.stderr?.on("data", (chunk: Buffer) => {
-    log = (log + chunk.toString()).slice(-4000); // the tail is enough to say why it failed
-  });
-  const url = `http://127.0.0.1:${port}`;
-  const ready = await pollUntil("Prometheus to be ready", 20_000, async () => {
-    if (child.exitCode !== null) throw new Error(`prometheus exited (${child.exitCode}):\n${log}`);
-    const res = await fetch(`${url}/-/ready`).catch(() => undefined);
-    return res?.status === 200;
-  }, false);
-  if (!ready) {
-    await stopProcess(child);
-    throw new Error(`Prometheus was not ready within 20 s:\n${log}`);
-  }
-  return { url, process: child, log: () => log };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (!address || typeof address === "string") throw new Error("no port");
-  return address.port;
-}
-
-/** Polls an outside process (Prometheus has no event to await); throws on timeout unless told not to. */
-async function pollUntil(what: string, timeoutMs: number, check: () => Promise<boolean>, mustPass = true) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > deadline) {
-      if (mustPass) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n${prometheus?.log() ?? ""}`);
-      return false;
-    }
-    await sleep(250);
-  }
-}
-
-async function stopProcess(child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
-  await exited;
-  clearTimeout(timer);
 }
