@@ -222,7 +222,7 @@ function messagesOf(r: RoundRow): ChatMessage[] {
 }
 
 /** The first user turn, whitespace collapsed, cut to 60 characters (code points, not UTF-16 units). */
-function titleFrom(user: string): string {
+export function titleFrom(user: string): string {
   // only the head can reach the title: 60 code points of at most 2 UTF-16 units, with room for
   // runs of blanks that collapse
   const text = user.slice(0, TITLE_MAX_CHARS * 8).replace(/\s+/g, " ").trim();

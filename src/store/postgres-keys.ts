@@ -1,0 +1,50 @@
+// The PostgreSQL half of the Store that holds created keys (digests only) and when each key was
+// last used; the same behaviour as store/sqlite-keys.ts, each write one statement.
+import type { PgPool } from "./postgres-pool.js";
+import type { CreatedKeyRow, KeyUse } from "./types.js";
+
+const KEY_COLUMNS = `name, kind, app_id AS "appId", sha256, max_usage_points AS "maxUsagePoints", qpm,
+  created_at AS "createdAt", revoked_at AS "revokedAt"`;
+
+const SQL = {
+  list: { text: `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY created_at, name COLLATE "C"` },
+  get: { text: `SELECT ${KEY_COLUMNS} FROM api_keys WHERE name = $1` },
+  // a name that a removed config key used starts with no history
+  create: {
+    text: `WITH added AS (
+        INSERT INTO api_keys (name, kind, app_id, sha256, max_usage_points, qpm, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+        ON CONFLICT (name) DO NOTHING RETURNING name
+      ), forgotten AS (DELETE FROM key_activity WHERE name IN (SELECT name FROM added))
+      SELECT name FROM added`,
+  },
+  revoke: { text: `UPDATE api_keys SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL` },
+  recordUse: {
+    text: `INSERT INTO key_activity (name, last_used_at) SELECT * FROM unnest($1::text[], $2::bigint[])
+      ON CONFLICT (name) DO UPDATE SET last_used_at = GREATEST(key_activity.last_used_at, EXCLUDED.last_used_at)`,
+  },
+  listUse: { text: `SELECT name, last_used_at AS "lastUsedAt" FROM key_activity` },
+};
+
+export function createPgKeyOps(db: PgPool) {
+  return {
+    listCreatedKeys: () => db.query<CreatedKeyRow>(SQL.list, []),
+    async createKey(r: CreatedKeyRow): Promise<boolean> {
+      const added = await db.query(SQL.create, [r.name, r.kind, r.appId, r.sha256, r.maxUsagePoints, r.qpm, r.createdAt]);
+      return added.length === 1;
+    },
+    async revokeKey(name: string, at: number): Promise<CreatedKeyRow | undefined> {
+      // two statements: the second reads the row as the first (or a concurrent revoke) left it
+      await db.query(SQL.revoke, [at, name]);
+      const [row] = await db.query<CreatedKeyRow>(SQL.get, [name]);
+      return row;
+    },
+    async recordKeyUse(uses: KeyUse[]): Promise<void> {
+      if (uses.length === 0) return;
+      // one row per name (a statement may not update a row twice): the latest use of each
+      const latest = new Map<string, number>();
+      for (const u of uses) latest.set(u.name, Math.max(u.lastUsedAt, latest.get(u.name) ?? -Infinity));
+      await db.query(SQL.recordUse, [[...latest.keys()], [...latest.values()]]);
+    },
+    listKeyUse: () => db.query<KeyUse>(SQL.listUse, []),
+  };
+}

@@ -1,0 +1,113 @@
+// The PostgreSQL schema and its versions. `sluice_schema.version` holds how many migrations a
+// database has had; at start the missing ones run in order inside one transaction that holds an
+// advisory lock, so instances starting at once wait for each other and each step runs once.
+// The tables mirror the SQLite store's (store/migrations.ts), with what Postgres does better:
+// a chat's rounds are numbered per chat (the chat row's lock orders concurrent appends), and
+// usage points are `numeric`, so the usage report's sums are exact like SQLite's compensated sum().
+// Variables are JSON text, as in SQLite (jsonb would reorder their keys).
+import type pg from "pg";
+
+/** Append only: a released migration is never edited, a change is a new entry. */
+export const PG_MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE chats (
+    id         bigint GENERATED ALWAYS AS IDENTITY,
+    app_id     text   NOT NULL,
+    chat_id    text   NOT NULL,
+    share_id   text,
+    uid        text,
+    title      text   NOT NULL,
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    rounds     bigint NOT NULL,
+    variables  text,
+    PRIMARY KEY (app_id, chat_id)
+  );
+  CREATE INDEX chats_by_owner ON chats (share_id, uid, updated_at) WHERE share_id IS NOT NULL;
+
+  CREATE TABLE rounds (
+    app_id     text   NOT NULL,
+    chat_id    text   NOT NULL,
+    seq        bigint NOT NULL,
+    user_turn  text   NOT NULL,
+    assistant_turn text NOT NULL,
+    created_at bigint NOT NULL,
+    PRIMARY KEY (app_id, chat_id, seq)
+  );
+
+  CREATE TABLE usage (
+    id            bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    time          bigint  NOT NULL,
+    app_id        text    NOT NULL,
+    key_name      text,
+    share_id      text,
+    model         text    NOT NULL,
+    channel       text    NOT NULL,
+    input_tokens  bigint  NOT NULL,
+    output_tokens bigint  NOT NULL,
+    points        numeric NOT NULL,
+    status        integer NOT NULL,
+    duration_ms   bigint  NOT NULL,
+    chat_id       text
+  );
+  CREATE INDEX usage_by_time ON usage (time);
+  CREATE INDEX usage_by_app_time ON usage (app_id, time);
+
+  CREATE TABLE spend (
+    scope  text PRIMARY KEY,
+    points double precision NOT NULL DEFAULT 0
+  );
+
+  CREATE TABLE api_keys (
+    name             text             PRIMARY KEY,
+    kind             text             NOT NULL CHECK (kind IN ('app', 'global')),
+    app_id           text,
+    sha256           text             NOT NULL UNIQUE,
+    max_usage_points double precision NOT NULL,
+    qpm              integer          NOT NULL,
+    created_at       bigint           NOT NULL,
+    revoked_at       bigint
+  );
+  CREATE TABLE key_activity (
+    name         text   PRIMARY KEY,
+    last_used_at bigint NOT NULL
+  );
+  `,
+];
+
+/** Any constant: the advisory lock every Sluice instance takes around its migration. */
+const MIGRATION_LOCK = 7_305_511_830;
+/** Waiting for another instance's migration, and running one, may take long. */
+const MIGRATION_TIMEOUT_MS = 10 * 60_000;
+
+type TimedQuery = pg.QueryConfig & { query_timeout: number };
+const long = (text: string): TimedQuery => ({ text, query_timeout: MIGRATION_TIMEOUT_MS });
+
+/** The database cannot be used by this build (made by a newer one). */
+export class SchemaError extends Error {}
+
+/** Brings the database to the latest schema version; refuses a database made by a newer build. */
+export async function migratePostgres(pool: pg.Pool): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    await client.query(long(`SET LOCAL statement_timeout = ${MIGRATION_TIMEOUT_MS}`));
+    // held until COMMIT: a second instance waits here, then finds the schema current
+    await client.query(long(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`));
+    await client.query("CREATE TABLE IF NOT EXISTS sluice_schema (version integer NOT NULL)");
+    const { rows } = await client.query<{ version: number }>("SELECT version FROM sluice_schema");
+    const current = rows[0]?.version ?? 0;
+    if (current > PG_MIGRATIONS.length) {
+      throw new SchemaError(`the database has schema version ${current}; this build knows up to ${PG_MIGRATIONS.length}`);
+    }
+    for (const step of PG_MIGRATIONS.slice(current)) await client.query(long(step));
+    if (rows.length === 0) await client.query("INSERT INTO sluice_schema (version) VALUES ($1)", [PG_MIGRATIONS.length]);
+    else if (current < PG_MIGRATIONS.length) await client.query("UPDATE sluice_schema SET version = $1", [PG_MIGRATIONS.length]);
+    await client.query("COMMIT");
+    client.release();
+  } catch (err) {
+    // the connection may be broken or mid-transaction: never hand it back to the pool
+    client.release(err instanceof Error ? err : true);
+    throw err;
+  }
+}

@@ -1,0 +1,152 @@
+// The PostgreSQL Store (CONTRACTS §11): what the SQLite store keeps, in a database several gateway
+// instances share. Every write is one statement (one transaction): a round and its chat, a usage
+// row and its spend counters are written whole or not at all.
+//
+// No history cache here, unlike SQLite's: another instance may append to a chat at any time, and
+// checking a cached history for staleness costs the same round trip as reading the chat's last
+// rounds through their primary key, so every read goes to the database.
+import { createPgKeyOps } from "./postgres-keys.js";
+import { createPgPool, type PgPool } from "./postgres-pool.js";
+import { titleFrom } from "./sqlite.js";
+import type { AppendRoundInput, ChatInfo, ChatMessage, ChatOwner, ChatSummary, Store, UsageQuery, UsageRow, UsageSummary, UsageTotals } from "./types.js";
+
+interface ChatRow {
+  share_id: string | null;
+  uid: string | null;
+  title: string;
+  updated_at: number;
+  variables: string | null;
+}
+interface RoundRow {
+  user_turn: string;
+  assistant_turn: string;
+  created_at: number;
+}
+interface SummaryRow extends UsageTotals {
+  /** GROUPING(app_id, model): 3 the totals, 1 one app, 2 one model */
+  level: number;
+  app_id: string | null;
+  model: string | null;
+}
+
+const SQL = {
+  getChat: { name: "get-chat", text: `SELECT share_id, uid, title, updated_at, variables FROM chats WHERE app_id = $1 AND chat_id = $2` },
+  lastRounds: {
+    name: "last-rounds",
+    text: `SELECT user_turn, assistant_turn, created_at FROM rounds WHERE app_id = $1 AND chat_id = $2 ORDER BY seq DESC LIMIT $3`,
+  },
+  // the chat row is created or locked first: concurrent rounds of one chat get numbers in turn
+  appendRound: {
+    name: "append-round",
+    text: `WITH chat AS (
+        INSERT INTO chats AS c (app_id, chat_id, share_id, uid, title, created_at, updated_at, rounds, variables)
+        VALUES ($1, $2, $3, $4, $5, $6, $6, 1, $9)
+        ON CONFLICT (app_id, chat_id) DO UPDATE
+        SET rounds = c.rounds + 1, updated_at = GREATEST(c.updated_at, EXCLUDED.updated_at), variables = COALESCE($9, c.variables)
+        RETURNING rounds
+      )
+      INSERT INTO rounds (app_id, chat_id, seq, user_turn, assistant_turn, created_at) SELECT $1, $2, rounds, $7, $8, $6 FROM chat`,
+  },
+  listChats: {
+    name: "list-chats",
+    text: `SELECT chat_id, title, updated_at FROM chats WHERE share_id = $1 AND uid = $2 AND updated_at >= $3
+      ORDER BY updated_at DESC, id DESC LIMIT $4`,
+  },
+  recordUsage: {
+    name: "record-usage",
+    text: `WITH inserted AS (
+        INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens, points, status, duration_ms, chat_id)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+      )
+      INSERT INTO spend (scope, points) SELECT scope, $13::float8 FROM unnest($14::text[]) AS scope
+      ON CONFLICT (scope) DO UPDATE SET points = spend.points + EXCLUDED.points`,
+  },
+  getSpent: { name: "get-spent", text: `SELECT points FROM spend WHERE scope = $1` },
+  // one scan for the totals, the apps and the models; names in byte order like SQLite's BINARY
+  summarizeUsage: {
+    text: `SELECT GROUPING(app_id, model) AS level, app_id, model, COUNT(*) AS requests,
+        COALESCE(SUM(input_tokens), 0)::bigint AS "inputTokens", COALESCE(SUM(output_tokens), 0)::bigint AS "outputTokens",
+        COALESCE(SUM(points), 0)::float8 AS points
+      FROM usage WHERE time >= $1 AND time < $2 AND ($3::text IS NULL OR app_id = $3)
+      GROUP BY GROUPING SETS ((), (app_id), (model))
+      ORDER BY app_id COLLATE "C", model COLLATE "C"`,
+  },
+};
+
+export function createPostgresStore(url: string): Store {
+  const db = createPgPool(url);
+  return {
+    ...createChatOps(db),
+    ...createUsageOps(db),
+    ...createPgKeyOps(db),
+    ping: () => db.ping(),
+    close: () => db.close(),
+  };
+}
+
+function createChatOps(db: PgPool) {
+  return {
+    async getChat(appId: string, chatId: string): Promise<ChatInfo | undefined> {
+      const [row] = await db.query<ChatRow>(SQL.getChat, [appId, chatId]);
+      if (!row) return undefined;
+      const owner = row.share_id !== null && row.uid !== null ? { shareId: row.share_id, uid: row.uid } : null;
+      const info: ChatInfo = { chatId, owner, title: row.title, updatedAt: row.updated_at };
+      if (row.variables) info.variables = JSON.parse(row.variables) as Record<string, unknown>;
+      return info;
+    },
+    async loadMessages(appId: string, chatId: string, limit: number): Promise<ChatMessage[]> {
+      const count = Math.floor(limit);
+      if (!(count > 0)) return [];
+      // a round holds two messages: `count` rounds hold at least `count` messages
+      const rounds = await db.query<RoundRow>(SQL.lastRounds, [appId, chatId, count]);
+      const messages = rounds.reverse().flatMap((r): ChatMessage[] => [
+        { role: "user", content: r.user_turn, createdAt: r.created_at },
+        { role: "assistant", content: r.assistant_turn, createdAt: r.created_at },
+      ]);
+      return messages.slice(-count);
+    },
+    async appendRound(input: AppendRoundInput): Promise<void> {
+      const { appId, chatId, owner, at } = input;
+      const variables = input.variables ? JSON.stringify(input.variables) : null;
+      await db.query(SQL.appendRound, [appId, chatId, owner?.shareId ?? null, owner?.uid ?? null, titleFrom(input.user), at, input.user, input.assistant, variables]);
+    },
+    async listChats(owner: ChatOwner, opts: { since: number; limit: number }): Promise<ChatSummary[]> {
+      const count = Math.floor(opts.limit);
+      if (!(count > 0)) return [];
+      const rows = await db.query<{ chat_id: string; title: string; updated_at: number }>(SQL.listChats, [owner.shareId, owner.uid, asEpoch(opts.since), count]);
+      return rows.map((c) => ({ chatId: c.chat_id, title: c.title, updatedAt: c.updated_at }));
+    },
+  };
+}
+
+function createUsageOps(db: PgPool) {
+  return {
+    async recordUsage(row: UsageRow, spendScopes: string[]): Promise<void> {
+      const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId } = row;
+      // a scope named twice is still one budget; a free answer changes no counter
+      const scopes = points !== 0 ? [...new Set(spendScopes)] : [];
+      await db.query(SQL.recordUsage, [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, points, scopes]);
+    },
+    async summarizeUsage(query: UsageQuery): Promise<UsageSummary> {
+      const from = asEpoch(query.from ?? Number.MIN_SAFE_INTEGER);
+      const to = asEpoch(query.to ?? Number.MAX_SAFE_INTEGER);
+      const rows = await db.report<SummaryRow>(SQL.summarizeUsage, [from, to, query.appId ?? null]);
+      const totalsOf = ({ requests, inputTokens, outputTokens, points }: SummaryRow): UsageTotals => ({ requests, inputTokens, outputTokens, points });
+      return {
+        totals: totalsOf(rows.find((r) => r.level === 3)!),
+        apps: rows.filter((r) => r.level === 1).map((r) => ({ appId: r.app_id!, ...totalsOf(r) })),
+        models: rows.filter((r) => r.level === 2).map((r) => ({ model: r.model!, ...totalsOf(r) })),
+      };
+    },
+    async getSpent(scope: string): Promise<number> {
+      const [row] = await db.query<{ points: number }>(SQL.getSpent, [scope]);
+      return row?.points ?? 0;
+    },
+  };
+}
+
+/** Epoch-ms bounds compared with integer columns: `t >= x` holds exactly when `t >= ceil(x)` (and
+ *  `t < x` when `t < ceil(x)`), as SQLite compares them; kept within the range times can have. */
+function asEpoch(ms: number): number {
+  return Math.min(Math.max(Math.ceil(ms), Number.MIN_SAFE_INTEGER), Number.MAX_SAFE_INTEGER);
+}
