@@ -110,15 +110,17 @@ describe("failover before the first byte", () => {
 
 describe("circuit breaker", () => {
   it("opens after consecutive failures, answers 503 model_unavailable at once, probes after the cooldown and closes", async () => {
-    gw = await startGateway(config([{ name: "a", baseUrl: a.url }], { breaker: { failures: 2, cooldownMs: 300 } }));
+    gw = await startGateway(config([{ name: "a", baseUrl: a.url }], { breaker: { failures: 2, cooldownMs: 1500 } }));
     a.behave({ status: 503 });
     expect((await ask()).status).toBe(502);
     expect((await ask()).status).toBe(502);
     expect(a.requests).toHaveLength(2);
 
+    // at once: no attempt and no wait (measured in the bench; here only bounded far below any
+    // upstream timeout, so a loaded test machine cannot fail it)
     const started = performance.now();
     const refused = await ask();
-    expect(performance.now() - started).toBeLessThan(50);
+    expect(performance.now() - started).toBeLessThan(1000);
     expect(refused.status).toBe(503);
     expect(JSON.parse(refused.text).error.code).toBe("model_unavailable");
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
@@ -126,7 +128,7 @@ describe("circuit breaker", () => {
     expect(await metrics()).toContain('sluice_upstream_attempts_total{channel="a",outcome="circuit_open"} 1');
 
     a.behave({ status: 200 });
-    await expect.poll(async () => (await ask()).status, { interval: 50, timeout: 3000 }).toBe(200);
+    await expect.poll(async () => (await ask()).status, { interval: 50, timeout: 6000 }).toBe(200);
     expect(a.requests).toHaveLength(3); // exactly one probe went through
     expect((await ask()).status).toBe(200);
   });
