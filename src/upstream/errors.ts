@@ -70,6 +70,9 @@ export function mapTransportError(err: unknown, model: string): GatewayError {
   if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT") return upstreamTimeout(model);
   if (code === "UND_ERR_BODY_TIMEOUT") return upstreamTimeout(model, "stopped sending the answer");
   if (code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "EPIPE" || code === "UND_ERR_RESPONSE_STATUS_CODE") return streamCut(model);
+  // undici's HTTP parser: the connection ended mid-answer ("Invalid EOF state", which carries no
+  // code), or what came is not HTTP — the channel's fault either way, never the gateway's
+  if ((err as { name?: unknown })?.name === "HTTPParserError") return /EOF/.test(String((err as Error).message)) ? streamCut(model) : badUpstreamReply(model);
   if (code && (code.startsWith("UND_ERR") || code.startsWith("E"))) return unreachable(model);
   return new GatewayError(500, "internal_error", "Internal server error", { type: "server_error" });
 }

@@ -8,10 +8,11 @@ import { UpstreamError, mapTransportError, upstreamTimeout } from "./errors.js";
 import type { ChannelEntry, ChannelRouter } from "./router.js";
 import type { ChannelClient, UpstreamAnswer } from "./types.js";
 
-/** Outcomes that say the channel, not the request, failed: the next channel may do better. */
-const FAIL_OVER: ReadonlySet<UpstreamOutcome> = new Set(["unreachable", "timeout", "http_error", "rate_limited", "auth_failed", "busy"]);
+/** Outcomes that say the channel, not the request, failed: the next channel may do better. A
+ *  connection lost during an attempt (`stream_cut`) is one: nothing has reached the client yet. */
+const FAIL_OVER: ReadonlySet<UpstreamOutcome> = new Set(["unreachable", "timeout", "http_error", "stream_cut", "rate_limited", "auth_failed", "busy"]);
 /** Outcomes the breaker counts as failures (CONTRACTS §9: connect, timeout, 5xx, 429). */
-const BREAKER_FAILURE: ReadonlySet<UpstreamOutcome> = new Set(["unreachable", "timeout", "http_error", "rate_limited"]);
+const BREAKER_FAILURE: ReadonlySet<UpstreamOutcome> = new Set(["unreachable", "timeout", "http_error", "stream_cut", "rate_limited"]);
 
 export interface AttemptOptions {
   model: string;
