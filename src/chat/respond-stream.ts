@@ -13,10 +13,11 @@ import { SseRelay } from "./sse-relay.js";
 import { clientReport, settleAnswer, type Exchange, type SettleDeps, type Settled } from "./settle.js";
 import { hasAny } from "./variables.js";
 
+// No `connection` header: Node writes its own, and only then adds `keep-alive: timeout=N`, which
+// tells pooling clients to drop an idle connection before the server closes it under their next request.
 export const SSE_HEADERS = {
   "content-type": "text/event-stream; charset=utf-8",
   "cache-control": "no-cache",
-  connection: "keep-alive",
   "x-accel-buffering": "no",
 };
 
