@@ -1,10 +1,26 @@
-// One throughput case: autocannon against one target for a fixed time, counting only 2xx answers.
+// One throughput case: autocannon against one target for a fixed time, counting only 2xx answers,
+// with the CPU time the target and the upstream processes spent meanwhile.
 import autocannon from "autocannon";
 import { performance } from "node:perf_hooks";
-import { CHAT_HEADERS, CHAT_PATH } from "./chat-request.js";
 import { readCpuUs } from "./node-process.js";
 
 export const CONNECTIONS = 32;
+
+/** What to send and where. `body(i)` gives connection i its request body (e.g. its own chatId). */
+export interface LoadSpec {
+  origin: string;
+  path: string;
+  headers: Record<string, string>;
+  body: (connection: number) => string;
+  connections: number;
+}
+
+/** The processes whose CPU time a slice reads: the target's (absent for the upstream alone) and
+ *  the upstream's. */
+export interface Pids {
+  target?: number;
+  upstream?: number;
+}
 
 export interface LoadResult {
   /** Successful (2xx) requests per second. */
@@ -19,26 +35,25 @@ export interface LoadResult {
   p99: number;
   /** Connection errors, timeouts and non-2xx answers. */
   failed: number;
-  /** Share of the time the bench's own event loop (load generator + test upstream) was busy. */
+  /** Share of the time the bench's own event loop (the load generator) was busy. */
   clientBusy: number;
-  /** CPU time the target process spent per request (user + system), µs; steadier than RPS on a
-   *  machine whose cores the load generator shares. Undefined for in-process targets. */
+  /** CPU time the target process spent per answered request (user + system), µs; steadier than RPS
+   *  on a machine whose cores the load generator shares. */
   cpuUs?: number;
+  /** The same for the upstream process. */
+  upstreamCpuUs?: number;
 }
 
-/**
- * `bodyFor(i)` gives connection i its request body (e.g. its own chatId). A warm-up run comes
- * first and is thrown away: a cold Node process serves a fraction of its warm rate for seconds.
- */
-export async function runLoad(origin: string, bodyFor: (connection: number) => string, seconds: number, warmupSeconds: number, pid?: number): Promise<LoadResult> {
-  if (warmupSeconds > 0) await fire(origin, bodyFor, warmupSeconds);
+export async function runLoad(spec: LoadSpec, seconds: number, pids: Pids = {}): Promise<LoadResult> {
   const before = performance.eventLoopUtilization();
-  const cpuBefore = pid === undefined ? undefined : await readCpuUs(pid);
-  const result = await fire(origin, bodyFor, seconds);
-  const cpuAfter = pid === undefined ? undefined : await readCpuUs(pid);
+  const cpuBefore = await readCpus(pids);
+  const result = await fire(spec, seconds);
+  const cpuAfter = await readCpus(pids);
   const requests = result["2xx"] + result.non2xx;
+  const perRequest = (a?: number, b?: number) => (a === undefined || b === undefined || requests === 0 ? undefined : (b - a) / requests);
   return {
-    cpuUs: cpuBefore === undefined || cpuAfter === undefined || requests === 0 ? undefined : (cpuAfter - cpuBefore) / requests,
+    cpuUs: perRequest(cpuBefore.target, cpuAfter.target),
+    upstreamCpuUs: perRequest(cpuBefore.upstream, cpuAfter.upstream),
     rps: result["2xx"] / result.duration,
     ok: result["2xx"],
     answered: requests,
@@ -50,36 +65,44 @@ export async function runLoad(origin: string, bodyFor: (connection: number) => s
   };
 }
 
-function fire(origin: string, bodyFor: (connection: number) => string, seconds: number): Promise<autocannon.Result> {
+async function readCpus(pids: Pids): Promise<{ target?: number; upstream?: number }> {
+  const [target, upstream] = await Promise.all([pids.target, pids.upstream].map((pid) => (pid === undefined ? undefined : readCpuUs(pid))));
+  return { target, upstream };
+}
+
+function fire(spec: LoadSpec, seconds: number): Promise<autocannon.Result> {
   let next = 0;
   return autocannon({
-    url: origin + CHAT_PATH,
+    url: spec.origin + spec.path,
     method: "POST",
-    headers: CHAT_HEADERS,
-    body: bodyFor(0),
-    connections: CONNECTIONS,
+    headers: spec.headers,
+    body: spec.body(0),
+    connections: spec.connections,
     duration: seconds,
-    setupClient: (client) => client.setBody(bodyFor(next++)),
+    setupClient: (client) => client.setBody(spec.body(next++)),
   });
 }
 
-/** One result for several slices of the same case: sums where sums mean something, the median p50
- *  and the worst p99 where percentiles cannot be merged. */
+/** One result for several slices of the same case: sums where sums mean something, the median of
+ *  the slices' percentiles where percentiles cannot be merged (a slice disturbed by other work on
+ *  the machine moves a median less than a maximum). */
 export function mergeLoads(slices: LoadResult[]): LoadResult {
   const ok = sum(slices.map((s) => s.ok));
   const seconds = sum(slices.map((s) => s.seconds));
   const answered = sum(slices.map((s) => s.answered));
-  const cpu = slices.every((s) => s.cpuUs !== undefined) ? sum(slices.map((s) => s.cpuUs! * s.answered)) : undefined;
+  const cpu = (of: (s: LoadResult) => number | undefined) =>
+    answered > 0 && slices.every((s) => of(s) !== undefined) ? sum(slices.map((s) => of(s)! * s.answered)) / answered : undefined;
   return {
     rps: ok / seconds,
     ok,
     answered,
     seconds,
     p50: median(slices.map((s) => s.p50)),
-    p99: Math.max(...slices.map((s) => s.p99)),
+    p99: median(slices.map((s) => s.p99)),
     failed: sum(slices.map((s) => s.failed)),
     clientBusy: sum(slices.map((s) => s.clientBusy * s.seconds)) / seconds,
-    cpuUs: cpu === undefined || answered === 0 ? undefined : cpu / answered,
+    cpuUs: cpu((s) => s.cpuUs),
+    upstreamCpuUs: cpu((s) => s.upstreamCpuUs),
   };
 }
 

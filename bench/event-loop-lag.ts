@@ -4,9 +4,9 @@
 // `nodejs_eventloop_lag_*` gauges (prom-client resets its histogram at each scrape, so the scrape
 // before the load starts the window).
 import { request } from "undici";
-import { runLoad } from "./autocannon-case.js";
+import { CONNECTIONS, runLoad } from "./autocannon-case.js";
 import { CHAT_HEADERS, CHAT_PATH, chatBody } from "./chat-request.js";
-import { BENCH_MODEL } from "./sluice-process.js";
+import { MODELS } from "./models.js";
 
 export interface LagResult {
   p99Ms: number;
@@ -18,14 +18,14 @@ export interface LagResult {
 const BIG_BYTES = 2 * 1024 * 1024 - 4096;
 
 export async function measureEventLoopLag(origin: string, seconds: number, pid: number): Promise<LagResult> {
-  const big = JSON.stringify({ model: BENCH_MODEL, messages: [{ role: "user", content: "a".repeat(BIG_BYTES) }] });
+  const big = JSON.stringify({ model: MODELS.chat, messages: [{ role: "user", content: "a".repeat(BIG_BYTES) }] });
   await scrape(origin);
   const bigStatuses: number[] = [];
   const sending: Array<Promise<void>> = [];
   const timer = setInterval(() => sending.push(sendBig(origin, big).then((s) => void bigStatuses.push(s))), 1000);
   const body = chatBody(false);
   try {
-    await runLoad(origin, () => body, seconds, 0, pid);
+    await runLoad({ origin, path: CHAT_PATH, headers: CHAT_HEADERS, body: () => body, connections: CONNECTIONS }, seconds, { target: pid });
   } finally {
     clearInterval(timer);
   }

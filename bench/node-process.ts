@@ -1,7 +1,7 @@
 // Servers the benchmark runs as child processes (Sluice, the floor proxy): start on a free port,
 // wait until they answer, read their memory, and never leave one running when the bench exits.
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFile } from "node:fs/promises";
+import { open, readFile } from "node:fs/promises";
 import { createServer, type AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
@@ -21,6 +21,9 @@ export interface SpawnOptions {
   readyPath: string;
   ready: (status: number) => boolean;
   readyTimeoutMs?: number;
+  /** Send the process's stdout and stderr to this file instead of a pipe: a gateway's log written
+   *  to a pipe the busy bench reads late would block it on a full pipe. */
+  outputFile?: string;
 }
 
 const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -33,15 +36,18 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => 
 
 export async function spawnNodeServer(name: string, opts: SpawnOptions): Promise<NodeServer> {
   const port = await freePort();
+  const file = opts.outputFile === undefined ? undefined : await open(opts.outputFile, "a");
   const child = spawn(process.execPath, [...opts.args, "--port", String(port)], {
     cwd: REPO_ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["ignore", file?.fd ?? "pipe", file?.fd ?? "pipe"],
   });
+  await file?.close(); // the child holds its own copy
   running.add(child);
   let output = "";
   const keepTail = (data: Buffer) => (output = (output + data.toString()).slice(-OUTPUT_TAIL_CHARS));
   child.stdout?.on("data", keepTail);
   child.stderr?.on("data", keepTail);
+  const lastOutput = async () => (opts.outputFile === undefined ? output : (await readFile(opts.outputFile, "utf8")).slice(-OUTPUT_TAIL_CHARS));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   exited.then(() => running.delete(child));
 
@@ -62,7 +68,7 @@ export async function spawnNodeServer(name: string, opts: SpawnOptions): Promise
   } catch (err) {
     await server.stop();
     const reason = err instanceof Error ? err.message : String(err);
-    throw new Error(`${name} did not start: ${reason}\n--- last output of ${name} ---\n${output.trim() || "(none)"}`);
+    throw new Error(`${name} did not start: ${reason}\n--- last output of ${name} ---\n${(await lastOutput()).trim() || "(none)"}`);
   }
   return server;
 }

@@ -1,131 +1,234 @@
-// The benchmark's printout: one table of every case, then the ratios against the targets.
-import { CONNECTIONS, median, type LoadResult } from "./autocannon-case.js";
+// The benchmark's printout: the machine and run, a table per kind of measure, then every figure
+// the issues set a target for, checked against it.
+import { execFileSync } from "node:child_process";
+import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
+import { median, type LoadResult } from "./autocannon-case.js";
 import type { LagResult } from "./event-loop-lag.js";
+import type { FailoverLatency } from "./failover.js";
+import type { CaseResult, TargetName } from "./interleave.js";
 import type { LatencyResult } from "./latency.js";
+import type { QpmResult } from "./long-qpm.js";
+import type { MemoryResult } from "./open-streams.js";
+import type { PerKb } from "./per-kb.js";
+import type { ProfileSummary } from "./profile.js";
 
-export type TargetName = "direct" | "floor" | "sluice";
-export type Mode = "non-stream" | "stream" | "chatId";
-
-export interface CaseResult {
-  target: TargetName;
-  mode: Mode;
-  load?: LoadResult;
-  /** RPS of each interleaved round, in round order */
-  rounds?: number[];
-  latency?: LatencyResult;
-  error?: string;
-}
-
-export interface MemoryResult {
-  streams: number;
-  sluiceIdleMb?: number;
-  sluiceMb?: number;
-  floorMb?: number;
-  error?: string;
-}
-
-const COLUMNS = ["case", "RPS", "CPU us/req", "p50 ms", "p99 ms", "failed", "client busy", "1c p50 ms", "1c p99 ms", "added p50 ms", "TTFT p50 ms", "added TTFT ms"];
-
-export interface RunSettings {
-  seconds: number;
-  rounds: number;
-  warmupSeconds: number;
-  /** 1-minute load average and core count when the run began: other work skews every number. */
-  loadAverage: number;
+export interface MachineFacts {
+  date: string;
+  cpu: string;
   cores: number;
+  memoryGb: number;
+  node: string;
+  commit: string;
+  loadAverageStart: number;
+  loadAverageEnd?: number;
 }
 
-export function printReport(cases: CaseResult[], memory: MemoryResult, run: RunSettings, lag?: LagResult | string): void {
-  const find = (target: TargetName, mode: Mode) => cases.find((c) => c.target === target && c.mode === mode);
-  const rows = cases.map((c) => {
-    // The chatId case is a non-stream request, so its baseline is the direct non-stream one.
-    const direct = find("direct", c.mode === "stream" ? "stream" : "non-stream");
-    return [
-      `${c.target} ${c.mode}`,
+export interface BenchResults {
+  facts: MachineFacts;
+  timing: { seconds: number; rounds: number; warmupSeconds: number };
+  /** throughput groups by section */
+  groups: Record<string, CaseResult[]>;
+  latency: Array<{ target: TargetName; name: string; result?: LatencyResult; error?: string }>;
+  perKb?: PerKb;
+  failover?: FailoverLatency;
+  /** requests the failing channel failed during the failover group's load (warm-up included) */
+  failoversUnderLoad?: number;
+  lag?: LagResult;
+  memory?: MemoryResult[];
+  qpm?: QpmResult;
+  /** sections skipped or failed, one line each */
+  notes: string[];
+}
+
+export async function machineFacts(): Promise<MachineFacts> {
+  let commit = "unknown";
+  try {
+    commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--", "src"], { encoding: "utf8" }).trim();
+    if (dirty) commit += " + uncommitted src/ changes";
+  } catch {
+    // not a git checkout: the commit stays unknown
+  }
+  return {
+    date: new Date().toISOString().replace("T", " ").slice(0, 16) + " UTC",
+    cpu: cpus()[0]?.model.trim() ?? "unknown CPU",
+    cores: availableParallelism(),
+    memoryGb: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    commit,
+    loadAverageStart: loadavg()[0] ?? 0,
+  };
+}
+
+export function printReport(r: BenchResults): void {
+  const f = r.facts;
+  console.log(`\nSluice benchmark, ${f.date}: ${f.cpu}, ${f.cores} cores, ${f.memoryGb} GB, Node ${f.node}, commit ${f.commit}
+load average ${f.loadAverageStart.toFixed(2)} at start, ${f.loadAverageEnd?.toFixed(2) ?? "?"} at end (other work on the machine moves every figure)
+throughput: autocannon from the bench process, 32 connections unless said, ${r.timing.seconds} s per case in ${r.timing.rounds} interleaved rounds after ${r.timing.warmupSeconds} s warm-up
+(per-KB: half that); CPU us/req from /proc/PID/stat of the target's and the upstream's processes; a ratio is the median of the per-round ratios (lowest-highest)\n`);
+
+  const throughput = Object.entries(r.groups).flatMap(([section, cases]) =>
+    cases.map((c) => [
+      section,
+      `${c.target} ${c.name}`,
       num(c.load?.rps, 0),
+      c.slices ? `${num(Math.min(...c.slices.map((s) => s.rps)), 0)}-${num(Math.max(...c.slices.map((s) => s.rps)), 0)}` : c.error ? "error" : "",
       num(c.load?.cpuUs, 0),
+      num(c.load?.upstreamCpuUs, 0),
       num(c.load?.p50, 1),
       num(c.load?.p99, 1),
       num(c.load?.failed, 0),
-      c.load ? `${(c.load.clientBusy * 100).toFixed(0)}%` : "-",
-      num(c.latency?.p50, 3),
-      num(c.latency?.p99, 3),
-      c.target === "direct" ? "" : num(diff(c.latency?.p50, direct?.latency?.p50), 3),
-      num(c.latency?.ttftP50 ?? undefined, 3),
-      c.target === "direct" || c.mode !== "stream" ? "" : num(diff(c.latency?.ttftP50, direct?.latency?.ttftP50), 3),
-    ];
-  });
-  console.log(`\nSluice benchmark: autocannon ${CONNECTIONS} connections, ${run.seconds} s per case in ${run.rounds} interleaved rounds,
-after ${run.warmupSeconds} s warm-up; an RPS ratio is the median of its ${run.rounds} per-round ratios (lowest-highest);
-1c = one sequential connection (500 requests after 50 warm-up);
-client busy = the bench process's event loop (load generator + test upstream);
-CPU us/req = CPU time of the target's own process per request (the upstream runs inside the bench);
-machine load average at start ${run.loadAverage.toFixed(2)} on ${run.cores} cores\n`);
-  console.log(alignTable([COLUMNS, ...rows]));
+      c.load ? `${(c.load.clientBusy * 100).toFixed(0)}%` : "",
+    ]),
+  );
+  if (throughput.length > 0) {
+    console.log(alignTable([["section", "case", "RPS", "rounds RPS", "CPU us/req", "upstream us/req", "p50 ms", "p99 ms", "failed", "bench busy"], ...throughput], 2));
+  }
 
-  const sluice = (mode: Mode) => find("sluice", mode);
-  const floor = (mode: Mode) => find("floor", mode);
-  const rssNote = memory.sluiceIdleMb === undefined ? "" : ` (idle ${num(memory.sluiceIdleMb, 0)} MB; floor proxy ${num(memory.floorMb, 0)} MB)`;
-  const checks: string[][] = [
-    ratioCheck("Sluice/floor RPS, non-stream", sluice("non-stream"), floor("non-stream"), 0.6),
-    ratioCheck("Sluice/floor RPS, stream", sluice("stream"), floor("stream"), 0.8),
-    ratioCheck("Sluice chatId/stateless RPS", sluice("chatId"), sluice("non-stream"), 0.8),
-    info("floor/Sluice CPU per request, non-stream", floor("non-stream")?.load?.cpuUs, sluice("non-stream")?.load?.cpuUs),
-    info("floor/Sluice CPU per request, stream", floor("stream")?.load?.cpuUs, sluice("stream")?.load?.cpuUs),
-    info("stateless/chatId CPU per request", sluice("non-stream")?.load?.cpuUs, sluice("chatId")?.load?.cpuUs),
-    limitCheck("Sluice added p50, 1 connection", diff(sluice("non-stream")?.latency?.p50, find("direct", "non-stream")?.latency?.p50), 1, "ms"),
-    limitCheck("Sluice added TTFT p50, 1 connection", diff(sluice("stream")?.latency?.ttftP50, find("direct", "stream")?.latency?.ttftP50), 1, "ms"),
-    limitCheck(`Sluice RSS at ${memory.streams} open streams`, memory.sluiceMb, 250, "MB", rssNote),
-    limitCheck(
-      "Sluice event-loop lag p99, load + 2 MB word/s",
-      typeof lag === "object" ? lag.p99Ms : undefined,
-      20,
-      "ms",
-      typeof lag === "object" ? ` (max ${lag.maxMs.toFixed(1)} ms; 2 MB answers ${[...new Set(lag.bigStatuses)].join("/")})` : "",
-    ),
+  if (r.latency.length > 0) {
+    const direct = (name: string) => r.latency.find((l) => l.target === "direct" && l.name === name)?.result;
+    const rows = r.latency.map((l) => {
+      const d = l.target === "direct" ? undefined : direct(l.name);
+      return [
+        `${l.target} ${l.name}`,
+        num(l.result?.p50, 3),
+        num(l.result?.p99, 3),
+        num(diff(l.result?.p50, d?.p50), 3),
+        num(diff(l.result?.p99, d?.p99), 3),
+        num(l.result?.ttftP50, 3),
+        num(diff(l.result?.ttftP50, d?.ttftP50), 3),
+        num(diff(l.result?.ttftP99, d?.ttftP99), 3),
+      ];
+    });
+    console.log(`\nOne connection, 500 requests after 50 warm-up; "added" = over the upstream alone (ms):\n`);
+    console.log(alignTable([["case", "p50", "p99", "added p50", "added p99", "TTFT p50", "added TTFT p50", "added TTFT p99"], ...rows]));
+  }
+
+  printDetails(r);
+  console.log(`\n${alignTable([["check", "measured", "target", "result"], ...checks(r)])}`);
+  if (r.notes.length > 0) console.log(`\nNot measured:\n${r.notes.map((n) => `  - ${n}`).join("\n")}`);
+}
+
+/** The per-KB, failover, memory, lag and QPM figures, each a few lines. */
+function printDetails(r: BenchResults): void {
+  const lines: string[] = [];
+  if (r.perKb) {
+    const k = r.perKb;
+    lines.push(`cost per KB of request body (slope over 0.2-200 KB): floor ${num(k.floorUsPerKb, 2)} us/KB, Sluice ${num(k.sluiceUsPerKb, 2)} us/KB`);
+    lines.push(`31 KB prompt on a 32k model (byte bound fails, prompt counted): ${num(k.fitRatio, 2)}x Sluice's CPU for the same body on a 256k model`);
+  }
+  const fo = r.failover;
+  if (r.failoversUnderLoad !== undefined) lines.push(`failover under load: ${r.failoversUnderLoad} failed attempts (warm-up included), each followed by a retry on the other channel`);
+  if (fo) {
+    lines.push(
+      `failover at one connection: ${fo.failedOver} of ${fo.requests} requests failed over; p50 ${num(fo.failedOverP50, 3)} ms against ${num(fo.cleanP50, 3)} ms, ` +
+        `p99 ${num(fo.failedOverP99, 3)} ms against ${num(fo.cleanP99, 3)} ms (added p99 ${num(fo.failedOverP99 - fo.cleanP99, 3)} ms)`,
+    );
+  }
+  for (const m of r.memory ?? []) {
+    lines.push(m.error ? `RSS, ${m.streams} open streams through ${m.target}: ${m.error}` : `RSS, ${m.streams} open streams through ${m.target}: ${num(m.openMb, 0)} MB (${num(m.idleMb, 0)} MB before)`);
+  }
+  if (r.lag) lines.push(`event-loop lag under load + a 2 MB one-word body/s: p99 ${num(r.lag.p99Ms, 1)} ms, max ${num(r.lag.maxMs, 1)} ms (2 MB answers ${[...new Set(r.lag.bigStatuses)].join("/")})`);
+  if (r.qpm) {
+    const series = r.qpm.slices.map((s) => `${num(s.cpuUs, 0)}`).join(" ");
+    lines.push(`budgeted+QPM key, ${r.qpm.seconds} s in 10 s slices, CPU us/req: ${series}; RPS ${r.qpm.slices.map((s) => num(s.rps, 0)).join(" ")}`);
+  }
+  if (lines.length > 0) console.log(`\n${lines.join("\n")}`);
+}
+
+function checks(r: BenchResults): string[][] {
+  const find = (section: string, target: TargetName, name?: string) => r.groups[section]?.find((c) => c.target === target && (name === undefined || c.name === name));
+  const rps = (l: LoadResult) => l.rps;
+  const cpu = (l: LoadResult) => l.cpuUs;
+  const lat = (target: TargetName, name: string) => r.latency.find((l) => l.target === target && l.name === name)?.result;
+  const added = (name: string, of: (l: LatencyResult) => number | undefined) => {
+    const s = lat("sluice", name);
+    const d = lat("direct", name);
+    return s && d ? diff(of(s), of(d)) : undefined;
+  };
+  const memory = (streams: number) => r.memory?.find((m) => m.target === "sluice" && m.streams === streams)?.openMb;
+  const k = r.perKb;
+  const fo = r.failover;
+  const rows = [
+    ratio("Sluice/floor RPS, non-stream", find("non-stream", "sluice"), find("non-stream", "floor"), rps, ">=", 0.6),
+    ratio("Sluice/floor RPS, 20-chunk stream", find("stream", "sluice"), find("stream", "floor"), rps, ">=", 0.8),
+    ratio("Sluice/floor RPS, realistic stream", find("realistic", "sluice"), find("realistic", "floor"), rps, ">=", 0.8),
+    ratio("Sluice/floor CPU per request, non-stream", find("non-stream", "sluice", "non-stream"), find("non-stream", "floor"), cpu, "<=", 1.6),
+    ratio("Sluice/floor CPU per request, 20-chunk stream", find("stream", "sluice"), find("stream", "floor"), cpu, "<=", 1.3),
+    ratio("Sluice/floor CPU per request, realistic stream", find("realistic", "sluice"), find("realistic", "floor"), cpu, "<=", 1.3),
+    limit("Sluice/floor cost per KB of body", k?.sluiceUsPerKb !== undefined && k.floorUsPerKb ? k.sluiceUsPerKb / k.floorUsPerKb : undefined, "<=", 2, "x"),
+    ratio("Sluice chatId/stateless RPS", find("non-stream", "sluice", "chatId"), find("non-stream", "sluice", "non-stream"), rps, ">=", 0.8),
+    limit("Sluice added TTFT p50, one connection", added("stream", (l) => l.ttftP50), "<=", 0.5, "ms"),
+    info("Sluice added p50 / p99, one connection, non-stream", `${num(added("non-stream", (l) => l.p50), 3)} / ${num(added("non-stream", (l) => l.p99), 3)} ms`),
+    limit("Sluice RSS, 1,000 open streams", memory(1000), "<=", 250, "MB"),
+    info("Sluice RSS, 5,000 open streams", memory(5000) === undefined ? "n/a" : `${num(memory(5000), 0)} MB`),
+    ratio("failover RPS: 1 of 2 channels failing 20 % / healthy", find("failover", "sluice", "1 of 2 failing 20 %"), find("failover", "sluice", "2 healthy channels"), rps, ">=", 0.9),
+    info("added p99 of a failed-over request, one connection", fo ? `${num(fo.failedOverP99 - fo.cleanP99, 3)} ms` : "n/a"),
+    limit("Sluice event-loop lag p99, load + 2 MB word/s", r.lag?.p99Ms, "<", 20, "ms"),
+    limit("budgeted+QPM: CPU/req at minute 2 / first 10 s", r.qpm?.minute2CpuUs !== undefined && r.qpm.firstCpuUs ? r.qpm.minute2CpuUs / r.qpm.firstCpuUs : undefined, "<=", 1.05, "x"),
+    info("Sluice/floor RPS, embeddings", ratioText(find("embeddings", "sluice"), find("embeddings", "floor"), rps)),
+    info("Sluice/floor CPU per request, embeddings", ratioText(find("embeddings", "sluice"), find("embeddings", "floor"), cpu)),
+    info("31 KB on 32k model / on 256k model, Sluice CPU", k?.fitRatio === undefined ? "n/a" : `${num(k.fitRatio, 2)}x`),
   ];
-  console.log(`\n${alignTable([["check", "measured", "target", "result"], ...checks])}`);
-
-  const problems = cases.filter((c) => c.error).map((c) => `${c.target} ${c.mode}: ${c.error}`);
-  if (memory.error) problems.push(`open streams: ${memory.error}`);
-  if (typeof lag === "string") problems.push(`event-loop lag: ${lag}`);
-  if (problems.length > 0) console.log(`\nNot measured:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+  return rows;
 }
 
-/** A ratio shown beside the checks, with no target of its own. */
-function info(label: string, value: number | undefined, base: number | undefined): string[] {
-  return [label, value !== undefined && base ? `${(value / base).toFixed(2)}x` : "n/a", "(info)", ""];
+type Op = ">=" | "<=" | "<";
+const holds = (v: number, op: Op, target: number) => (op === ">=" ? v >= target : op === "<=" ? v <= target : v < target);
+
+/** The per-round ratios of two interleaved cases of one group. */
+function roundRatios(a: CaseResult | undefined, b: CaseResult | undefined, metric: (l: LoadResult) => number | undefined): number[] {
+  const x = a?.slices ?? [];
+  const y = b?.slices ?? [];
+  if (x.length === 0 || x.length !== y.length) return [];
+  return x.flatMap((s, i) => {
+    const top = metric(s);
+    const bottom = metric(y[i]!);
+    return top === undefined || !bottom ? [] : [top / bottom];
+  });
 }
 
-/** The median of the per-round RPS ratios of two interleaved cases, with their range. */
-function ratioCheck(label: string, value: CaseResult | undefined, base: CaseResult | undefined, min: number): string[] {
-  const a = value?.rounds ?? [];
-  const b = base?.rounds ?? [];
-  const ratios = a.length > 0 && a.length === b.length ? a.map((rps, i) => rps / b[i]!) : [];
-  const ratio = ratios.length > 0 ? median(ratios) : undefined;
-  const shown = ratio === undefined ? "n/a" : `${ratio.toFixed(2)}x (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`;
-  return [label, shown, `>= ${min}x`, verdict(ratio, (r) => r >= min)];
+function ratioText(a: CaseResult | undefined, b: CaseResult | undefined, metric: (l: LoadResult) => number | undefined): string {
+  const ratios = roundRatios(a, b, metric);
+  return ratios.length === 0 ? "n/a" : `${median(ratios).toFixed(2)}x (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`;
 }
 
-function limitCheck(label: string, value: number | undefined, max: number, unit: string, note = ""): string[] {
-  return [label, value === undefined ? "n/a" : `${value.toFixed(unit === "ms" ? 3 : 0)} ${unit}${note}`, `<= ${max} ${unit}`, verdict(value, (v) => v <= max)];
+function ratio(label: string, a: CaseResult | undefined, b: CaseResult | undefined, metric: (l: LoadResult) => number | undefined, op: Op, target: number): string[] {
+  const ratios = roundRatios(a, b, metric);
+  const value = ratios.length === 0 ? undefined : median(ratios);
+  return [label, ratioText(a, b, metric), `${op} ${target}x`, verdict(value, op, target)];
 }
 
-function verdict(value: number | undefined, ok: (v: number) => boolean): string {
+function limit(label: string, value: number | undefined, op: Op, target: number, unit: string): string[] {
+  const shown = value === undefined || Number.isNaN(value) ? "n/a" : unit === "x" ? `${value.toFixed(2)}x` : `${value.toFixed(unit === "ms" ? 3 : 0)} ${unit}`;
+  return [label, shown, `${op} ${target}${unit === "x" ? "x" : ` ${unit}`}`, verdict(value, op, target)];
+}
+
+const info = (label: string, shown: string): string[] => [label, shown, "(info)", ""];
+
+function verdict(value: number | undefined, op: Op, target: number): string {
   if (value === undefined || Number.isNaN(value)) return "n/a";
-  return ok(value) ? "PASS" : "MISS";
+  return holds(value, op, target) ? "PASS" : "MISS";
 }
 
-function diff(a: number | null | undefined, b: number | null | undefined): number | undefined {
-  return a == null || b == null ? undefined : a - b;
+export function printProfile(mode: string, load: LoadResult, p: ProfileSummary): void {
+  console.log(`\nSluice CPU profile under the ${mode} load: ${load.rps.toFixed(0)} RPS, ${num(load.cpuUs, 0)} us/req; ${(p.busyMs / 1000).toFixed(1)} s of busy samples (start-up and warm-up included)\n`);
+  const share = (ms: number) => `${((ms / p.busyMs) * 100).toFixed(1)}%`;
+  console.log(alignTable([["module", "self ms", "share"], ...p.modules.map((m) => [m.name, m.ms.toFixed(0), share(m.ms)])]));
+  console.log(`\n${alignTable([["function", "self ms", "share"], ...p.functions.map((m) => [m.name, m.ms.toFixed(0), share(m.ms)])])}`);
+}
+
+function diff(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined || b === undefined ? undefined : a - b;
 }
 
 function num(value: number | undefined, digits: number): string {
   return value === undefined || Number.isNaN(value) ? "-" : value.toFixed(digits);
 }
 
-function alignTable(rows: string[][]): string {
+/** Columns before `leftColumns` are text (left-aligned), the rest figures (right-aligned). */
+function alignTable(rows: string[][], leftColumns = 1): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
-  const line = (r: string[]) => r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join("  ");
+  const line = (r: string[]) => r.map((cell, i) => (i < leftColumns ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join("  ");
   return [line(rows[0]!), widths.map((w) => "-".repeat(w)).join("  "), ...rows.slice(1).map(line)].join("\n");
 }

@@ -1,168 +1,280 @@
-// `npm run bench`: Sluice against the bare floor proxy and the test upstream itself — throughput
-// under load (autocannon), latency and TTFT at one connection, memory with 1,000 open streams.
-// Cases compared by a ratio run interleaved: after a warm-up each, every case of a group runs one
-// slice per round, in an order that turns each round, so that the machine's drift (large on shared
-// 2-core machines) falls on all of them alike. BENCH_SECONDS sets each case's measured time
-// (default 10, split over BENCH_ROUNDS rounds, default 5), BENCH_WARMUP_SECONDS its unmeasured
-// warm-up (default 3).
-import { availableParallelism, loadavg } from "node:os";
+// `npm run bench`: Sluice against the floor (the cheapest correct pass-through, bench/floor-proxy.ts)
+// and the test upstream itself (bench/upstream-process.ts), each in its own process, with Sluice
+// configured as an operator runs it (all limits, metering, usage rows, request log at info).
+//
+// Sections, in order (a default run takes about 5-6 minutes on 2 cores):
+//   non-stream   RPS and CPU/request at 32 connections: upstream alone, floor, Sluice, Sluice+chatId;
+//                then latency at one connection (added p50/p99 over the upstream alone)
+//   stream       the same with 20-chunk streams (each chunk its own upstream write); added TTFT
+//   realistic    100-chunk streams, chunks 2 ms apart, 100 connections: floor and Sluice
+//   per-kb       CPU/request for 0.2-200 KB bodies (floor and Sluice) → µs per KB; 31 KB on a 32k
+//                model against the same body on a 256k model (the byte bound fails on the first)
+//   failover     two channels for one model, one failing 20 % of attempts before headers, against
+//                two healthy ones; then the added latency of failed-over requests at one connection
+//   embeddings   16 inputs of ~200 tokens per request, floor and Sluice (skipped, saying why, while
+//                the build has no vectorModels or no POST /v1/embeddings)
+//   lag          Sluice's event-loop lag p99 under the non-stream load plus a 2 MB one-word body/s
+//   memory       RSS of a fresh Sluice and a fresh floor (2 s of non-stream and of stream load
+//                first) with 1,000 and then 5,000 streams open
+//   qpm          only with --long: the budgeted+QPM key held for 120 s (or --qpm-seconds), CPU per
+//                request at minute 2 against the first 10 s
+// Cases compared by a ratio run interleaved in rounds (bench/interleave.ts); a ratio is the median
+// of its per-round ratios.
+//
+// Flags (after `npm run bench --`):
+//   --seconds N       measured seconds per throughput case (default 10; env BENCH_SECONDS)
+//   --rounds N        interleaved rounds they are split into (default 5; env BENCH_ROUNDS)
+//   --warmup N        unmeasured warm-up seconds per case (default 3; env BENCH_WARMUP_SECONDS)
+//   --only a,b        run only these sections (names above)
+//   --long            add the qpm section (120 s); --qpm-seconds N sets its length (≥ 90 s is the issue's)
+//   --streams a,b     open-stream counts of the memory section (default 1000,5000)
+//   --profile [case]  instead of the sections: Sluice under one load (non-stream, the default;
+//                     stream; 200kb; embeddings) for --seconds with node --cpu-prof, then its top
+//                     self-time functions and modules
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
 import { build } from "esbuild";
-import { startUpstream, type Upstream } from "../test/support/upstream.js";
-import { mergeLoads, runLoad, type LoadResult } from "./autocannon-case.js";
-import { chatBody, expectAnswer } from "./chat-request.js";
+import { CONNECTIONS, runLoad, type LoadSpec } from "./autocannon-case.js";
+import { CHAT_HEADERS, CHAT_PATH, EMBEDDINGS_PATH, chatBody, embeddingsBody } from "./chat-request.js";
 import { measureEventLoopLag } from "./event-loop-lag.js";
+import { failedUsers, measureFailoverLatency } from "./failover.js";
+import { errorMessage, measureGroup, type GroupTiming, type LoadCase, type TargetName } from "./interleave.js";
 import { measureLatency } from "./latency.js";
-import { readRssMb, spawnNodeServer, type NodeServer } from "./node-process.js";
-import { withOpenStreams } from "./open-streams.js";
-import { printReport, type CaseResult, type MemoryResult, type Mode, type TargetName } from "./report.js";
-import { startSluice } from "./sluice-process.js";
+import { measureLongQpm } from "./long-qpm.js";
+import { MODELS } from "./models.js";
+import { spawnNodeServer, type NodeServer } from "./node-process.js";
+import { measureMemory } from "./open-streams.js";
+import { bodyCases, floorRuns, perKbCost } from "./per-kb.js";
+import { readProfile } from "./profile.js";
+import { machineFacts, printProfile, printReport, type BenchResults } from "./report.js";
+import { startSluice, type SluiceProcess } from "./sluice-process.js";
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
-const ROUNDS = Math.max(1, Math.round(Number(process.env.BENCH_ROUNDS ?? 5)));
-const STREAM_CHUNKS = 20;
+const SECTIONS = ["non-stream", "stream", "realistic", "per-kb", "failover", "embeddings", "lag", "memory", "qpm"] as const;
+type Section = (typeof SECTIONS)[number];
 const CHAT_IDS = 32;
-const OPEN_STREAMS = 1000;
-const SLOW_CHUNK_MS = 30_000;
-const FLOOR_SOURCES = ["bench/floor-proxy-process.ts", "bench/floor-proxy.ts"];
-const FLOOR_OUT = ".bench-out";
+const REALISTIC_CONNECTIONS = 100;
+const MEMORY_WARMUP_SECONDS = 2;
+const OUT = ".bench-out";
 
-interface Target {
-  name: TargetName;
-  url: string;
-  /** the target's process, when it has one of its own */
-  pid?: number;
+const { values: flags, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    seconds: { type: "string", default: process.env.BENCH_SECONDS ?? "10" },
+    rounds: { type: "string", default: process.env.BENCH_ROUNDS ?? "5" },
+    warmup: { type: "string", default: process.env.BENCH_WARMUP_SECONDS ?? "3" },
+    only: { type: "string" },
+    long: { type: "boolean", default: false },
+    "qpm-seconds": { type: "string" },
+    streams: { type: "string", default: "1000,5000" },
+    profile: { type: "boolean", default: false },
+  },
+});
+const timingBase = {
+  seconds: Number(flags.seconds),
+  rounds: Math.max(1, Math.round(Number(flags.rounds))),
+  warmupSeconds: Number(flags.warmup),
+};
+const qpmSeconds = flags["qpm-seconds"] === undefined ? (flags.long ? 120 : 0) : Number(flags["qpm-seconds"]);
+
+interface Context {
+  upstream: NodeServer;
+  floor: NodeServer;
+  sluice: SluiceProcess;
+  timing: GroupTiming;
 }
 
 async function main(): Promise<void> {
-  const settings = { seconds: SECONDS, rounds: ROUNDS, warmupSeconds: WARMUP_SECONDS, loadAverage: loadavg()[0] ?? 0, cores: availableParallelism() };
-  const upstream = await startUpstream({ record: false, chunks: STREAM_CHUNKS });
+  // 1. The upstream and the floor as plain JavaScript, as Sluice runs after `npm run build`.
+  await build({ entryPoints: ["bench/upstream-process.ts", "bench/floor-proxy-process.ts"], bundle: true, packages: "external", outdir: OUT, platform: "node", format: "esm", target: "node20", logLevel: "warning" });
   const servers: NodeServer[] = [];
+  const facts = await machineFacts();
   try {
-    // 1. Start the proxies, each in its own process; the floor proxy forwards GET /healthz too.
-    // Both proxies run as plain JavaScript, as Sluice does after `npm run build`.
-    await build({ entryPoints: FLOOR_SOURCES, outdir: FLOOR_OUT, platform: "node", format: "esm", target: "node20", logLevel: "warning" });
-    const floor = await spawnNodeServer("floor proxy", {
-      args: [`${FLOOR_OUT}/floor-proxy-process.js`, "--upstream", upstream.url, "--key", "bench-channel-key"],
-      readyPath: "/healthz",
-      ready: () => true,
-    });
+    const upstream = await spawnNodeServer("test upstream", { args: [`${OUT}/upstream-process.js`], readyPath: "/healthz", ready: (s) => s === 200 });
+    servers.push(upstream);
+    if (flags.profile) return await profile(upstream, positionals[0] ?? "non-stream");
+    const floor = await startFloor(upstream.url);
     servers.push(floor);
-    const sluice = await startSluice(upstream.url).catch((err: unknown) => errorMessage(err));
-    if (typeof sluice !== "string") servers.push(sluice);
-    else console.error(`\n${sluice}\n\nGoing on with the upstream and the floor proxy only.\n`);
+    const sluice = await startSluice(upstream.url);
+    servers.push(sluice);
 
-    // 2. Throughput, interleaved within each group, then latency per case. The chatId case runs
-    // with the stateless non-stream cases, the baseline of its ratio.
-    const direct: Target = { name: "direct", url: upstream.url };
-    const floorTarget: Target = { name: "floor", url: floor.url, pid: floor.pid };
-    const sluiceTarget: Target | string = typeof sluice === "string" ? sluice : { name: "sluice", url: sluice.url, pid: sluice.pid };
-    const cases: CaseResult[] = [];
-    for (const group of [["non-stream", "chatId"], ["stream"]] as const) {
-      const members: Array<[Target | string, Mode]> = [];
-      for (const mode of group) {
-        if (mode !== "chatId") members.push([direct, mode], [floorTarget, mode]);
-        members.push([sluiceTarget, mode]);
+    // 2. Each section chosen, in order; a section's failure is reported, the others still run.
+    const ctx: Context = { upstream, floor, sluice, timing: { ...timingBase, upstreamPid: upstream.pid } };
+    const chosen = flags.only ? (flags.only.split(",") as Section[]) : SECTIONS.filter((s) => s !== "qpm" || qpmSeconds > 0);
+    const unknown = chosen.filter((s) => !SECTIONS.includes(s));
+    if (unknown.length > 0) throw new Error(`unknown section ${unknown.join(", ")}; the sections are ${SECTIONS.join(", ")}`);
+    const results: BenchResults = { facts, timing: timingBase, groups: {}, latency: [], notes: [] };
+    for (const section of chosen) {
+      try {
+        await SECTION_RUNS[section](ctx, results);
+      } catch (err) {
+        results.notes.push(`${section}: ${errorMessage(err)}`);
       }
-      cases.push(...(await measureGroup(members)));
     }
-    // 3. Memory with many slow streams open.
-    const memory = typeof sluice === "string" ? { streams: OPEN_STREAMS, error: sluice } : await measureMemory(upstream, sluice, floor);
-    // 4. Event-loop lag under load with a 2 MB single-word body each second.
-    const lag = typeof sluice === "string" ? undefined : await measureEventLoopLag(sluice.url, SECONDS, sluice.pid).catch((err: unknown) => errorMessage(err));
+    if (!chosen.includes("qpm")) results.notes.push("qpm (budgeted+QPM key held for minutes): not run; add --long");
+    results.facts.loadAverageEnd = (await machineFacts()).loadAverageStart;
 
-    printReport(cases, memory, settings, lag);
-    if (cases.some((c) => c.error) || memory.error) process.exitCode = 1;
+    printReport(results);
+    await writeFile(`${OUT}/last-run.json`, JSON.stringify(results, null, 2));
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
-    await upstream.close();
   }
 }
 
-interface Running {
-  target: Target;
-  mode: Mode;
-  body: (connection: number) => string;
-  slices: LoadResult[];
-  error?: string;
-}
-
-/** Warms every case up, runs ROUNDS interleaved rounds of SECONDS / ROUNDS each, then measures
- *  each case's latency at one connection. A target given as a string failed to start. */
-async function measureGroup(members: Array<[Target | string, Mode]>): Promise<CaseResult[]> {
-  const failures: CaseResult[] = [];
-  const running: Running[] = [];
-  for (const [target, mode] of members) {
-    if (typeof target === "string") failures.push(failed("sluice", mode, target));
-    else running.push({ target, mode, body: bodyFor(mode), slices: [] });
-  }
-  const slice = SECONDS / ROUNDS;
-  console.error(`${running.map(label).join(", ")}: ${WARMUP_SECONDS} s warm-up each, then ${ROUNDS} rounds of ${slice} s each`);
-  for (const r of running) await guard(r, async () => {
-    await expectAnswer(r.target.url, r.body(0));
-    if (WARMUP_SECONDS > 0) await runLoad(r.target.url, r.body, WARMUP_SECONDS, 0, r.target.pid);
+function startFloor(upstreamUrl: string): Promise<NodeServer> {
+  return spawnNodeServer("floor proxy", {
+    args: [`${OUT}/floor-proxy-process.js`, "--upstream", upstreamUrl, "--key", "bench-channel-key"],
+    readyPath: "/healthz",
+    ready: (s) => s === 200,
   });
-  for (let round = 0; round < ROUNDS; round++) {
-    for (let i = 0; i < running.length; i++) {
-      const r = running[(i + round) % running.length]!;
-      await guard(r, async () => void r.slices.push(await runLoad(r.target.url, r.body, slice, 0, r.target.pid)));
+}
+
+const spec = (origin: string, body: string | ((i: number) => string), opts: Partial<Omit<LoadSpec, "origin" | "body">> = {}): LoadSpec => ({
+  origin,
+  path: opts.path ?? CHAT_PATH,
+  headers: opts.headers ?? CHAT_HEADERS,
+  body: typeof body === "string" ? () => body : body,
+  connections: opts.connections ?? CONNECTIONS,
+});
+
+/** The three targets of a throughput case: the upstream alone, the floor and Sluice. */
+function targets(ctx: Context, which: TargetName[], name: string, body: string | ((i: number) => string), opts?: Partial<Omit<LoadSpec, "origin" | "body">>): LoadCase[] {
+  const server = { direct: ctx.upstream, floor: ctx.floor, sluice: ctx.sluice };
+  return which.map((target) => ({ name, target, spec: spec(server[target].url, body, opts), pid: target === "direct" ? undefined : server[target].pid }));
+}
+
+/** Latency at one connection of each target, for the sections whose baseline is the upstream alone. */
+async function latencies(ctx: Context, results: BenchResults, name: string, body: string, stream: boolean): Promise<void> {
+  for (const c of targets(ctx, ["direct", "floor", "sluice"], name, body)) {
+    console.error(`latency at one connection: ${c.target} ${name}`);
+    const result = await measureLatency({ origin: c.spec.origin, path: CHAT_PATH, headers: CHAT_HEADERS, body: () => body, stream }).catch((err: unknown) => errorMessage(err));
+    results.latency.push(typeof result === "string" ? { target: c.target, name, error: result } : { target: c.target, name, result });
+  }
+}
+
+const SECTION_RUNS: Record<Section, (ctx: Context, results: BenchResults) => Promise<void>> = {
+  async "non-stream"(ctx, results) {
+    const body = chatBody(false);
+    const chatIds = (i: number) => chatBody(false, { chatId: `bench-chat-${i % CHAT_IDS}` });
+    const cases = [...targets(ctx, ["direct", "floor", "sluice"], "non-stream", body), ...targets(ctx, ["sluice"], "chatId", chatIds)];
+    results.groups["non-stream"] = await measureGroup("non-stream", cases, ctx.timing);
+    await latencies(ctx, results, "non-stream", body, false);
+  },
+
+  async stream(ctx, results) {
+    const body = chatBody(true);
+    results.groups.stream = await measureGroup("stream (20 chunks)", targets(ctx, ["direct", "floor", "sluice"], "stream", body), ctx.timing);
+    await latencies(ctx, results, "stream", body, true);
+  },
+
+  async realistic(ctx, results) {
+    const body = chatBody(true, { model: MODELS.realistic });
+    const cases = targets(ctx, ["floor", "sluice"], "realistic stream", body, { connections: REALISTIC_CONNECTIONS });
+    results.groups.realistic = await measureGroup("realistic (100 chunks 2 ms apart, 100 connections)", cases, ctx.timing);
+  },
+
+  async "per-kb"(ctx, results) {
+    const bodies = bodyCases();
+    const cases = bodies.flatMap((b) => targets(ctx, floorRuns(b) ? ["floor", "sluice"] : ["sluice"], b.name, b.body));
+    // CPU per request is steadier than RPS: shorter slices do
+    const timing = { ...ctx.timing, seconds: ctx.timing.seconds / 2, rounds: Math.ceil(ctx.timing.rounds / 2), warmupSeconds: Math.min(1, ctx.timing.warmupSeconds) };
+    results.groups["per-kb"] = await measureGroup("per-KB cost", cases, timing);
+    results.perKb = perKbCost(results.groups["per-kb"], bodies);
+  },
+
+  async failover(ctx, results) {
+    const cases = [
+      ...targets(ctx, ["sluice"], "2 healthy channels", chatBody(false, { model: MODELS.pair })),
+      ...targets(ctx, ["sluice"], "1 of 2 failing 20 %", chatBody(false, { model: MODELS.flaky })),
+    ];
+    await failedUsers(ctx.upstream.url); // forget failures from before
+    results.groups.failover = await measureGroup("failover", cases, ctx.timing);
+    results.failoversUnderLoad = (await failedUsers(ctx.upstream.url)).length;
+    console.error("failover: latency at one connection, failed-over requests against the others");
+    results.failover = await measureFailoverLatency(ctx.sluice.url, ctx.upstream.url);
+  },
+
+  async embeddings(ctx, results) {
+    if (ctx.sluice.embeddings !== true) {
+      results.notes.push(`embeddings: skipped, this build's config does not take vectorModels yet (check-config: ${ctx.sluice.embeddings})`);
+      return;
     }
-  }
-  const results: CaseResult[] = [];
-  for (const r of running) {
-    if (r.error) {
-      results.push(failed(r.target.name, r.mode, r.error));
-      continue;
+    const body = embeddingsBody();
+    const probe = await fetch(ctx.sluice.url + EMBEDDINGS_PATH, { method: "POST", headers: CHAT_HEADERS, body });
+    await probe.arrayBuffer();
+    if (probe.status === 404 || probe.status === 405) {
+      results.notes.push(`embeddings: skipped, Sluice has no POST ${EMBEDDINGS_PATH} yet (answered ${probe.status})`);
+      return;
     }
-    const latency = await measureLatency(r.target.url, r.body(0), r.mode === "stream").catch((err: unknown) => errorMessage(err));
-    if (typeof latency === "string") results.push(failed(r.target.name, r.mode, latency));
-    else results.push({ target: r.target.name, mode: r.mode, load: mergeLoads(r.slices), rounds: r.slices.map((s) => s.rps), latency });
-  }
-  return [...results, ...failures];
-}
+    const cases = targets(ctx, ["floor", "sluice"], "embeddings 16x200 tokens", body, { path: EMBEDDINGS_PATH });
+    results.groups.embeddings = await measureGroup("embeddings", cases, ctx.timing);
+  },
 
-/** Each autocannon connection of the chatId case keeps to its own conversation, so stored history
- *  grows as in real use. */
-function bodyFor(mode: Mode): (connection: number) => string {
-  if (mode === "chatId") return (i) => chatBody(false, `bench-chat-${i % CHAT_IDS}`);
-  const body = chatBody(mode === "stream");
-  return () => body;
-}
+  async lag(ctx, results) {
+    console.error(`event-loop lag: ${ctx.timing.seconds} s of non-stream load plus a 2 MB one-word body each second`);
+    results.lag = await measureEventLoopLag(ctx.sluice.url, ctx.timing.seconds, ctx.sluice.pid);
+  },
 
-/** Runs one step of a case; a case that failed once is skipped from then on. */
-async function guard(r: Running, step: () => Promise<void>): Promise<void> {
-  if (r.error) return;
+  async memory(ctx, results) {
+    // Fresh processes, so that the heap grown by the other sections' large bodies is not counted;
+    // a little load first, so that what a serving process always holds is.
+    const sluice = await startSluice(ctx.upstream.url);
+    const floor = await startFloor(ctx.upstream.url).catch(async (err: unknown) => {
+      await sluice.stop();
+      throw err;
+    });
+    try {
+      for (const server of [sluice, floor]) {
+        for (const stream of [false, true]) await runLoad(spec(server.url, chatBody(stream)), MEMORY_WARMUP_SECONDS);
+      }
+      const counts = flags.streams.split(",").map(Number);
+      results.memory = await measureMemory(
+        [
+          { target: "sluice", origin: sluice.url, pid: sluice.pid },
+          { target: "floor", origin: floor.url, pid: floor.pid },
+        ],
+        counts,
+      );
+    } finally {
+      await Promise.all([sluice.stop(), floor.stop()]);
+    }
+  },
+
+  async qpm(ctx, results) {
+    console.error(`qpm: the budgeted+QPM key for ${qpmSeconds} s`);
+    results.qpm = await measureLongQpm(ctx.sluice.url, { target: ctx.sluice.pid, upstream: ctx.upstream.pid }, qpmSeconds || 120, Math.max(3, ctx.timing.warmupSeconds));
+  },
+};
+
+/** The loads `--profile` can put Sluice under. */
+const PROFILE_LOADS: Record<string, (origin: string) => LoadSpec> = {
+  "non-stream": (origin) => spec(origin, chatBody(false)),
+  stream: (origin) => spec(origin, chatBody(true)),
+  "200kb": (origin) => spec(origin, bodyCases().find((b) => b.name === "200 KB body")!.body),
+  embeddings: (origin) => spec(origin, embeddingsBody(), { path: EMBEDDINGS_PATH }),
+};
+
+/** Sluice with `--cpu-prof` under one case's load; it writes the profile when it exits. */
+async function profile(upstream: NodeServer, mode: string): Promise<void> {
+  const loadOf = PROFILE_LOADS[mode];
+  if (!loadOf) throw new Error(`--profile takes one of ${Object.keys(PROFILE_LOADS).join(", ")}, not ${mode}`);
+  const dir = await mkdtemp(join(tmpdir(), "sluice-profile-"));
   try {
-    await step();
-  } catch (err) {
-    r.error = errorMessage(err);
-  }
-}
-
-const label = (r: Running) => `${r.target.name} ${r.mode}`;
-
-async function measureMemory(upstream: Upstream, sluice: NodeServer, floor: NodeServer): Promise<MemoryResult> {
-  console.error(`memory: ${OPEN_STREAMS} open streams through Sluice, then through the floor proxy`);
-  const body = chatBody(true);
-  upstream.behave({ chunkDelayMs: SLOW_CHUNK_MS });
-  try {
-    const sluiceIdleMb = await readRssMb(sluice.pid);
-    const sluiceMb = await withOpenStreams(sluice.url, body, OPEN_STREAMS, () => readRssMb(sluice.pid));
-    const floorMb = await withOpenStreams(floor.url, body, OPEN_STREAMS, () => readRssMb(floor.pid));
-    return { streams: OPEN_STREAMS, sluiceIdleMb, sluiceMb, floorMb };
-  } catch (err) {
-    return { streams: OPEN_STREAMS, error: errorMessage(err) };
+    const sluice = await startSluice(upstream.url, { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${dir}`] });
+    try {
+      const load = loadOf(sluice.url);
+      await runLoad(load, timingBase.warmupSeconds);
+      console.error(`profile: Sluice under the ${mode} load for ${timingBase.seconds} s`);
+      const result = await runLoad(load, timingBase.seconds, { target: sluice.pid, upstream: upstream.pid });
+      await sluice.stop();
+      printProfile(mode, result, await readProfile(dir));
+    } finally {
+      await sluice.stop();
+    }
   } finally {
-    upstream.behave({ chunkDelayMs: 0 });
+    await rm(dir, { recursive: true, force: true });
   }
-}
-
-function failed(target: TargetName, mode: Mode, error: string): CaseResult {
-  return { target, mode, error };
-}
-
-function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 main().catch((err: unknown) => {

@@ -1,39 +1,99 @@
-// Sluice as the benchmark runs it: its own process, a temporary config and SQLite store pointing
-// at the test upstream, logging off.
+// Sluice as the benchmark runs it: its own process (the built dist/main.js, as `npm start` runs it),
+// a temporary config and SQLite store pointing at the test upstream, with everything a paying
+// operator turns on: prices (points metered on every request), a budget and a QPM limit on the app
+// and on the key (both far above what the bench sends, so nothing is refused), usage rows, and the
+// request log at level info on stdout, which goes to a file as a container's log would.
+import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { FLAKY_PREFIX, MODELS } from "./models.js";
 import { spawnNodeServer, type NodeServer } from "./node-process.js";
 
-export const BENCH_MODEL = "bench-model";
 export const BENCH_KEY = "sk-bench-key-123456";
+/** The key of the budgeted+QPM case: an app and a key of its own, so their windows start empty. */
+export const METERED_KEY = "sk-bench-metered-123456";
+const CHANNEL_KEY = "bench-channel-key";
+const NO_REFUSAL_QPM = 100_000_000;
+const NO_REFUSAL_POINTS = 1e12;
 
-export async function startSluice(upstreamUrl: string): Promise<NodeServer> {
+export interface SluiceProcess extends NodeServer {
+  /** Whether this build accepted `vectorModels` (the embeddings case needs it). */
+  embeddings: boolean | string;
+  logFile: string;
+}
+
+export interface SluiceOptions {
+  /** Extra arguments for node itself, e.g. `--cpu-prof`. */
+  nodeArgs?: string[];
+}
+
+export async function startSluice(upstreamUrl: string, opts: SluiceOptions = {}): Promise<SluiceProcess> {
   const dir = await mkdtemp(join(tmpdir(), "sluice-bench-"));
   const configPath = join(dir, "config.json");
-  await writeFile(configPath, JSON.stringify(benchConfig(upstreamUrl, join(dir, "bench.db")), null, 2));
+  const logFile = join(dir, "sluice.log");
+  const remove = () => rm(dir, { recursive: true, force: true });
   try {
+    // Embeddings only when this build knows `vectorModels` (checked offline by its own CLI).
+    await writeFile(configPath, JSON.stringify(benchConfig(upstreamUrl, join(dir, "bench.db"), true), null, 2));
+    const check = await checkConfig(configPath);
+    if (check !== true) await writeFile(configPath, JSON.stringify(benchConfig(upstreamUrl, join(dir, "bench.db"), false), null, 2));
     const sluice = await spawnNodeServer("Sluice", {
-      // what `npm start` runs: the transpiled gateway (`npm run bench` builds it first)
-      args: ["dist/main.js", "--config", configPath],
+      args: [...(opts.nodeArgs ?? []), "dist/main.js", "--config", configPath],
       readyPath: "/healthz",
       ready: (status) => status === 200,
+      outputFile: logFile,
     });
-    return { ...sluice, stop: () => sluice.stop().finally(() => rm(dir, { recursive: true, force: true })) };
+    return { ...sluice, embeddings: check, logFile, stop: () => sluice.stop().finally(remove) };
   } catch (err) {
-    await rm(dir, { recursive: true, force: true });
+    await remove();
     throw err;
   }
 }
 
-function benchConfig(upstreamUrl: string, dbPath: string) {
+/** true, or the first line of what `sluice check-config` said against the config. */
+function checkConfig(path: string): Promise<true | string> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ["dist/cli.js", "check-config", path], { stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (d: Buffer) => (output += d));
+    child.stderr.on("data", (d: Buffer) => (output += d));
+    child.on("error", (err) => resolve(err.message));
+    child.on("close", (code) => resolve(code === 0 ? true : output.trim().split("\n").slice(0, 2).join(" ") || `exit ${code}`));
+  });
+}
+
+function benchConfig(upstreamUrl: string, dbPath: string, withEmbeddings: boolean) {
+  const priced = { inputPrice: 0.001, outputPrice: 0.002 };
+  const chatModels = [MODELS.chat, MODELS.realistic, MODELS.hold, MODELS.pair, MODELS.flaky];
+  const channel = (name: string, models: string[], baseUrl = upstreamUrl) => ({ name, baseUrl, key: CHANNEL_KEY, models });
+  const appModels = [...chatModels, MODELS.large, ...(withEmbeddings ? [MODELS.embed] : [])];
+  const limits = { qpm: NO_REFUSAL_QPM, maxUsagePoints: NO_REFUSAL_POINTS };
   return {
-    server: { log: { level: "silent" } },
+    server: { log: { level: "info" }, shutdownTimeoutMs: 2_000 },
     store: { driver: "sqlite", path: dbPath },
-    // Enough pooled upstream connections for the 1,000 concurrent streams of the memory case.
-    channels: [{ name: "bench", baseUrl: upstreamUrl, key: "bench-channel-key", models: [BENCH_MODEL], connections: 1100 }],
-    llmModels: [{ model: BENCH_MODEL, name: "Bench", maxContext: 32000, maxResponse: 2000 }],
-    apps: [{ id: "bench", model: BENCH_MODEL, history: 6 }],
-    apiKeys: [{ name: "bench", kind: "app", appId: "bench", key: BENCH_KEY }],
+    channels: [
+      // enough pooled upstream connections for the 5,000 open streams of the memory case
+      { ...channel("bench", [MODELS.chat, MODELS.realistic, MODELS.hold, MODELS.large, ...(withEmbeddings ? [MODELS.embed] : [])]), connections: 5_200 },
+      channel("pair-1", [MODELS.pair]),
+      channel("pair-2", [MODELS.pair]),
+      channel("steady", [MODELS.flaky]),
+      // A channel that failed is tried after the others until a health check finds it up: checked
+      // every 50 ms it comes back (and fails again) often enough for its failovers to be timed.
+      { ...channel("flaky", [MODELS.flaky], upstreamUrl + FLAKY_PREFIX), healthCheck: { intervalMs: 50 } },
+    ],
+    llmModels: [
+      ...chatModels.map((model) => ({ model, maxContext: 32_000, maxResponse: 2_000, ...priced })),
+      { model: MODELS.large, maxContext: 262_144, maxResponse: 4_000, ...priced },
+    ],
+    ...(withEmbeddings ? { vectorModels: [{ model: MODELS.embed, maxToken: 3_000, inputPrice: priced.inputPrice }] } : {}),
+    apps: [
+      { id: "bench", model: MODELS.chat, models: appModels, history: 6, ...limits },
+      { id: "bench-metered", model: MODELS.chat, models: appModels, history: 6, ...limits },
+    ],
+    apiKeys: [
+      { name: "bench", kind: "app", appId: "bench", key: BENCH_KEY, ...limits },
+      { name: "bench-metered", kind: "app", appId: "bench-metered", key: METERED_KEY, ...limits },
+    ],
   };
 }
