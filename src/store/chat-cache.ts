@@ -1,6 +1,7 @@
 // Recent history of active chats, kept in memory by the SQLite store so that a chatId request
 // does not read the database: filled on a miss, written through at commit. Bounded by total size.
-// The SQLite store is owned by one gateway process; several instances share state through Redis.
+// Safe because the SQLite store is owned by one gateway process (store/sqlite-guard.ts); the
+// postgres store, which several instances share, keeps no such cache (see store/postgres.ts).
 import { LRUCache } from "lru-cache";
 import type { AppendRoundInput, ChatInfo, ChatMessage } from "./types.js";
 

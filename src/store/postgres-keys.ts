@@ -27,24 +27,26 @@ const SQL = {
 
 export function createPgKeyOps(db: PgPool) {
   return {
-    listCreatedKeys: () => db.query<CreatedKeyRow>(SQL.list, []),
+    listCreatedKeys: () => db.read<CreatedKeyRow>(SQL.list, []),
     async createKey(r: CreatedKeyRow): Promise<boolean> {
-      const added = await db.query(SQL.create, [r.name, r.kind, r.appId, r.sha256, r.maxUsagePoints, r.qpm, r.createdAt]);
+      const added = await db.write(SQL.create, [r.name, r.kind, r.appId, r.sha256, r.maxUsagePoints, r.qpm, r.createdAt]);
       return added.length === 1;
     },
     async revokeKey(name: string, at: number): Promise<CreatedKeyRow | undefined> {
       // two statements: the second reads the row as the first (or a concurrent revoke) left it
-      await db.query(SQL.revoke, [at, name]);
-      const [row] = await db.query<CreatedKeyRow>(SQL.get, [name]);
+      await db.write(SQL.revoke, [at, name]);
+      const [row] = await db.read<CreatedKeyRow>(SQL.get, [name]);
       return row;
     },
     async recordKeyUse(uses: KeyUse[]): Promise<void> {
       if (uses.length === 0) return;
-      // one row per name (a statement may not update a row twice): the latest use of each
+      // one row per name (a statement may not update a row twice): the latest use of each, in name
+      // order (every instance locks the rows in one order)
       const latest = new Map<string, number>();
       for (const u of uses) latest.set(u.name, Math.max(u.lastUsedAt, latest.get(u.name) ?? -Infinity));
-      await db.query(SQL.recordUse, [[...latest.keys()], [...latest.values()]]);
+      const names = [...latest.keys()].sort();
+      await db.write(SQL.recordUse, [names, names.map((n) => latest.get(n))]);
     },
-    listKeyUse: () => db.query<KeyUse>(SQL.listUse, []),
+    listKeyUse: () => db.read<KeyUse>(SQL.listUse, []),
   };
 }

@@ -29,8 +29,12 @@ export interface PgQuery {
 }
 
 export interface PgPool {
-  /** The rows of one statement (one implicit transaction), strings decoded. */
-  query<R>(q: PgQuery, values: unknown[]): Promise<R[]>;
+  /** The rows of one reading statement, strings decoded. */
+  read<R>(q: PgQuery, values: unknown[]): Promise<R[]>;
+  /** One writing statement in a transaction committed only once its result is back: a statement
+   *  the store gave up on (a server that stopped answering) is rolled back with its connection,
+   *  never committed when the server wakes up after the caller was told 503. */
+  write<R>(q: PgQuery, values: unknown[]): Promise<R[]>;
   /** A read-only statement allowed REPORT_TIMEOUT_MS (the usage report). */
   report<R>(q: PgQuery, values: unknown[]): Promise<R[]>;
   /** Resolves once the server answers (and the schema is current). */
@@ -48,6 +52,7 @@ export function createPgPool(url: string): PgPool {
     idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
     keepAlive: true,
     application_name: "sluice",
+    pipeline: true,
     types: { getTypeParser: typeParser },
   });
   // an idle connection died (server restarted, network cut): the pool has dropped it already, and
@@ -58,7 +63,7 @@ export function createPgPool(url: string): PgPool {
   let migrated: Promise<void> | undefined;
   const ready = () => (migrated ??= migratePostgres(pool).catch((err: unknown) => ((migrated = undefined), Promise.reject(err))));
 
-  async function query<R>(q: PgQuery, values: unknown[]): Promise<R[]> {
+  async function read<R>(q: PgQuery, values: unknown[]): Promise<R[]> {
     try {
       await ready();
       const res = await pool.query({ name: q.name, text: q.text, values: values.map(toDb) });
@@ -68,13 +73,14 @@ export function createPgPool(url: string): PgPool {
     }
   }
 
-  async function report<R>(q: PgQuery, values: unknown[]): Promise<R[]> {
+  /** `statement` in a transaction that `begin` opens: both sent at once (the connections pipeline),
+   *  COMMIT sent once the statement's rows are back. */
+  async function inTransaction<R>(begin: string, statement: pg.QueryConfig & { query_timeout?: number }): Promise<R[]> {
     let client: pg.PoolClient | undefined;
     try {
       await ready();
       client = await pool.connect();
-      await client.query({ text: `BEGIN READ ONLY; SET LOCAL statement_timeout = ${REPORT_TIMEOUT_MS}` });
-      const res = await client.query({ text: q.text, values: values.map(toDb), query_timeout: REPORT_TIMEOUT_MS + QUERY_TIMEOUT_MS } as pg.QueryConfig);
+      const [, res] = await Promise.all([client.query(begin), client.query(statement)]);
       await client.query("COMMIT");
       client.release();
       return res.rows.map(fromDbRow) as R[];
@@ -86,9 +92,15 @@ export function createPgPool(url: string): PgPool {
   }
 
   return {
-    query,
-    report,
-    ping: () => query({ name: "ping", text: "SELECT 1" }, []).then(() => undefined),
+    read,
+    write: (q, values) => inTransaction("BEGIN", { name: q.name, text: q.text, values: values.map(toDb) }),
+    report: (q, values) =>
+      inTransaction(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${REPORT_TIMEOUT_MS}`, {
+        text: q.text,
+        values: values.map(toDb),
+        query_timeout: REPORT_TIMEOUT_MS + QUERY_TIMEOUT_MS,
+      }),
+    ping: () => read({ name: "ping", text: "SELECT 1" }, []).then(() => undefined),
     close: () => pool.end(),
   };
 }

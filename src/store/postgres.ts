@@ -1,6 +1,7 @@
 // The PostgreSQL Store (CONTRACTS §11): what the SQLite store keeps, in a database several gateway
-// instances share. Every write is one statement (one transaction): a round and its chat, a usage
-// row and its spend counters are written whole or not at all.
+// instances share. Every write is one statement in a transaction committed once its result is back
+// (postgres-pool.ts): a round and its chat, a usage row and its spend counters are written whole or
+// not at all, and a write the store gave up on (503) is never committed when the server wakes up.
 //
 // No history cache here, unlike SQLite's: another instance may append to a chat at any time, and
 // checking a cached history for staleness costs the same round trip as reading the chat's last
@@ -87,7 +88,7 @@ export function createPostgresStore(url: string): Store {
 function createChatOps(db: PgPool) {
   return {
     async getChat(appId: string, chatId: string): Promise<ChatInfo | undefined> {
-      const [row] = await db.query<ChatRow>(SQL.getChat, [appId, chatId]);
+      const [row] = await db.read<ChatRow>(SQL.getChat, [appId, chatId]);
       if (!row) return undefined;
       const owner = row.share_id !== null && row.uid !== null ? { shareId: row.share_id, uid: row.uid } : null;
       const info: ChatInfo = { chatId, owner, title: row.title, updatedAt: row.updated_at };
@@ -98,7 +99,7 @@ function createChatOps(db: PgPool) {
       const count = Math.floor(limit);
       if (!(count > 0)) return [];
       // a round holds two messages: `count` rounds hold at least `count` messages
-      const rounds = await db.query<RoundRow>(SQL.lastRounds, [appId, chatId, count]);
+      const rounds = await db.read<RoundRow>(SQL.lastRounds, [appId, chatId, count]);
       const messages = rounds.reverse().flatMap((r): ChatMessage[] => [
         { role: "user", content: r.user_turn, createdAt: r.created_at },
         { role: "assistant", content: r.assistant_turn, createdAt: r.created_at },
@@ -108,12 +109,12 @@ function createChatOps(db: PgPool) {
     async appendRound(input: AppendRoundInput): Promise<void> {
       const { appId, chatId, owner, at } = input;
       const variables = input.variables ? JSON.stringify(input.variables) : null;
-      await db.query(SQL.appendRound, [appId, chatId, owner?.shareId ?? null, owner?.uid ?? null, titleFrom(input.user), at, input.user, input.assistant, variables]);
+      await db.write(SQL.appendRound, [appId, chatId, owner?.shareId ?? null, owner?.uid ?? null, titleFrom(input.user), at, input.user, input.assistant, variables]);
     },
     async listChats(owner: ChatOwner, opts: { since: number; limit: number }): Promise<ChatSummary[]> {
       const count = Math.floor(opts.limit);
       if (!(count > 0)) return [];
-      const rows = await db.query<{ chat_id: string; title: string; updated_at: number }>(SQL.listChats, [owner.shareId, owner.uid, asEpoch(opts.since), count]);
+      const rows = await db.read<{ chat_id: string; title: string; updated_at: number }>(SQL.listChats, [owner.shareId, owner.uid, asEpoch(opts.since), count]);
       return rows.map((c) => ({ chatId: c.chat_id, title: c.title, updatedAt: c.updated_at }));
     },
   };
@@ -123,9 +124,10 @@ function createUsageOps(db: PgPool) {
   return {
     async recordUsage(row: UsageRow, spendScopes: string[]): Promise<void> {
       const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId } = row;
-      // a scope named twice is still one budget; a free answer changes no counter
-      const scopes = points !== 0 ? [...new Set(spendScopes)] : [];
-      await db.query(SQL.recordUsage, [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, points, scopes]);
+      // a scope named twice is still one budget; a free answer changes no counter; counters are
+      // locked in one order by every instance, so two writes never wait for each other in a cycle
+      const scopes = points !== 0 ? [...new Set(spendScopes)].sort() : [];
+      await db.write(SQL.recordUsage, [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, points, scopes]);
     },
     async summarizeUsage(query: UsageQuery): Promise<UsageSummary> {
       const from = asEpoch(query.from ?? Number.MIN_SAFE_INTEGER);
@@ -139,7 +141,7 @@ function createUsageOps(db: PgPool) {
       };
     },
     async getSpent(scope: string): Promise<number> {
-      const [row] = await db.query<{ points: number }>(SQL.getSpent, [scope]);
+      const [row] = await db.read<{ points: number }>(SQL.getSpent, [scope]);
       return row?.points ?? 0;
     },
   };

@@ -1,5 +1,6 @@
 // The store interface: conversations, share-link records, usage rows, spend counters, created keys.
-// SQLite implements it today (store/sqlite.ts); a Redis store with the same behaviour comes later.
+// SQLite (store/sqlite.ts, one process) and PostgreSQL (store/postgres.ts, shared by instances)
+// implement it with the same behaviour: test/support/store-contract.ts holds them to it.
 
 /** Who owns a chat: null for chats made through an app key, a share-link user otherwise. */
 export interface ChatOwner {

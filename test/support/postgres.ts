@@ -26,6 +26,10 @@ export interface PostgresServer {
   stop(): Promise<void>;
   /** Starts it again on the same port and data dir; resolves once it accepts connections. */
   start(): Promise<void>;
+  /** Freezes the server and every connection's process (SIGSTOP): a server that stopped answering. */
+  pause(): void;
+  /** Lets a paused server go on (SIGCONT). */
+  resume(): void;
   /** Stops it and removes its files. */
   close(): Promise<void>;
 }
@@ -74,6 +78,31 @@ export async function startPostgres(): Promise<PostgresServer> {
     await running?.stop("SIGINT"); // fast shutdown: clients are told and disconnected
   }
 
+  /** the postmaster and its children (one process per connection), found through /proc */
+  function processes(): number[] {
+    if (!server) return [];
+    const parent = server.pid;
+    const children = readdirSync("/proc").filter((p) => /^\d+$/.test(p)).filter((p) => {
+      try {
+        // "pid (comm) state ppid …": comm may hold spaces, so read after its closing parenthesis
+        const stat = readFileSync(`/proc/${p}/stat`, "utf8");
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === parent;
+      } catch {
+        return false; // it ended meanwhile
+      }
+    });
+    return [parent, ...children.map(Number)];
+  }
+  function signalAll(signal: NodeJS.Signals): void {
+    for (const pid of processes()) {
+      try {
+        process.kill(pid, signal);
+      } catch {
+        // it ended since it was listed
+      }
+    }
+  }
+
   await start();
   return {
     url,
@@ -90,7 +119,10 @@ export async function startPostgres(): Promise<PostgresServer> {
     },
     stop,
     start,
+    pause: () => signalAll("SIGSTOP"),
+    resume: () => signalAll("SIGCONT"),
     async close() {
+      signalAll("SIGCONT");
       await stop();
       await rm(dir, { recursive: true, force: true });
     },

@@ -3,6 +3,7 @@
 import { spawn, type SpawnOptions } from "node:child_process";
 
 export interface ServerProcess {
+  pid: number;
   /** Sends `signal` (when still running) and resolves once the process exited. */
   stop(signal: NodeJS.Signals): Promise<void>;
 }
@@ -24,6 +25,7 @@ export async function startServerProcess(command: string, args: string[], ready:
     void exited.then(() => reject(new Error(`${command} exited before it was ready:\n${log}`)));
   });
   return {
+    pid: proc.pid!,
     async stop(signal) {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
       await exited;
