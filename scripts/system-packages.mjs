@@ -3,16 +3,22 @@
 // Missing ones are installed with apt-get when run as root; otherwise the tests stop at once with
 // the one command that installs them.
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 
-/** Debian package → the files the tests run from it. */
+/** Debian package → the files the tests run from it; a `*` stands for one folder's name (a version). */
 const PACKAGES = {
   prometheus: ["/usr/bin/prometheus", "/usr/bin/promtool"],
   chromium: ["/usr/bin/chromium"],
+  postgresql: ["/usr/lib/postgresql/*/bin/initdb", "/usr/lib/postgresql/*/bin/postgres"],
 };
 
+const installed = (file) => {
+  const [dir, rest] = file.split("/*");
+  if (rest === undefined) return existsSync(file);
+  return existsSync(dir) && readdirSync(dir).some((name) => existsSync(`${dir}/${name}${rest}`));
+};
 const missing = Object.entries(PACKAGES)
-  .filter(([, files]) => !files.every((file) => existsSync(file)))
+  .filter(([, files]) => !files.every(installed))
   .map(([name]) => name);
 if (missing.length === 0) process.exit(0);
 

@@ -12,7 +12,7 @@ import { ConfigError, loadConfigFile } from "./config/load.js";
 import type { Config } from "./config/schema.js";
 import { createGateway, type Gateway } from "./gateway.js";
 import { createHttpServer } from "./http/server.js";
-import { createStore } from "./store/index.js";
+import { openStore } from "./store/index.js";
 
 const HELP = `Usage: npm start -- [options]   (or: node dist/main.js [options])
 
@@ -43,7 +43,7 @@ async function main(): Promise<void> {
   const config = load();
 
   // 2. The store and the gateway.
-  const store = createStore(config.store);
+  const store = await openStore(config.store);
   const gateway = createGateway(config, { store, loadConfig: load });
   process.on("uncaughtException", (err) => lastResort(gateway, "uncaught_exception", err));
   process.on("unhandledRejection", (err) => lastResort(gateway, "unhandled_rejection", err));
