@@ -10,6 +10,8 @@ const PACKAGES = {
   prometheus: ["/usr/bin/prometheus", "/usr/bin/promtool"],
   chromium: ["/usr/bin/chromium"],
   postgresql: ["/usr/lib/postgresql/*/bin/initdb", "/usr/lib/postgresql/*/bin/postgres"],
+  nginx: ["/usr/sbin/nginx"], // in front of two instances (test/nginx.test.ts)
+  "python3-yaml": ["/usr/lib/python3/dist-packages/yaml/__init__.py"], // reads deploy/compose.yaml
 };
 
 const installed = (file) => {
