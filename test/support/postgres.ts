@@ -4,7 +4,7 @@
 // stop() and start() take it down and bring it back on the same port, for fault tests; close()
 // stops it and removes the dir. Each test gets a database of its own from createDatabase().
 import { execFileSync } from "node:child_process";
-import { chownSync, existsSync, readFileSync, readdirSync } from "node:fs";
+import { chownSync, existsSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -103,6 +103,14 @@ export async function startPostgres(): Promise<PostgresServer> {
     }
   }
 
+  // a worker that ends without its afterAll (a crash, a timeout) leaves no server behind
+  const onExit = () => {
+    signalAll("SIGCONT");
+    if (server) process.kill(server.pid, "SIGQUIT");
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.once("exit", onExit);
+
   await start();
   return {
     url,
@@ -122,6 +130,7 @@ export async function startPostgres(): Promise<PostgresServer> {
     pause: () => signalAll("SIGSTOP"),
     resume: () => signalAll("SIGCONT"),
     async close() {
+      process.off("exit", onExit);
       signalAll("SIGCONT");
       await stop();
       await rm(dir, { recursive: true, force: true });
