@@ -17,6 +17,7 @@ import { createMetrics, type Metrics } from "./metrics/prometheus.js";
 import { metricsResponse } from "./metrics/route.js";
 import { createHealth } from "./observability/health.js";
 import { combineObservers, type Observer, type ProcessErrorKind } from "./observability/observer.js";
+import { createLogger, type Logger } from "./observability/logger.js";
 import { createRequestLog } from "./observability/request-log.js";
 import { buildRuntime, type ReloadResult, type Runtime, type Shared } from "./runtime.js";
 import { createShareAuth, type ShareAuth } from "./share/callbacks.js";
@@ -29,6 +30,8 @@ export interface GatewayDeps {
   store: Store;
   /** more listeners besides metrics and the request log (tests) */
   observer?: Observer;
+  /** where request lines go (src/main.ts's logger); absent: one from `server.log`, closed with the gateway */
+  logger?: Logger;
   /** replaces the share-link callback client (tests) */
   shareAuth?: ShareAuth;
   /** state shared with other instances; in-process when absent */
@@ -53,7 +56,8 @@ export interface Gateway {
 export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   // 1. Who listens: metrics, the request log, and whatever the caller adds.
   const metrics = createMetrics(metricNames(config));
-  const requestLog = createRequestLog(config.server.log);
+  const logger = deps.logger ?? createLogger(config.server.log);
+  const requestLog = createRequestLog(logger);
   const observer = combineObservers([metrics, requestLog, ...(deps.observer ? [deps.observer] : [])]);
 
   // 2. What outlives a reload, then the first runtime.
@@ -137,7 +141,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   async function close(): Promise<void> {
     // queued finish reports get a bounded chance; what is left is dropped (and counted)
     await Promise.race([shared.shareAuth.drain(), new Promise((resolve) => setTimeout(resolve, FINISH_DRAIN_MS).unref())]);
-    await Promise.all([shared.shareAuth.close(), current.router.close(), requestLog.close(), shared.keys.close()]);
+    await Promise.all([shared.shareAuth.close(), current.router.close(), deps.logger ? undefined : logger.close(), shared.keys.close()]);
   }
   return {
     app,

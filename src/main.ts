@@ -2,7 +2,8 @@
 // options. Signals (CONTRACTS §7, §12): SIGTERM/SIGINT stop accepting, let requests in flight finish
 // for `server.shutdownTimeoutMs`, cut the rest with an error event and their usage rows, flush, exit 0
 // (a second signal cuts at once); SIGHUP and a change of the config file reload it. An error that
-// escapes everything else is logged and counted, and the gateway carries on.
+// escapes everything else is logged and counted, and the gateway carries on. Everything is logged
+// through one logger (src/observability/logger.ts), flushed before every exit.
 import { watch } from "node:fs";
 import type { Server } from "node:http";
 import { basename, dirname, resolve } from "node:path";
@@ -12,6 +13,7 @@ import { ConfigError, loadConfigFile } from "./config/load.js";
 import type { Config } from "./config/schema.js";
 import { createGateway, type Gateway } from "./gateway.js";
 import { createHttpServer } from "./http/server.js";
+import { createLogger, type Logger } from "./observability/logger.js";
 import { openStore } from "./store/index.js";
 
 const HELP = `Usage: npm start -- [options]   (or: node dist/main.js [options])
@@ -19,6 +21,7 @@ const HELP = `Usage: npm start -- [options]   (or: node dist/main.js [options])
 Options:
   --config PATH   the config file (default ./config.json, or env SLUICE_CONFIG)
   --port N        the port to listen on, over server.port (or env PORT)
+  --pretty        human-readable log lines instead of JSON (needs pino-pretty; the default on a terminal)
   --help          this text
 
 Signals: SIGTERM/SIGINT drain and exit 0; SIGHUP reloads the config (so does saving the file).`;
@@ -28,25 +31,29 @@ const WATCH_DEBOUNCE_MS = 200;
 /** Time for answers already ended by the drain (a cut stream's error event) to reach their clients. */
 const CLOSE_GRACE_MS = 1_000;
 
-const log = (message: string) => console.log(`[sluice] ${message}`);
+/** The logger once the config gave its level and destination; a fatal start error may come before. */
+let logger: Logger | undefined;
+let pretty: boolean | undefined;
 
 async function main(): Promise<void> {
-  // 1. Arguments and environment.
-  const { values } = parseArgs({ options: { config: { type: "string" }, port: { type: "string" }, help: { type: "boolean" } }, strict: true });
+  // 1. Arguments and environment, then the config and its logger.
+  const { values } = parseArgs({ options: { config: { type: "string" }, port: { type: "string" }, pretty: { type: "boolean" }, help: { type: "boolean" } }, strict: true });
   if (values.help) {
     console.log(HELP);
     return;
   }
+  pretty = values.pretty || undefined;
   const configPath = resolve(values.config ?? process.env.SLUICE_CONFIG ?? "./config.json");
   const portText = values.port ?? process.env.PORT;
   const load = () => withPort(loadConfigFile(configPath), portText);
   const config = load();
+  const log = (logger = createLogger({ ...config.server.log, pretty }));
 
   // 2. The store and the gateway.
   const store = await openStore(config.store);
-  const gateway = createGateway(config, { store, loadConfig: load });
-  process.on("uncaughtException", (err) => lastResort(gateway, "uncaught_exception", err));
-  process.on("unhandledRejection", (err) => lastResort(gateway, "unhandled_rejection", err));
+  const gateway = createGateway(config, { store, loadConfig: load, logger: log });
+  process.on("uncaughtException", (err) => lastResort(gateway, log, "uncaught_exception", err));
+  process.on("unhandledRejection", (err) => lastResort(gateway, log, "unhandled_rejection", err));
 
   // 3. Listen: the configured port or an error, never a silently different one.
   const server = createHttpServer(toNodeHandler(gateway.app), config.server);
@@ -57,27 +64,29 @@ async function main(): Promise<void> {
       resolveListen();
     });
   });
-  log(`listening on http://${config.server.host}:${config.server.port} (config ${configPath}, store ${config.store.driver})`);
+  log.info({ config: configPath, store: config.store.driver }, `listening on http://${config.server.host}:${config.server.port}`);
+  log.flush(); // said at once, not with the next batch
 
   // 4. Reload on SIGHUP and when the config file changes.
-  const reload = async (why: string) => {
-    const result = await gateway.reload();
-    log(result.ok ? `${why}: config reloaded` : `${why}: config refused, the running one is kept:\n  - ${result.errors?.join("\n  - ")}`);
+  // (the gateway logs the outcome, whoever asked)
+  const reload = (why: string) => {
+    log.info({ trigger: why }, "reloading the config");
+    void gateway.reload();
   };
-  process.on("SIGHUP", () => void reload("SIGHUP"));
-  watchFile(configPath, () => void reload("config file changed"));
+  process.on("SIGHUP", () => reload("SIGHUP"));
+  watchFile(configPath, () => reload("config file changed"), log);
 
   // 5. Graceful shutdown.
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) {
-      log(`${signal} again: cutting what is left now`);
+      log.warn({ signal }, `${signal} again: cutting what is left now`);
       void gateway.drain(0);
       return;
     }
     closing = true;
     const graceMs = config.server.shutdownTimeoutMs;
-    log(`${signal}: draining (up to ${graceMs} ms)`);
+    log.info({ signal, graceMs }, `${signal}: draining (up to ${graceMs} ms)`);
     setTimeout(() => process.exit(1), graceMs + FLUSH_GRACE_MS).unref();
     server.close(); // no new connections; requests in flight go on
     server.closeIdleConnections();
@@ -86,7 +95,8 @@ async function main(): Promise<void> {
     server.closeAllConnections(); // whatever is left (a client trickling its body) does not hold the exit
     await gateway.close();
     await store.close();
-    log("stopped");
+    log.info("stopped");
+    await log.close();
     process.exit(0);
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
@@ -117,7 +127,7 @@ function connectionsClosed(server: Server, ms: number): Promise<void> {
 }
 
 /** Watches the file's folder (editors replace files rather than write them in place), debounced. */
-function watchFile(path: string, changed: () => void): void {
+function watchFile(path: string, changed: () => void, log: Logger): void {
   let timer: NodeJS.Timeout | undefined;
   const name = basename(path);
   try {
@@ -129,19 +139,21 @@ function watchFile(path: string, changed: () => void): void {
     watcher.on("error", () => watcher.close());
     watcher.unref();
   } catch {
-    log("cannot watch the config file: reload with SIGHUP or POST /api/admin/reload");
+    log.warn("cannot watch the config file: reload with SIGHUP or POST /api/admin/reload");
   }
 }
 
 /** The process's last resort: never a silent exit. Names, codes and stacks only — no request data. */
-function lastResort(gateway: Gateway, kind: "uncaught_exception" | "unhandled_rejection", err: unknown): void {
+function lastResort(gateway: Gateway, log: Logger, kind: "uncaught_exception" | "unhandled_rejection", err: unknown): void {
   gateway.processError(kind);
-  const e = err instanceof Error ? err : new Error(String(err));
-  console.error(`[sluice] ${kind} (the gateway carries on): ${e.name} ${(e as NodeJS.ErrnoException).code ?? ""} ${e.message}\n${e.stack ?? ""}`);
+  log.error({ kind, err }, `${kind} (the gateway carries on)`);
 }
 
 main().catch((err: unknown) => {
-  if (err instanceof ConfigError) console.error(`[sluice] ${err.message}`);
-  else console.error("[sluice] failed to start:", err instanceof Error ? err.message : err);
-  process.exit(1);
+  // never a silent failure: a logger that is off (level silent) or not yet made gives way to stdout
+  const out = logger?.isLevelEnabled("fatal") ? logger : createLogger({ level: "info", destination: "stdout", pretty });
+  if (err instanceof ConfigError) out.fatal({ problems: err.problems }, err.message.split("\n", 1)[0]!.replace(/:$/, ""));
+  else out.fatal({ err }, `failed to start: ${err instanceof Error ? err.message : String(err)}`);
+  process.exitCode = 1;
+  void out.close().then(() => process.exit(1));
 });

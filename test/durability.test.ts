@@ -125,15 +125,15 @@ describe("durability of the SQLite store", () => {
 });
 
 describe("start-up and shutdown of src/main.ts", () => {
-  it("exits non-zero on a bad config file, listing every problem by its path on stderr", { timeout: 30_000 }, async () => {
+  it("exits non-zero on a bad config file, listing every problem by its path in its log", { timeout: 30_000 }, async () => {
     const raw = gatewayConfig(upstream.url) as { llmModels: Array<Record<string, unknown>>; apps: Array<Record<string, unknown>> };
     raw.llmModels[0]!.maxContext = "big";
     raw.apps[1]!.history = -1;
     const child = await spawnMain(writeConfig("bad.json", raw));
     const code = await child.exited;
     expect(typeof code === "number" && code !== 0, `exit ${code}`).toBe(true);
-    expect(child.stderr()).toContain("llmModels[0].maxContext");
-    expect(child.stderr()).toContain("apps[1].history");
+    expect(child.stdout()).toContain("llmModels[0].maxContext");
+    expect(child.stdout()).toContain("apps[1].history");
     expect(child.stdout()).not.toMatch(/listening on/);
   });
 

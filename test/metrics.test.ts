@@ -9,6 +9,7 @@ import { createMetrics } from "../src/metrics/prometheus.js";
 import { metricsResponse } from "../src/metrics/route.js";
 import { createHealth } from "../src/observability/health.js";
 import type { RequestRecord } from "../src/observability/observer.js";
+import { createLogger, type LogOptions } from "../src/observability/logger.js";
 import { createRequestLog } from "../src/observability/request-log.js";
 
 const CONTRACT_FAMILIES = [
@@ -134,6 +135,12 @@ describe("prometheus metrics", () => {
   });
 });
 
+/** The request log on a logger of its own; `close()` writes out what the logger buffered. */
+function createRequestLogOn(opts: LogOptions) {
+  const logger = createLogger(opts);
+  return { ...createRequestLog(logger), close: () => logger.close() };
+}
+
 describe("request log", () => {
   let dir: string;
   beforeEach(async () => {
@@ -151,7 +158,7 @@ describe("request log", () => {
 
   it("writes one JSON line per finished request, creating the directory", async () => {
     const path = join(dir, "nested", "requests.log");
-    const log = createRequestLog({ level: "info", destination: path });
+    const log = createRequestLogOn({ level: "info", destination: path });
     log.requestStarted("/v1/chat/completions");
     log.requestFinished(record());
     log.requestFinished(record({ requestId: "req-2", status: 404, errorCode: "model_not_found" }));
@@ -187,7 +194,7 @@ describe("request log", () => {
   it("appends to an existing file", async () => {
     const path = join(dir, "requests.log");
     for (const requestId of ["a", "b"]) {
-      const log = createRequestLog({ level: "info", destination: path });
+      const log = createRequestLogOn({ level: "info", destination: path });
       log.requestFinished(record({ requestId }));
       await log.close();
     }
@@ -196,7 +203,7 @@ describe("request log", () => {
 
   it("drops lines below the configured level", async () => {
     const path = join(dir, "requests.log");
-    const log = createRequestLog({ level: "warn", destination: path });
+    const log = createRequestLogOn({ level: "warn", destination: path });
     log.requestFinished(record({ requestId: "ok" }));
     log.requestFinished(record({ requestId: "bad", status: 400 }));
     log.upstreamFinished("local", "glm", "ok");
@@ -206,7 +213,7 @@ describe("request log", () => {
 
   it("writes nothing at level silent", async () => {
     const path = join(dir, "requests.log");
-    const log = createRequestLog({ level: "silent", destination: path });
+    const log = createRequestLogOn({ level: "silent", destination: path });
     log.requestFinished(record({ status: 500 }));
     log.channelState("local", false);
     await log.close();

@@ -33,6 +33,14 @@ describe("SSE relay", () => {
     expect(first).toBe(1);
   });
 
+  it("finds the first choice's finish reason from the end, however split, and with n > 1 parses all", () => {
+    for (let i = 1; i < upstreamText.length; i += 11) expect(run(upstreamText, [i]).relay.finishReason()).toBe("stop");
+    const second = (finish: string) => JSON.stringify({ id: "x", choices: [{ index: 1, delta: {}, finish_reason: finish }] });
+    const twoChoices = [chunk("Hi"), chunk(null, "length"), second("stop"), "[DONE]"].map((d) => `data: ${d}\n\n`).join("");
+    expect(run(twoChoices, []).relay.finishReason()).toBe("length");
+    expect(run(`data: ${chunk("no end")}\n\n`, []).relay.finishReason()).toBeUndefined();
+  });
+
   it("gives the same result however the bytes are split", () => {
     const whole = run(upstreamText, []).out;
     for (let i = 1; i < upstreamText.length; i += 7) {

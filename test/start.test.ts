@@ -66,7 +66,7 @@ describe("npm start", () => {
 function slowConfig(name: string, extraKeys: unknown[] = []): string {
   const path = join(dir, name);
   writeFileSync(path, JSON.stringify({
-    server: { shutdownTimeoutMs: 500, log: { level: "warn" } },
+    server: { shutdownTimeoutMs: 500, log: { level: "info" } },
     store: { driver: "sqlite", path: join(dir, `${name}.db`) },
     channels: [{ name: "up", baseUrl: upstream.url, models: ["m"], healthCheck: { intervalMs: 0 } }],
     llmModels: [{ model: "m", maxContext: 4000, maxResponse: 100 }],
@@ -173,11 +173,12 @@ describe("signals", () => {
 describe("last resort", () => {
   it("logs and counts an error thrown outside every handler, and the gateway carries on", async () => {
     const config = slowConfig("resort.json");
-    // a module preloaded into the gateway's process throws from a timer once the gateway listens
-    const preload = `data:text/javascript,setTimeout(() => { throw new Error("escaped everything") }, 300)`;
+    // a module preloaded into the gateway's process throws from a timer when told, once the gateway listens
+    const preload = `data:text/javascript,process.on("SIGUSR2", () => setTimeout(() => { throw new Error("escaped everything") }))`;
     const gw = await processes.startMain(["--import", preload, ...BUILT_ENTRY], ["--config", config]);
-    await expect.poll(() => gw.stderr(), { interval: 50, timeout: 5000 }).toContain("escaped everything");
-    expect(gw.stderr()).toContain("uncaught_exception (the gateway carries on)");
+    gw.proc.kill("SIGUSR2");
+    await expect.poll(() => gw.stdout(), { interval: 50, timeout: 5000 }).toContain("escaped everything");
+    expect(gw.stdout()).toContain("uncaught_exception (the gateway carries on)");
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
     expect(metrics).toMatch(/sluice_process_errors_total\{kind="uncaught_exception"\} 1/);
     expect((await ask(gw.url, false)).status).toBe(200);

@@ -87,6 +87,7 @@ export function createChatHandler(deps: ChatDeps) {
         maxAttempts: deps.maxAttempts,
         onAttempt: (attempt) => {
           exchange.channel = facts.channel = attempt.config.name;
+          facts.attempts = (facts.attempts ?? 0) + 1;
           clearTimeout(deadline);
           deadline = setTimeout(() => cancel.abort("timeout"), attempt.config.totalTimeoutMs);
         },

@@ -69,6 +69,7 @@ export async function relayStream(deps: SettleDeps, ex: Exchange, body: Readable
 
   // 2b. Settle (the turns are stored before the client sees the end), then close the stream.
   const settled = await settleAnswer(deps, ex, { text, usage: relay.usage, finishReason: () => relay.finishReason() ?? "stop" });
+  settled.finishReason = relay.finishReason() ?? "stop"; // for the request log: found without parsing the answer
   if (opts.includeUsage && !relay.usage) write(`${opts.detail ? "event: answer\n" : ""}data: ${usageChunk(settled)}\n\n`);
   // FastGPT sends the chat's variables before its closing events, when it has any
   if (opts.detail && hasAny(ex.variables)) write(`event: updateVariables\ndata: ${JSON.stringify(ex.variables)}\n\n`);

@@ -77,9 +77,10 @@ export class SseRelay {
     return (this.#collected ??= collect(this.#kept)).text;
   }
 
-  /** The last finish reason the upstream gave, parsed with the text; undefined when none. */
+  /** The first choice's last finish reason; undefined when none. Read from the end of the kept bytes
+   *  (one event parsed) unless the text was parsed already or the event found is another choice's. */
   finishReason(): string | undefined {
-    return (this.#collected ??= collect(this.#kept)).finishReason;
+    return this.#collected?.finishReason ?? lastFinishReason(this.#kept) ?? (this.#collected ??= collect(this.#kept)).finishReason;
   }
 
   #relay(region: Buffer): boolean {
@@ -206,6 +207,27 @@ function parseChunk(data: string, model: string): ChunkShape {
     throw new UpstreamError(502, "upstream_error", `The model server for ${model} reported an error during the answer.`, "http_error");
   }
   return chunk;
+}
+
+const FINISH_MARKS = [Buffer.from('"finish_reason":"'), Buffer.from('"finish_reason": "')];
+
+/** The finish reason of the last event that names one, if that event is the first choice's. */
+function lastFinishReason(regions: Buffer[]): string | undefined {
+  for (let r = regions.length - 1; r >= 0; r--) {
+    const region = regions[r]!;
+    const at = Math.max(...FINISH_MARKS.map((mark) => region.lastIndexOf(mark)));
+    if (at < 0) continue;
+    const before = region.lastIndexOf(EVENT_END, at);
+    const end = region.indexOf(EVENT_END, at);
+    const data = dataOf(region.toString("utf8", before < 0 ? 0 : before + EVENT_END.length, end < 0 ? region.length : end));
+    try {
+      const choice = (JSON.parse(data ?? "") as ChunkShape).choices?.find((c) => (c.index ?? 0) === 0);
+      return choice?.finish_reason ?? undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
 }
 
 function collect(regions: Buffer[]): Collected {

@@ -26,13 +26,14 @@ export function createRouteWrapper(observer: Observer, inflight: Inflight, cors:
       const origin = cors(event);
       if (origin) applyCors(event, origin);
       let result: Response | typeof HANDLED;
+      let internalError: unknown;
       try {
         // a request that arrives on a kept-alive connection during shutdown is told to go elsewhere
         if (inflight.closing) throw shuttingDown();
         result = await handler(event);
       } catch (err) {
         const error = toGatewayError(err);
-        if (error.status >= 500 && error.code === "internal_error") console.error(`[sluice] ${requestId}:`, err);
+        if (error.status >= 500 && error.code === "internal_error") internalError = err; // the request line carries its stack
         facts.errorCode = error.code;
         result = errorResponse(error, inflight.closing ? { connection: "close" } : undefined);
       } finally {
@@ -46,6 +47,7 @@ export function createRouteWrapper(observer: Observer, inflight: Inflight, cors:
         method: event.req.method,
         status: result === HANDLED ? (event.runtime?.node?.res?.statusCode ?? 200) : result.status,
         durationMs: performance.now() - started,
+        internalError,
       });
       return result;
     };

@@ -29,6 +29,8 @@ export interface RequestRecord {
   shareId?: string;
   model?: string;
   channel?: string;
+  /** channels tried for the answer (CONTRACTS §9), counting the one that answered */
+  attempts?: number;
   stream?: boolean;
   inputTokens?: number;
   outputTokens?: number;
@@ -42,6 +44,8 @@ export interface RequestRecord {
   finishReason?: string;
   /** an upstream's own error message (redacted), for the operator */
   upstreamMessage?: string;
+  /** what a 500 internal_error caught, for the operator's log (never sent to the client) */
+  internalError?: unknown;
 }
 
 export interface Observer {

@@ -27,6 +27,14 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+async function answers(url: string): Promise<boolean> {
+  try {
+    return (await fetch(url)).ok;
+  } catch {
+    return false;
+  }
+}
+
 export function createMainProcesses() {
   const children: MainProcess[] = [];
 
@@ -44,15 +52,27 @@ export function createMainProcesses() {
     return child;
   }
 
-  /** spawnMain, then waits for the `listening on` line (or fails when the process ends first). */
+  /**
+   * spawnMain, then waits for the `listening on` log line — or, when the configured log level hides
+   * it (warn, silent), for `/healthz` to answer — and fails when the process ends first.
+   */
   async function startMain(entry: string[], args: string[], cwd?: string): Promise<MainProcess> {
     const child = await spawnMain(entry, args, cwd);
+    let ended = false;
     const listening = new Promise<void>((resolve) => {
       const check = () => /listening on/.test(child.stdout()) && (child.proc.stdout!.off("data", check), resolve());
       child.proc.stdout!.on("data", check);
+      void (async () => {
+        while (!ended && !(await answers(`${child.url}/healthz`))) await new Promise((r) => setTimeout(r, 25));
+        resolve();
+      })();
     });
-    const ended = child.exited.then((code) => Promise.reject(new Error(`the gateway exited (${code}) before listening:\n${child.stderr()}`)));
-    await Promise.race([listening, ended]);
+    const exited = child.exited.then((code) => Promise.reject(new Error(`the gateway exited (${code}) before listening:\n${child.stdout()}${child.stderr()}`)));
+    try {
+      await Promise.race([listening, exited]);
+    } finally {
+      ended = true;
+    }
     return child;
   }
 
