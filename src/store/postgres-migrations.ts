@@ -89,6 +89,8 @@ export class SchemaError extends Error {}
 /** Brings the database to the latest schema version; refuses a database made by a newer build. */
 export async function migratePostgres(pool: pg.Pool): Promise<void> {
   const client = await pool.connect();
+  const ignore = () => {}; // a connection lost between statements: the next one fails instead
+  client.on("error", ignore);
   try {
     await client.query("BEGIN");
     await client.query(long(`SET LOCAL statement_timeout = ${MIGRATION_TIMEOUT_MS}`));
@@ -104,6 +106,7 @@ export async function migratePostgres(pool: pg.Pool): Promise<void> {
     if (rows.length === 0) await client.query("INSERT INTO sluice_schema (version) VALUES ($1)", [PG_MIGRATIONS.length]);
     else if (current < PG_MIGRATIONS.length) await client.query("UPDATE sluice_schema SET version = $1", [PG_MIGRATIONS.length]);
     await client.query("COMMIT");
+    client.off("error", ignore);
     client.release();
   } catch (err) {
     // the connection may be broken or mid-transaction: never hand it back to the pool

@@ -57,7 +57,7 @@ export function createPgPool(url: string): PgPool {
   });
   // an idle connection died (server restarted, network cut): the pool has dropped it already, and
   // an unhandled 'error' event would end the process
-  pool.on("error", () => {});
+  pool.on("error", ignore);
 
   // migrations run once, before the first statement; a failure is tried again at the next call
   let migrated: Promise<void> | undefined;
@@ -80,8 +80,12 @@ export function createPgPool(url: string): PgPool {
     try {
       await ready();
       client = await pool.connect();
+      // between its queries a checked-out connection has no listener of the pool's: a server's
+      // goodbye arriving right then must not end the process (the next query fails instead)
+      client.on("error", ignore);
       const [, res] = await Promise.all([client.query(begin), client.query(statement)]);
       await client.query("COMMIT");
+      client.off("error", ignore);
       client.release();
       return res.rows.map(fromDbRow) as R[];
     } catch (err) {
@@ -104,6 +108,8 @@ export function createPgPool(url: string): PgPool {
     close: () => pool.end(),
   };
 }
+
+const ignore = () => {};
 
 /** bigint columns (epoch ms, tokens, counts) as numbers, like better-sqlite3's integers */
 function typeParser(oid: number, format?: "text" | "binary") {
