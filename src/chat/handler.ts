@@ -1,12 +1,10 @@
 // POST /v1/chat/completions and /api/v1/chat/completions: one request from body to answer.
-import type { ServerResponse } from "node:http";
 import type { H3Event } from "h3";
 import type { ModelConfig } from "../config/schema.js";
-import { Cancel } from "../http/cancel.js";
 import { readJsonBody, type BodyLimits } from "../http/body.js";
 import { GatewayError, toGatewayError } from "../http/errors.js";
 import { HANDLED, factsOf, type RequestFacts } from "../http/facts.js";
-import type { Inflight } from "../http/inflight.js";
+import { trackRequest, type Inflight } from "../http/inflight.js";
 import type { Observer } from "../observability/observer.js";
 import { assertChatOwner } from "../share/links.js";
 import type { Store } from "../store/types.js";
@@ -45,10 +43,7 @@ export function createChatHandler(deps: ChatDeps) {
     const key = authorization ? deps.keyring.authenticate(authorization) : undefined;
 
     // the request's work stops when the client leaves, a deadline passes or the gateway shuts down
-    const cancel = new Cancel();
-    const untrack = deps.inflight.track(cancel);
-    const nodeRes = event.runtime?.node?.res as ServerResponse | undefined; // http/1.1: the server speaks no http2
-    nodeRes?.once("close", () => nodeRes.writableFinished || cancel.abort("client_abort"));
+    const { cancel, untrack, nodeRes } = trackRequest(event, deps.inflight);
 
     let deadline: NodeJS.Timeout | undefined;
     let reservation: Reservation | undefined;

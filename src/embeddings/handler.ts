@@ -1,16 +1,14 @@
 // POST /v1/embeddings and /api/v1/embeddings (CONTRACTS §13): an app key's request for vectors of
 // one of its vector models, answered by some channel of that model. Keys, budgets, rates, failover,
 // usage rows and points work as for chat; the answer is the upstream's with `usage` forced.
-import type { ServerResponse } from "node:http";
 import type { H3Event } from "h3";
 import type { AppConfig, VectorModelConfig } from "../config/schema.js";
 import { identifyCaller, type Caller, type CallerDeps } from "../chat/caller.js";
 import type { Quota, Reservation } from "../chat/quota.js";
 import { readJsonBody, type BodyLimits } from "../http/body.js";
-import { Cancel } from "../http/cancel.js";
 import { GatewayError, notFound } from "../http/errors.js";
 import { factsOf } from "../http/facts.js";
-import type { Inflight } from "../http/inflight.js";
+import { trackRequest, type Inflight } from "../http/inflight.js";
 import { jsonResponse } from "../http/json.js";
 import type { Observer } from "../observability/observer.js";
 import type { Store } from "../store/types.js";
@@ -53,11 +51,8 @@ export function createEmbeddingsHandler(deps: EmbeddingsDeps) {
     const authorization = event.req.headers.get("authorization");
     const key = authorization ? deps.keyring.authenticate(authorization) : undefined;
 
-    // the upstream call stops when the client leaves, the channel's deadline passes or the gateway shuts down
-    const cancel = new Cancel();
-    const untrack = deps.inflight.track(cancel);
-    const nodeRes = event.runtime?.node?.res as ServerResponse | undefined;
-    nodeRes?.once("close", () => nodeRes.writableFinished || cancel.abort("client_abort"));
+    // the request's work stops when the client leaves, a deadline passes or the gateway shuts down
+    const { cancel, untrack } = trackRequest(event, deps.inflight);
 
     let deadline: NodeJS.Timeout | undefined;
     let reservation: Reservation | undefined;

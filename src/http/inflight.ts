@@ -1,7 +1,9 @@
 // Requests in flight, for a shutdown that keeps its promise (CONTRACTS §7 `shutdownTimeoutMs`): the
 // gateway waits for them, and at the deadline cuts the ones still running through their Cancel, so
 // each is settled (usage row, error event, finishReason "shutdown") before the process exits.
-import type { Cancel } from "./cancel.js";
+import type { ServerResponse } from "node:http";
+import type { H3Event } from "h3";
+import { Cancel } from "./cancel.js";
 
 /** How long cut requests get to write their usage rows and close their streams. */
 const SETTLE_AFTER_CUT_MS = 5_000;
@@ -57,4 +59,14 @@ export class Inflight {
       this.#idle.push(done);
     });
   }
+}
+
+/** A request's Cancel, tracked for shutdown and aborted when its client leaves before the answer
+ *  is written; `untrack` when the request's work is done. */
+export function trackRequest(event: H3Event, inflight: Inflight): { cancel: Cancel; untrack: () => void; nodeRes: ServerResponse | undefined } {
+  const cancel = new Cancel();
+  const untrack = inflight.track(cancel);
+  const nodeRes = event.runtime?.node?.res as ServerResponse | undefined; // http/1.1: the server speaks no http2
+  nodeRes?.once("close", () => nodeRes.writableFinished || cancel.abort("client_abort"));
+  return { cancel, untrack, nodeRes };
 }
