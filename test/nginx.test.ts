@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MainProcess } from "./support/main-process.js";
-import { chatsServed, useBehindNginx } from "./support/nginx.js";
+import { chatsServed, startLoad, useBehindNginx } from "./support/nginx.js";
 import { parseSse, readUntil } from "./support/sse.js";
 import { UPSTREAM_DEFAULTS, startUpstream, type Upstream } from "./support/upstream.js";
 
@@ -133,30 +133,22 @@ describe("an instance stopped under load", () => {
 
   it("SIGTERM to one instance mid-load: every request is answered, new ones by the other instance", async () => {
     const [leaving, staying] = pair.instances as [MainProcess, MainProcess];
-    const statuses: number[] = [];
-    let stop = false;
-    let afterExit = 0; // requests started once the leaving instance had exited
     let exited = false;
-    const progress: Array<{ n: number; resolve: () => void }> = [];
-    const reached = (n: number) => new Promise<void>((resolve) => progress.push({ n, resolve }));
-    const worker = async (w: number) => {
-      for (let i = 0; !stop; i++) {
-        const stream = (w + i) % 2 === 0;
-        if (exited) afterExit++;
-        statuses.push(await answered(await ask(pair.nginx.url, { stream }), stream));
-        for (const p of progress.splice(0)) (statuses.length >= p.n ? p.resolve() : progress.push(p));
-      }
-    };
-    const load = Promise.all(Array.from({ length: 8 }, (_, w) => worker(w)));
+    let afterExit = 0; // requests started once the leaving instance had exited
+    let sent = 0;
+    const load = startLoad(8, async (worker) => {
+      const stream = (worker + sent++) % 2 === 0;
+      if (exited) afterExit++;
+      return answered(await ask(pair.nginx.url, { stream }), stream);
+    });
 
-    await reached(40);
+    await load.reached(40);
     leaving.proc.kill("SIGTERM");
     expect(await leaving.exited).toBe(0);
     const stayingBefore = await chatsServed(staying.url, 200);
     exited = true;
-    await reached(statuses.length + 60);
-    stop = true;
-    await load;
+    await load.reached(load.results.length + 60);
+    const statuses = await load.stop();
 
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
     expect(afterExit).toBeGreaterThan(0);

@@ -142,3 +142,35 @@ export function useBehindNginx(configPath: () => string, count = 2): { instances
   });
   return started;
 }
+
+export interface Load<T> {
+  /** every finished send's result, in the order they finished */
+  readonly results: T[];
+  /** resolves once `n` sends have finished */
+  reached(n: number): Promise<void>;
+  /** lets each loop finish its send in flight, then resolves with every result */
+  stop(): Promise<T[]>;
+}
+
+/** `workers` loops, each calling `send` again as soon as its last call finished, until stop(). */
+export function startLoad<T>(workers: number, send: (worker: number) => Promise<T>): Load<T> {
+  const results: T[] = [];
+  let stopped = false;
+  let waiters: Array<{ n: number; resolve: () => void }> = [];
+  const loop = async (worker: number) => {
+    while (!stopped) {
+      results.push(await send(worker));
+      waiters = waiters.filter((w) => (results.length >= w.n ? (w.resolve(), false) : true));
+    }
+  };
+  const loops = Promise.all(Array.from({ length: workers }, (_, w) => loop(w)));
+  return {
+    results,
+    reached: (n) => (results.length >= n ? Promise.resolve() : new Promise((resolve) => waiters.push({ n, resolve }))),
+    async stop() {
+      stopped = true;
+      await loops;
+      return results;
+    },
+  };
+}
