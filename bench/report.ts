@@ -190,7 +190,7 @@ function roundRatios(a: CaseResult | undefined, b: CaseResult | undefined, metri
 
 function ratioText(a: CaseResult | undefined, b: CaseResult | undefined, metric: (l: LoadResult) => number | undefined): string {
   const ratios = roundRatios(a, b, metric);
-  return ratios.length === 0 ? "n/a" : `${median(ratios).toFixed(2)}x (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`;
+  return ratios.length === 0 ? "n/a" : `${median(ratios).toFixed(3)}x (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`;
 }
 
 function ratio(label: string, a: CaseResult | undefined, b: CaseResult | undefined, metric: (l: LoadResult) => number | undefined, op: Op, target: number): string[] {
