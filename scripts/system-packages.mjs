@@ -1,5 +1,6 @@
 // `npm test`'s first step: the Debian packages some tests drive as real servers (Prometheus and
-// promtool for the dashboard and alert rules, Chromium for the share window and browser CORS).
+// promtool for the dashboard and alert rules, Chromium for the share window and browser CORS,
+// redis-server for the shared cluster state).
 // Missing ones are installed with apt-get when run as root; otherwise the tests stop at once with
 // the one command that installs them.
 import { execFileSync } from "node:child_process";
@@ -10,6 +11,7 @@ const PACKAGES = {
   prometheus: ["/usr/bin/prometheus", "/usr/bin/promtool"],
   chromium: ["/usr/bin/chromium"],
   postgresql: ["/usr/lib/postgresql/*/bin/initdb", "/usr/lib/postgresql/*/bin/postgres"],
+  "redis-server": ["/usr/bin/redis-server"],
   nginx: ["/usr/sbin/nginx"], // in front of two instances (test/nginx.test.ts)
   "python3-yaml": ["/usr/lib/python3/dist-packages/yaml/__init__.py"], // reads deploy/compose.yaml
 };
