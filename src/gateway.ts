@@ -5,6 +5,7 @@ import { H3, type H3Event } from "h3";
 import { createCreatedKeys } from "./auth/created-keys.js";
 import { createQuota } from "./chat/quota.js";
 import { createMemoryClusterState } from "./cluster/memory.js";
+import { createRedisClusterState } from "./cluster/redis.js";
 import type { ClusterState } from "./cluster/types.js";
 import { ConfigError } from "./config/load.js";
 import type { Config } from "./config/schema.js";
@@ -34,7 +35,7 @@ export interface GatewayDeps {
   logger?: Logger;
   /** replaces the share-link callback client (tests) */
   shareAuth?: ShareAuth;
-  /** state shared with other instances; in-process when absent */
+  /** state shared with other instances (not closed by close()); absent: Redis with `cluster`, else in-process */
   state?: ClusterState;
   /** reads and validates the config again (throws ConfigError): what a reload swaps in */
   loadConfig?: () => Config;
@@ -64,7 +65,11 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   // breaker options are read at each use, so a reload changes them for every channel at once (the
   // first runtime's health checks read them while it is built: `config` until it exists)
   let breakerOptions = () => config.routing.breaker;
-  const state = deps.state ?? createMemoryClusterState(() => breakerOptions());
+  const state =
+    deps.state ??
+    (config.cluster
+      ? createRedisClusterState({ url: config.cluster.redisUrl, breaker: () => breakerOptions(), log: (message) => logger.warn(message) })
+      : createMemoryClusterState(() => breakerOptions()));
   const shared: Shared = {
     store: deps.store,
     state,
@@ -77,14 +82,17 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   };
   let current: Runtime = buildRuntime(config, shared);
   breakerOptions = () => current.config.routing.breaker;
-  const health = createHealth({ ping: () => shared.keys.ready().then(() => deps.store.ping()) });
+  const health = createHealth({ ping: () => shared.keys.ready().then(() => deps.store.ping()), clusterPing: () => state.ping() });
 
   // 3. Routes, each wrapped once for ids, errors, logs and metrics; each reads the current runtime.
   const cors = (e: H3Event) => allowedOrigin(e, current.config.server.cors.origins);
   const observe = createRouteWrapper(observer, shared.inflight, cors);
   type Name = keyof Runtime["routes"];
-  // no request is judged before the keys created through the API are known (read once at start)
-  const route = (name: Name) => shared.keys.ready().then(() => current.routes[name] as (e: H3Event) => Promise<unknown> | Response);
+  // no request is judged before the keys created through the API are known (read once at start), and
+  // none is metered while the state shared with other instances is out of reach (503 store_unavailable)
+  const metered = new Set<Name>(["chat", "embeddings"]);
+  const route = (name: Name) =>
+    Promise.all([shared.keys.ready(), metered.has(name) && state.reachable()]).then(() => current.routes[name] as (e: H3Event) => Promise<unknown> | Response);
   const to = (name: Name) => async (e: H3Event) => (await route(name))(e) as Promise<Response> | Response;
   const json = (name: Name) => async (e: H3Event) => jsonResponse(await (await route(name))(e));
   const app = new H3();
@@ -114,11 +122,14 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   app.all("/**", observe("unmatched", () => Promise.reject(notFound("not_found", "No such endpoint."))));
 
   // 4. Reload: validate, then swap; the old runtime's pools of removed channels close once idle.
+  // A reload here is told to the other instances, each of which reloads its own config source.
   let reloading = Promise.resolve<ReloadResult>({ ok: true });
-  function reload(): Promise<ReloadResult> {
+  function reload(tellOthers = true): Promise<ReloadResult> {
     reloading = reloading.then(() => swap(metrics, observer), () => swap(metrics, observer));
+    if (tellOthers) void reloading.then((result) => (result.ok ? state.publishReload() : undefined), () => {});
     return reloading;
   }
+  const stopHearingReloads = state.onReload(() => void reload(false));
   async function swap(m: Metrics, o: Observer): Promise<ReloadResult> {
     let next: Config;
     try {
@@ -142,10 +153,12 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     // queued finish reports get a bounded chance; what is left is dropped (and counted)
     await Promise.race([shared.shareAuth.drain(), new Promise((resolve) => setTimeout(resolve, FINISH_DRAIN_MS).unref())]);
     await Promise.all([shared.shareAuth.close(), current.router.close(), deps.logger ? undefined : logger.close(), shared.keys.close()]);
+    stopHearingReloads();
+    if (!deps.state) await state.close();
   }
   return {
     app,
-    reload,
+    reload: () => reload(),
     drain: (timeoutMs) => shared.inflight.drain(timeoutMs),
     close: () => (closing ??= close()),
     processError: (kind) => observer.processError(kind),

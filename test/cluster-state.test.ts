@@ -1,41 +1,17 @@
-// The in-process cluster state (CONTRACTS §9, §10): rate windows exact to the second at their
-// edges and O(1) per hit, and the circuit breaker's closed → open → half-open → closed cycle.
+// The in-process cluster state's parts (CONTRACTS §9, §10): rate windows exact to the second and
+// O(1) per hit, and the circuit breaker's closed → open → half-open → closed cycle. The state's
+// contract (budgets, windows at their edges) is test/support/cluster-contract.ts, run by quota.test.ts.
 import { describe, expect, it } from "vitest";
 import { Breaker } from "../src/cluster/breaker.js";
-import { createMemoryClusterState } from "../src/cluster/memory.js";
 import { RateWindow } from "../src/cluster/rate-window.js";
+import { expectLikeTimestampList } from "./support/cluster-contract.js";
 
 const T0 = Date.UTC(2025, 0, 1);
 
 describe("rate windows", () => {
-  it("allows `limit` hits per 60 s and says when the oldest hit leaves the window", async () => {
-    const state = createMemoryClusterState({ failures: 5, cooldownMs: 1000 });
-    expect(await state.hitRate("key:web", 2, T0)).toEqual({ allowed: true, retryAfterMs: 0 });
-    expect((await state.hitRate("key:web", 2, T0 + 1000)).allowed).toBe(true);
-    expect(await state.hitRate("key:web", 2, T0 + 15_000)).toEqual({ allowed: false, retryAfterMs: 45_000 });
-    // another scope has its own window
-    expect((await state.hitRate("key:other", 2, T0 + 15_000)).allowed).toBe(true);
-    // the first hit has left the window; the refused hit was not counted
-    expect((await state.hitRate("key:web", 2, T0 + 60_000)).allowed).toBe(true);
-    expect(await state.hitRate("key:web", 2, T0 + 60_500)).toEqual({ allowed: false, retryAfterMs: 500 });
-  });
-
-  it("counts exactly like a list of timestamps at one-second resolution, over a seeded random run", () => {
-    let seed = 42;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  it("counts exactly like a list of timestamps at one-second resolution, over a seeded random run", async () => {
     const window = new RateWindow();
-    const hits: number[] = [];
-    let now = T0;
-    for (let i = 0; i < 20_000; i++) {
-      now += Math.floor(random() * (random() < 0.01 ? 90_000 : 400));
-      const second = Math.floor(now / 1000);
-      while (hits.length > 0 && hits[0]! <= second - 60) hits.shift();
-      const expected = hits.length < 30;
-      const got = window.hit(now, 30);
-      expect(got.allowed).toBe(expected);
-      if (expected) hits.push(second);
-      else expect(got.retryAfterMs).toBe((hits[0]! + 60) * 1000 - now);
-    }
+    await expectLikeTimestampList((now, limit) => window.hit(now, limit), 20_000, 30);
   });
 });
 

@@ -81,5 +81,12 @@ export function createMemoryClusterState(breakerOptions: BreakerSettings): Clust
       keyListeners.add(listener);
       return () => void keyListeners.delete(listener);
     },
+
+    // no other instance to tell, nothing to reach or close
+    publishReload: async () => {},
+    onReload: () => () => {},
+    ping: async () => {},
+    reachable: async () => {},
+    close: async () => {},
   };
 }

@@ -1,7 +1,7 @@
 // State that several gateway instances must share (CONTRACTS §9–§12): rate windows, budget
-// reservations, circuit breakers and changes of created keys (revocations). One small interface;
-// `memory.ts` implements it for a single instance, a Redis implementation (for `cluster.redisUrl`)
-// implements the same.
+// reservations, circuit breakers, changes of created keys (revocations) and config reloads. One small
+// interface; `memory.ts` implements it for a single instance, `redis.ts` (for `cluster.redisUrl`)
+// for several.
 
 export interface RateDecision {
   allowed: boolean;
@@ -52,4 +52,15 @@ export interface ClusterState {
   publishKeyChange(change: KeyChange): Promise<void>;
   /** Hears the key changes of every instance; returns the function that stops listening. */
   onKeyChange(listener: (change: KeyChange) => void): () => void;
+  /** Tells the other instances that this one reloaded its config: each reloads its own. */
+  publishReload(): Promise<void>;
+  /** Hears the reloads of the other instances; returns the function that stops listening. */
+  onReload(listener: () => void): () => void;
+  /** Resolves when the shared state answers a round trip (for /readyz); rejects otherwise. */
+  ping(): Promise<void>;
+  /** Resolves at once while this instance is connected to the shared state (no round trip; asked by
+   *  every metered request); rejects with 503 store_unavailable when it is not. */
+  reachable(): Promise<void>;
+  /** Stops timers and closes connections. */
+  close(): Promise<void>;
 }

@@ -1,9 +1,11 @@
-// Liveness and readiness (CONTRACTS §8): /healthz says the process answers; /readyz says it can
-// serve, i.e. the store answers a ping within a second.
+// Liveness and readiness (CONTRACTS §8, §11): /healthz says the process answers; /readyz says it can
+// serve, i.e. the store (and the cluster state's Redis, when there is one) answers a ping within a second.
 
 export interface HealthDeps {
   /** resolves when the store is reachable */
   ping: () => Promise<void>;
+  /** resolves when the state shared by instances is reachable */
+  clusterPing?: () => Promise<void>;
 }
 
 export interface Health {
@@ -17,10 +19,13 @@ export function createHealth(deps: HealthDeps): Health {
   return {
     live: () => json(200, { status: "ok" }),
     async ready() {
-      const reachable = await settlesWithin(deps.ping, READY_TIMEOUT_MS);
-      return reachable
-        ? json(200, { status: "ready" })
-        : json(503, { status: "unavailable", reason: "store unreachable" });
+      const [store, cluster] = await Promise.all([
+        settlesWithin(deps.ping, READY_TIMEOUT_MS),
+        deps.clusterPing ? settlesWithin(deps.clusterPing, READY_TIMEOUT_MS) : true,
+      ]);
+      if (!store) return json(503, { status: "unavailable", reason: "store unreachable" });
+      if (!cluster) return json(503, { status: "unavailable", reason: "cluster state (Redis) unreachable" });
+      return json(200, { status: "ready" });
     },
   };
 }

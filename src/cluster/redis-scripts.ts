@@ -1,0 +1,235 @@
+// The Lua steps of the Redis cluster state (CONTRACTS §10, §11): each check-and-change is one script,
+// so instances racing on the same scope or channel see one order. Registered with ioredis's
+// defineCommand (EVALSHA, loaded again by EVAL after a Redis restart flushed its script cache).
+// Every key a script touches is passed in KEYS.
+import type { Redis } from "ioredis";
+
+/** points are decimals: sums of 0.05 must not refuse the request that exactly fills a budget */
+const EPSILON = "1e-9";
+
+/**
+ * Rate window: a hash of per-second counters `0`..`59`, their sum `s` and the newest second `h` —
+ * the in-process RateWindow's algorithm, so a hit costs O(1) (at most 60 counters cleared).
+ * KEYS: window. ARGV: now (ms), limit, ttl (ms). Returns {allowed 0|1, retryAfterMs}.
+ */
+const HIT_RATE = `
+local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local second = math.floor(now / 1000)
+local state = redis.call('HMGET', KEYS[1], 'h', 's')
+local head, sum = tonumber(state[1]), tonumber(state[2] or '0')
+if head == nil or second - head >= 60 then
+  redis.call('DEL', KEYS[1])
+  head, sum = second, 0
+elseif second > head then
+  for s = head + 1, second do
+    local field = tostring(s % 60)
+    local count = tonumber(redis.call('HGET', KEYS[1], field) or '0')
+    if count > 0 then
+      sum = sum - count
+      redis.call('HDEL', KEYS[1], field)
+    end
+  end
+  head = second
+elseif second <= head - 60 then
+  -- a clock far behind the others': counted at the oldest second still in the window
+  second = head - 59
+end
+if sum >= limit then
+  for s = head - 59, head do
+    if tonumber(redis.call('HGET', KEYS[1], tostring(s % 60)) or '0') > 0 then
+      return {0, (s + 60) * 1000 - now}
+    end
+  end
+  return {0, (head + 1) * 1000 - now}
+end
+redis.call('HINCRBY', KEYS[1], tostring(second % 60), 1)
+redis.call('HSET', KEYS[1], 'h', head, 's', sum + 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return {1, 0}
+`;
+
+/**
+ * Budget reservation: each scope's hash holds `spent` (settled points) and `h:<instance>` (the points
+ * each instance holds for its requests in flight). Holds of an instance not seen for the liveness
+ * window are dropped, so a crashed instance's holds drain. All scopes at once or none.
+ * KEYS: instances (sorted set, last seen), then one hash per scope.
+ * ARGV: instance, points, liveness (ms), ttl (ms), then each scope's max.
+ * Returns 0 (held), k (scope k refused) or -k (scope k's spent is not loaded yet).
+ */
+const RESERVE = `
+local me, points, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[4]
+local t = redis.call('TIME')
+local clock = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call('ZADD', KEYS[1], clock, me)
+local cutoff = clock - tonumber(ARGV[3])
+for i = 2, #KEYS do
+  if redis.call('HEXISTS', KEYS[i], 'spent') == 0 then return -(i - 1) end
+end
+for k = 1, #KEYS - 1 do
+  local fields = redis.call('HGETALL', KEYS[k + 1])
+  local spent, held = 0, 0
+  for j = 1, #fields, 2 do
+    local field = fields[j]
+    if field == 'spent' then
+      spent = tonumber(fields[j + 1])
+    elseif string.sub(field, 1, 2) == 'h:' then
+      local seen = tonumber(redis.call('ZSCORE', KEYS[1], string.sub(field, 3)) or '0')
+      if seen < cutoff then redis.call('HDEL', KEYS[k + 1], field) else held = held + tonumber(fields[j + 1]) end
+    end
+  end
+  local max = tonumber(ARGV[4 + k])
+  if spent >= max or spent + held + points > max + ${EPSILON} then return k end
+end
+for i = 2, #KEYS do
+  redis.call('HINCRBYFLOAT', KEYS[i], 'h:' .. me, ARGV[2])
+  redis.call('PEXPIRE', KEYS[i], ttl)
+end
+return 0
+`;
+
+/**
+ * Settling: the held points leave this instance's hold, the actual points join `spent` (where spent
+ * is loaded; otherwise the store's count, read at the next reservation, has them).
+ * KEYS: one hash per scope. ARGV: instance, change of the hold (negative: released; positive: held
+ * again, see redis-budgets.ts), actual, ttl (ms) — points as the caller wrote them (Lua would round
+ * a number it formats to 14 digits).
+ */
+const SETTLE = `
+local mine = 'h:' .. ARGV[1]
+for i = 1, #KEYS do
+  if redis.call('HEXISTS', KEYS[i], 'spent') == 1 and tonumber(ARGV[3]) > 0 then
+    redis.call('HINCRBYFLOAT', KEYS[i], 'spent', ARGV[3])
+  end
+  local left = tonumber(redis.call('HINCRBYFLOAT', KEYS[i], mine, ARGV[2]))
+  if left <= ${EPSILON} then redis.call('HDEL', KEYS[i], mine) end
+  if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('PEXPIRE', KEYS[i], ARGV[4]) end
+end
+return 0
+`;
+
+/**
+ * Mends one scope after a failed or unanswered command, or a reconnect: this instance's hold is
+ * written as the total it knows it holds, and (`forget` = 1) spent is dropped to be loaded from the
+ * store again, as an unanswered settle may or may not have counted.
+ * KEYS: instances, scope. ARGV: instance, hold, forget, ttl (ms).
+ */
+const REPAIR = `
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[1], t[1] * 1000 + math.floor(t[2] / 1000), ARGV[1])
+if tonumber(ARGV[2]) > ${EPSILON} then redis.call('HSET', KEYS[2], 'h:' .. ARGV[1], ARGV[2]) else redis.call('HDEL', KEYS[2], 'h:' .. ARGV[1]) end
+if ARGV[3] == '1' then redis.call('HDEL', KEYS[2], 'spent') end
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
+return 0
+`;
+
+/** Heartbeat: this instance is alive; instances gone longer than `forget` (ms) leave the set.
+ *  KEYS: instances. ARGV: instance, forget (ms). */
+const HEARTBEAT = `
+local t = redis.call('TIME')
+local clock = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call('ZADD', KEYS[1], clock, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', clock - tonumber(ARGV[2]))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 0
+`;
+
+/**
+ * Breakers: a hash per channel (phase, failures, retryAt, cooldown, v). Each change is published as
+ * JSON {c, v, phase, failures, retryAt}; `v` (Redis's clock in µs, as a string) orders the views an
+ * instance hears. Scripts below start with this prelude. KEYS: breaker hash, probe key.
+ * ARGV (all breaker scripts): channel name, updates topic, ttl (ms), then the script's own.
+ */
+const BREAKER_PRELUDE = `
+local function clock()
+  local t = redis.call('TIME')
+  return t[1] .. string.format('%06d', t[2])
+end
+local function encode(phase, failures, retryAt, v)
+  return cjson.encode({c = ARGV[1], v = v, phase = phase, failures = failures, retryAt = retryAt})
+end
+local function save(phase, failures, retryAt, cooldown)
+  local v = clock()
+  redis.call('HSET', KEYS[1], 'phase', phase, 'failures', failures, 'retryAt', retryAt, 'cooldown', cooldown, 'v', v)
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  local view = encode(phase, failures, retryAt, v)
+  redis.call('PUBLISH', ARGV[2], view)
+  return view
+end
+local stored = redis.call('HMGET', KEYS[1], 'phase', 'failures', 'retryAt', 'cooldown', 'v')
+local phase, failures, retryAt = stored[1] or 'closed', tonumber(stored[2] or '0'), tonumber(stored[3] or '0')
+local function current()
+  -- no hash (never opened, or expired): closed, as of now
+  return encode(phase, failures, retryAt, stored[5] or clock())
+end
+`;
+
+/** ARGV[4..]: ok 0|1, now, retryAfterMs, failures to open, cooldown, max cooldown.
+ *  Returns the new view, or false when nothing changed. */
+const BREAKER_RESULT = `${BREAKER_PRELUDE}
+local now, base = tonumber(ARGV[5]), tonumber(ARGV[8])
+local cooldown = tonumber(stored[4] or ARGV[8])
+if ARGV[4] == '1' then
+  if phase == 'closed' and failures == 0 then return false end
+  redis.call('DEL', KEYS[2])
+  return save('closed', 0, 0, base)
+end
+failures = failures + 1
+if phase == 'half_open' then
+  cooldown = math.min(cooldown * 2, tonumber(ARGV[9]))
+elseif failures < tonumber(ARGV[7]) then
+  return save(phase, failures, retryAt, cooldown)
+end
+return save('open', failures, now + math.max(cooldown, tonumber(ARGV[6])), cooldown)
+`;
+
+/** ARGV[4..]: instance, now, cooldown (the config's, when the hash has none).
+ *  Returns {1, view} when this instance won the probe, else {0, current view}. */
+const BREAKER_CLAIM = `${BREAKER_PRELUDE}
+local now = tonumber(ARGV[5])
+if phase == 'closed' or now < retryAt then return {0, current()} end
+local cooldown = tonumber(stored[4] or ARGV[6])
+if not redis.call('SET', KEYS[2], ARGV[4], 'NX', 'PX', math.max(cooldown, 1)) then return {0, current()} end
+return {1, save('half_open', failures, now + cooldown, cooldown)}
+`;
+
+/** Returns the current view. */
+const BREAKER_READ = `${BREAKER_PRELUDE}
+return current()
+`;
+
+type Arg = string | number;
+type Script = (keys: string[], args: Arg[]) => Promise<unknown>;
+
+export interface Scripts {
+  hitRate: Script;
+  reserve: Script;
+  settle: Script;
+  repair: Script;
+  heartbeat: Script;
+  breakerResult: Script;
+  breakerClaim: Script;
+  breakerRead: Script;
+}
+
+const SOURCES: Record<keyof Scripts, string> = {
+  hitRate: HIT_RATE,
+  reserve: RESERVE,
+  settle: SETTLE,
+  repair: REPAIR,
+  heartbeat: HEARTBEAT,
+  breakerResult: BREAKER_RESULT,
+  breakerClaim: BREAKER_CLAIM,
+  breakerRead: BREAKER_READ,
+};
+
+/** Registers every script on the client; each call passes its keys and arguments. */
+export function defineScripts(redis: Redis): Scripts {
+  const commands = redis as unknown as Record<string, (...args: Arg[]) => Promise<unknown>>;
+  const scripts = {} as Scripts;
+  for (const [name, lua] of Object.entries(SOURCES) as Array<[keyof Scripts, string]>) {
+    const command = `sluice_${name}`;
+    redis.defineCommand(command, { lua });
+    scripts[name] = (keys, args) => commands[command]!(keys.length, ...keys, ...args);
+  }
+  return scripts;
+}

@@ -1,0 +1,206 @@
+// The ClusterState contract (CONTRACTS §10): budget reservations and rate windows at admission,
+// checked through the quota, with the same answers from every implementation. The worst case is
+// held before the call and settled to the actual after, so concurrency can never overshoot a budget;
+// a settle the quota does not wait for is seen by the next call. describeClusterContract(name, open)
+// runs it against one implementation; a fresh state per test.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createQuota, type QuotaLimit } from "../../src/chat/quota.js";
+import type { ClusterState, KeyChange, RateDecision } from "../../src/cluster/types.js";
+import { GatewayError } from "../../src/http/errors.js";
+import { silentObserver } from "../../src/observability/observer.js";
+import { createSqliteStore } from "../../src/store/sqlite.js";
+import type { Store, UsageRow } from "../../src/store/types.js";
+
+const T0 = Date.UTC(2025, 0, 1);
+const app = (maxUsagePoints: number, qpm = 0): QuotaLimit => ({ scope: "app:support", label: "App support", maxUsagePoints, qpm });
+const key = (maxUsagePoints: number, qpm = 0): QuotaLimit => ({ scope: "key:web", label: "API key web", maxUsagePoints, qpm });
+
+function usage(points: number): UsageRow {
+  return {
+    time: T0, appId: "support", keyName: "web", shareId: null, model: "glm", channel: "local",
+    inputTokens: 1, outputTokens: 1, points, status: 200, durationMs: 1, chatId: null,
+  };
+}
+
+async function refusal(promise: Promise<unknown>): Promise<GatewayError> {
+  const err = await promise.then(() => undefined, (e: unknown) => e);
+  expect(err).toBeInstanceOf(GatewayError);
+  return err as GatewayError;
+}
+
+/**
+ * Drives `hit` with `count` hits at seeded random times (now and then a long pause) and checks every
+ * answer against a plain list of the hits of the last 60 s at one-second resolution: allowed below
+ * `limit`, else a Retry-After of when the oldest leaves.
+ */
+export async function expectLikeTimestampList(hit: (now: number, limit: number) => RateDecision | Promise<RateDecision>, count: number, limit: number): Promise<void> {
+  let seed = 42;
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const hits: number[] = [];
+  let now = T0;
+  for (let i = 0; i < count; i++) {
+    now += Math.floor(random() * (random() < 0.01 ? 90_000 : 400));
+    const second = Math.floor(now / 1000);
+    while (hits.length > 0 && hits[0]! <= second - 60) hits.shift();
+    const expected = hits.length < limit;
+    const got = await hit(now, limit);
+    expect(got.allowed).toBe(expected);
+    if (expected) hits.push(second);
+    else expect(got.retryAfterMs).toBe((hits[0]! + 60) * 1000 - now);
+  }
+}
+
+export function describeClusterContract(name: string, open: () => Promise<ClusterState>): void {
+  describe(`cluster state: ${name}`, () => {
+    let store: Store;
+    let state: ClusterState;
+    const states: ClusterState[] = [];
+    const refusals: string[] = [];
+    const fresh = async () => {
+      const s = await open();
+      states.push(s);
+      return s;
+    };
+    const newQuota = () => createQuota(store, state, { ...silentObserver, budgetRefused: (kind) => refusals.push(kind) });
+    beforeEach(async () => {
+      store = createSqliteStore(":memory:");
+      state = await fresh();
+      refusals.length = 0;
+    });
+    afterEach(async () => {
+      await Promise.all(states.splice(0).map((s) => s.close()));
+      await store.close();
+    });
+
+    describe("points budgets", () => {
+      it("refuses with 429 insufficient_quota when the worst case does not fit what is left, naming no numbers", async () => {
+        const quota = newQuota();
+        (await quota.admit([app(3), key(-1)], 1, T0)).settle(2.5);
+
+        const err = await refusal(quota.admit([app(3), key(-1)], 1, T0));
+        expect(err.status).toBe(429);
+        expect(err.code).toBe("insufficient_quota");
+        expect(err.type).toBe("insufficient_quota");
+        expect(err.message).toBe("App support has not enough of its points budget left for this request.");
+        expect(refusals).toEqual(["app"]);
+        // a cheaper request still fits
+        (await quota.admit([app(3)], 0.5, T0)).release();
+      });
+
+      it("holds worst cases of concurrent requests: never more admitted than the budget can pay for", async () => {
+        const quota = newQuota();
+        const admitted = await Promise.allSettled(Array.from({ length: 200 }, () => quota.admit([app(1)], 0.05, T0)));
+        const held = admitted.filter((r) => r.status === "fulfilled");
+        expect(held).toHaveLength(20);
+        // settling to the actual (less than the worst case) frees room for more
+        for (const r of held) (r as PromiseFulfilledResult<{ settle(p: number): void }>).value.settle(0.025);
+        const more = await Promise.allSettled(Array.from({ length: 200 }, () => quota.admit([app(1)], 0.05, T0)));
+        expect(more.filter((r) => r.status === "fulfilled")).toHaveLength(10);
+      });
+
+      it("starts from the persistent counter and does not count it twice after a restart", async () => {
+        await store.recordUsage(usage(2), ["app:support"]);
+        const quota = newQuota();
+        const r = await quota.admit([app(5)], 1, T0);
+        await store.recordUsage(usage(2), ["app:support"]);
+        r.settle(2);
+        // 4 spent of 5: a request of at most 1 point is still admitted
+        (await quota.admit([app(5)], 1, T0)).release();
+
+        state = await fresh();
+        const restarted = newQuota();
+        expect(await store.getSpent("app:support")).toBe(4);
+        (await restarted.admit([app(5)], 1, T0)).settle(1);
+        expect((await refusal(restarted.admit([app(5)], 0.1, T0))).code).toBe("insufficient_quota");
+      });
+
+      it("holds and settles in every budgeted scope of the request", async () => {
+        const quota = newQuota();
+        (await quota.admit([app(10), key(4)], 4, T0)).settle(4);
+        const err = await refusal(quota.admit([key(4)], 0.1, T0));
+        expect(err.message).toContain("API key web");
+        // the app scope saw the same 4 points: 6 left
+        (await quota.admit([app(10)], 6, T0)).settle(6);
+        expect((await refusal(quota.admit([app(10)], 0.1, T0))).code).toBe("insufficient_quota");
+      });
+
+      it("releases a hold that spent nothing, and ends a reservation once", async () => {
+        const quota = newQuota();
+        const r = await quota.admit([app(1)], 1, T0);
+        r.release();
+        r.settle(5);
+        const again = await quota.admit([app(1)], 1, T0);
+        again.settle(0.5);
+        again.settle(0.5);
+        (await quota.admit([app(1)], 0.5, T0)).release();
+      });
+
+      it("refuses a budget of 0 and ignores a budget of -1", async () => {
+        const quota = newQuota();
+        expect((await refusal(quota.admit([app(0)], 0, T0))).status).toBe(429);
+        (await quota.admit([app(-1)], 1e9, T0)).settle(1e9);
+      });
+    });
+
+    describe("requests per minute", () => {
+      it("allows `limit` hits per 60 s and says when the oldest hit leaves the window", async () => {
+        expect(await state.hitRate("key:web", 2, T0)).toEqual({ allowed: true, retryAfterMs: 0 });
+        expect((await state.hitRate("key:web", 2, T0 + 1000)).allowed).toBe(true);
+        expect(await state.hitRate("key:web", 2, T0 + 15_000)).toEqual({ allowed: false, retryAfterMs: 45_000 });
+        // another scope has its own window
+        expect((await state.hitRate("key:other", 2, T0 + 15_000)).allowed).toBe(true);
+        // the first hit has left the window; the refused hit was not counted
+        expect((await state.hitRate("key:web", 2, T0 + 60_000)).allowed).toBe(true);
+        expect(await state.hitRate("key:web", 2, T0 + 60_500)).toEqual({ allowed: false, retryAfterMs: 500 });
+        // a minute of silence empties the window
+        expect((await state.hitRate("key:web", 2, T0 + 200_000)).allowed).toBe(true);
+        expect((await state.hitRate("key:web", 2, T0 + 200_000)).allowed).toBe(true);
+        expect((await state.hitRate("key:web", 2, T0 + 200_000)).allowed).toBe(false);
+      });
+
+      it("refuses with 429 rate_limit_exceeded and a Retry-After in whole seconds", async () => {
+        const quota = newQuota();
+        (await quota.admit([key(-1, 2)], 0, T0)).release();
+        (await quota.admit([key(-1, 2)], 0, T0 + 500)).release();
+        const err = await refusal(quota.admit([key(-1, 2)], 0, T0 + 30_200));
+        expect(err.status).toBe(429);
+        expect(err.code).toBe("rate_limit_exceeded");
+        expect(err.type).toBe("rate_limit_error");
+        expect(err.headers["Retry-After"]).toBe("30");
+        expect(err.message).toContain("2 requests per minute");
+
+        const late = await refusal(quota.admit([key(-1, 2)], 0, T0 + 59_999));
+        expect(late.headers["Retry-After"]).toBe("1");
+        (await quota.admit([key(-1, 2)], 0, T0 + 60_000)).release();
+      });
+
+      it("uses up no rate for a request its budget refuses, and frees the hold of a request its rate refuses", async () => {
+        const quota = newQuota();
+        (await quota.admit([app(1, 2)], 1, T0)).settle(1);
+        for (let i = 0; i < 3; i++) expect((await refusal(quota.admit([app(1, 2)], 0.1, T0))).code).toBe("insufficient_quota");
+        // the budget refusals left one of the two hits of the window free
+        expect((await state.hitRate("app:support", 2, T0)).allowed).toBe(true);
+        expect((await state.hitRate("app:support", 2, T0)).allowed).toBe(false);
+
+        const budgeted = (qpm: number): QuotaLimit => ({ scope: "key:other", label: "k", maxUsagePoints: 1, qpm });
+        (await quota.admit([budgeted(1)], 1, T0)).release();
+        expect((await refusal(quota.admit([budgeted(1)], 1, T0))).code).toBe("rate_limit_exceeded");
+        // the refused request's hold was given back: the whole budget is still there
+        (await quota.admit([budgeted(0)], 1, T0)).release();
+      });
+    });
+
+    describe("key changes", () => {
+      it("reach this instance's listeners before the publish resolves, until they stop listening", async () => {
+        const heard: KeyChange[] = [];
+        // a resync (re-read everything) may come at any time: a connection was (re)made
+        const stop = state.onKeyChange((change) => change.change !== "resync" && heard.push(change));
+        await state.publishKeyChange({ change: "revoked", name: "web" });
+        expect(heard).toEqual([{ change: "revoked", name: "web" }]);
+        stop();
+        await state.publishKeyChange({ change: "created", name: "new" });
+        expect(heard).toHaveLength(1);
+      });
+    });
+  });
+}
