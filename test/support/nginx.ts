@@ -12,7 +12,8 @@ import { BUILT_ENTRY, REPO_ROOT, createMainProcesses, freePort, type MainProcess
 export const NGINX_BIN = "/usr/sbin/nginx";
 export const SHIPPED_NGINX_CONF = join(REPO_ROOT, "deploy/nginx.conf");
 
-const SERVER_LINE = /^\s*server\s+\S+([^;]*);[^\n]*\n/gm;
+/** `server NAME PARAMS;` in the upstream block */
+const SERVER_LINE = /^([ \t]*)server\s+(\S+)([^;]*);/gm;
 
 export interface Nginx {
   /** `http://127.0.0.1:PORT` */
@@ -32,20 +33,17 @@ export interface NginxOptions {
 }
 
 /**
- * The shipped config pointed at `upstreams`: every `server` line of its upstream block becomes one
- * per address (keeping the first line's parameters, without `resolve`, which names need and
- * loopback addresses do not), `listen 80` becomes the loopback `port`, and the temp paths move to
- * `dir`. Throws when the shipped file no longer has what is swapped, so a change there is noticed.
+ * The shipped config pointed at `upstreams`: in its upstream block, the n-th instance named becomes
+ * the n-th address (every line naming it, `resolve` dropped: loopback addresses need no DNS),
+ * `listen 80` becomes the loopback `port`, and the temp paths move to `dir`. Throws when the shipped
+ * file no longer has what is swapped, so a change there is noticed.
  */
 export function nginxConfFor(shipped: string, opts: { upstreams: string[]; port: number; dir: string }): string {
   const block = /(upstream\s+\w+\s*\{)([^}]*)\}/.exec(shipped);
   if (!block) throw new Error("deploy/nginx.conf has no upstream block");
-  const servers = [...block[2]!.matchAll(SERVER_LINE)];
-  if (servers.length === 0) throw new Error("the upstream block of deploy/nginx.conf has no server line");
-  const params = servers[0]![1]!.replace(/\s+resolve\b/, "");
-  const lines = opts.upstreams.map((address) => `    server ${address}${params};\n`).join("");
-  let placed = false;
-  const body = block[2]!.replace(SERVER_LINE, () => (placed ? "" : ((placed = true), lines)));
+  const names = [...new Set([...block[2]!.matchAll(SERVER_LINE)].map((m) => m[2]!))];
+  if (names.length !== opts.upstreams.length) throw new Error(`deploy/nginx.conf names ${names.length} instances, not ${opts.upstreams.length}`);
+  const body = block[2]!.replace(SERVER_LINE, (_, indent: string, name: string, params: string) => `${indent}server ${opts.upstreams[names.indexOf(name)]}${params.replace(/\s+resolve\b/, "")};`);
   let conf = shipped.replace(block[0], `${block[1]}${body}}`);
 
   if (!/^\s*listen\s+80;/m.test(conf)) throw new Error("deploy/nginx.conf does not listen on port 80");
