@@ -3,9 +3,9 @@
 // compose gives it, prometheus.yml through promtool, the Dockerfile's shape and its health check
 // run against a real gateway. nginx.conf is run by test/nginx.test.ts.
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { BUILT_ENTRY, REPO_ROOT, createMainProcesses } from "./support/main-process.js";
 import { SHIPPED_NGINX_CONF } from "./support/nginx.js";
@@ -129,8 +129,18 @@ describe("deploy/sluice.config.json", () => {
 });
 
 describe("deploy/prometheus.yml", () => {
-  it("is valid for promtool and scrapes every instance on its own", () => {
-    execFileSync("promtool", ["check", "config", join(DEPLOY, "prometheus.yml")], { stdio: "pipe" });
+  it("is valid for promtool, with the alert rules where compose mounts them, and scrapes every instance on its own", () => {
+    // the folder the prometheus container sees: this file, and the mounts beside it
+    const etc = mkdtempSync(join(tmpdir(), "sluice-prometheus-"));
+    try {
+      for (const volume of compose.services.prometheus!.volumes!) {
+        const [source, target] = volume.split(":") as [string, string];
+        if (source.startsWith(".") && dirname(target) === "/etc/prometheus") copyFileSync(resolve(DEPLOY, source), join(etc, basename(target)));
+      }
+      execFileSync("promtool", ["check", "config", join(etc, "prometheus.yml")], { stdio: "pipe" });
+    } finally {
+      rmSync(etc, { recursive: true, force: true });
+    }
     const prometheus = readYaml("prometheus.yml") as { scrape_configs: Array<{ static_configs: Array<{ targets: string[] }> }> };
     const targets = prometheus.scrape_configs.flatMap((c) => c.static_configs.flatMap((s) => s.targets));
     expect(targets.sort()).toEqual(instances.map((name) => `${name}:${config.server.port}`).sort());
