@@ -60,6 +60,7 @@ export function createCreatedKeys(store: Store, state: ClusterState): CreatedKey
   function heard(change: KeyChange): void {
     if (change.change === "revoked") forget(change.name);
     else changes++;
+    if (change.change === "created" && change.row && change.row.revokedAt === null) live.set(change.row.sha256, identityOf(change.row));
     // a failed read keeps the keys known so far; the next change or restart reads again
     void load().catch(() => {});
   }
@@ -97,7 +98,7 @@ export function createCreatedKeys(store: Store, state: ClusterState): CreatedKey
       };
       if (!(await store.createKey(row))) return undefined;
       live.set(row.sha256, identityOf(row));
-      await state.publishKeyChange({ change: "created", name: row.name });
+      await state.publishKeyChange({ change: "created", name: row.name, row });
       return { key, row };
     },
 

@@ -3,6 +3,8 @@
 // interface; `memory.ts` implements it for a single instance, `redis.ts` (for `cluster.redisUrl`)
 // for several.
 
+import type { CreatedKeyRow } from "../store/types.js";
+
 export interface RateDecision {
   allowed: boolean;
   /** when not allowed: milliseconds until a request would be allowed again */
@@ -30,7 +32,12 @@ export interface BreakerView {
 
 /** A key created through the operations API was added or revoked; `resync`: changes may have been
  *  missed (a reconnect), so every listener re-reads the created keys from the store. */
-export type KeyChange = { change: "created" | "revoked"; name: string } | { change: "resync" };
+/** A created key travels with its row (digest, never the key), so the other instances accept it as
+ *  soon as they hear of it, without waiting for a read of the store. */
+export type KeyChange =
+  | { change: "created"; name: string; row?: CreatedKeyRow }
+  | { change: "revoked"; name: string }
+  | { change: "resync" };
 
 export interface ClusterState {
   /** Counts one hit against a 60-second sliding window of `limit` hits for the scope; a refused
