@@ -1,0 +1,75 @@
+// The gateway's memory and CPU during the soak, from /proc (Linux): its resident size every few
+// seconds, and the live V8 heap after each full (mark-compact) collection, read from the
+// `--trace-gc` lines the gateway prints. The live heap tells a leak (it climbs from collection to
+// collection) from a resident size that grows while V8 and the allocator settle on their sizes.
+import { readFile } from "node:fs/promises";
+
+/** Node's flag that prints a line per collection; the soak starts the gateway with it. */
+export const TRACE_GC = "--trace-gc";
+
+export interface MemorySample {
+  /** ms since sampling started */
+  atMs: number;
+  mb: number;
+}
+
+export interface Growth {
+  base: MemorySample;
+  end: MemorySample;
+  /** (end - base) / base */
+  share: number;
+}
+
+export function sampleRss(pid: number, everyMs: number) {
+  const samples: MemorySample[] = [];
+  const start = Date.now();
+  const timer = setInterval(() => {
+    const atMs = Date.now() - start;
+    void readRssMb(pid).then((mb) => samples.push({ atMs, mb }), () => {});
+  }, everyMs);
+  return { samples, stop: () => clearInterval(timer) };
+}
+
+// e.g. "[77:0x6c4e0c0]    61234 ms: Mark-Compact (reduce) 95.2 (120.3) -> 60.1 (118.0) MB, ...":
+// live (committed) before -> after
+const MARK_COMPACT = /\s(\d+) ms: Mark-Compact(?: \(reduce\))? [\d.]+ \([\d.]+\) -> ([\d.]+) \(([\d.]+)\) MB/g;
+
+/** The live and the committed heap after each full collection; `offsetMs`: the process's age
+ *  when sampling started. */
+export function heapAfterFullGc(traceGcOutput: string, offsetMs: number): { live: MemorySample[]; committed: MemorySample[] } {
+  const found = [...traceGcOutput.matchAll(MARK_COMPACT)].map((m) => ({ atMs: Number(m[1]) - offsetMs, live: Number(m[2]), committed: Number(m[3]) }));
+  return { live: found.map((f) => ({ atMs: f.atMs, mb: f.live })), committed: found.map((f) => ({ atMs: f.atMs, mb: f.committed })) };
+}
+
+/** Growth from the first sample at or after `baseAtMs` to the last one (up to `endAtMs`). */
+export function growth(samples: MemorySample[], baseAtMs: number, endAtMs = Number.POSITIVE_INFINITY): Growth | undefined {
+  const within = samples.filter((s) => s.atMs <= endAtMs);
+  const base = within.find((s) => s.atMs >= baseAtMs);
+  const end = within.at(-1);
+  if (!base || !end || base === end) return undefined;
+  return { base, end, share: (end.mb - base.mb) / base.mb };
+}
+
+/** One sample per `stepMs` (the first at or after each step), as "MB@s" for the report. */
+export function timeline(samples: MemorySample[], stepMs: number): string {
+  const picked: MemorySample[] = [];
+  for (const s of samples) if (s.atMs >= (picked.length + 1) * stepMs) picked.push(s);
+  return picked.map((s) => `${s.mb.toFixed(0)}@${Math.round(s.atMs / 1000)}`).join(" ");
+}
+
+async function readRssMb(pid: number): Promise<number> {
+  const kb = /^VmRSS:\s+(\d+) kB/m.exec(await readFile(`/proc/${pid}/status`, "utf8"))?.[1];
+  if (kb === undefined) throw new Error(`no VmRSS for process ${pid}`);
+  return Number(kb) / 1024;
+}
+
+/** CPU time (user + system) the process has used, in seconds. */
+export async function readCpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+  // the fields after the parenthesised command name; utime and stime are the 14th and 15th
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** Linux's USER_HZ, the unit of /proc/<pid>/stat times, on every mainstream architecture. */
+const CLOCK_TICKS_PER_SECOND = 100;
