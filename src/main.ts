@@ -89,6 +89,7 @@ async function main(): Promise<void> {
     log.info({ signal, graceMs }, `${signal}: draining (up to ${graceMs} ms)`);
     setTimeout(() => process.exit(1), graceMs + FLUSH_GRACE_MS).unref();
     server.close(); // no new connections; requests in flight go on
+    server.stopKeepAlive(); // ... and their connections close once they are answered
     server.closeIdleConnections();
     await gateway.drain(graceMs);
     await connectionsClosed(server, CLOSE_GRACE_MS);

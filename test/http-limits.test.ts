@@ -42,6 +42,29 @@ function exchange(head: string, trickle = ""): Promise<Exchange> {
   });
 }
 
+/** Sends `head`, then each of `parts` 50 ms apart whatever the server does meanwhile; reads until close. */
+function exchangeInPieces(head: string, parts: readonly string[]): Promise<Exchange> {
+  return new Promise((resolve, reject) => {
+    const { port } = new URL(h.gw.url);
+    const socket: Socket = connect(Number(port), "127.0.0.1");
+    const started = performance.now();
+    let received = "";
+    socket.on("connect", async () => {
+      socket.write(head);
+      for (const part of parts) {
+        await new Promise((r) => setTimeout(r, 50)); // a client on a slow uplink
+        if (!socket.destroyed) socket.write(part);
+      }
+    });
+    socket.on("data", (d) => (received += d.toString()));
+    socket.on("error", reject);
+    socket.on("close", () => {
+      const [headers = "", body = ""] = received.split("\r\n\r\n");
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(headers)?.[1]), headers, body, closedAfterMs: performance.now() - started });
+    });
+  });
+}
+
 function expectOpenAIError(x: Exchange, status: number, code: string): void {
   expect(x.status).toBe(status);
   expect(x.headers.toLowerCase()).toContain("connection: close");
@@ -82,6 +105,19 @@ describe("HTTP-layer refusals", () => {
     const x = await exchange(chatHead(Buffer.byteLength(body)) + body);
     expectOpenAIError(x, 413, "request_too_large");
     expect(x.closedAfterMs).toBeLessThan(2_000);
+  });
+
+  it("answers 413 to a client still sending its oversized body, without a reset that would lose the answer", async () => {
+    // a declared body and a chunked one, each arriving in pieces after the refusal is written
+    const body = JSON.stringify({ messages: [{ role: "user", content: "z".repeat(6000) }] });
+    const pieces = [body.slice(0, 2000), body.slice(2000, 4000), body.slice(4000)];
+    const chunkedHead = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${APP_KEY}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
+    const chunked = pieces.map((p) => `${Buffer.byteLength(p).toString(16)}\r\n${p}\r\n`);
+    chunked[chunked.length - 1] += "0\r\n\r\n";
+    for (const [head, parts] of [[chatHead(Buffer.byteLength(body)), pieces], [chunkedHead, chunked]] as const) {
+      const x = await exchangeInPieces(head, parts);
+      expectOpenAIError(x, 413, "request_too_large");
+    }
   });
 
   it("still answers a normal request afterwards", async () => {

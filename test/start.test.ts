@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import Database from "better-sqlite3";
+import { Pool } from "undici";
 import { BUILT_ENTRY, REPO_ROOT, createMainProcesses, freePort } from "./support/main-process.js";
 import { parseSse, readUntil } from "./support/sse.js";
 import { startUpstream, type Upstream } from "./support/upstream.js";
@@ -149,6 +150,39 @@ describe("signals", () => {
     writeFileSync(config, "{ not json");
     await expect.poll(() => gw.stdout() + gw.stderr(), { interval: 50, timeout: 5000 }).toContain("config refused");
     expect((await ask(gw.url, false, "sk-signal-added-key")).status).toBe(200);
+  });
+
+  it("answers requests in flight at SIGTERM with connection: close, so pooling clients go elsewhere", async () => {
+    const slow = await startUpstream({ firstByteDelayMs: 300 });
+    try {
+      const path = join(dir, "keepalive.json");
+      writeFileSync(path, JSON.stringify({
+        server: { shutdownTimeoutMs: 10_000, log: { level: "warn" } },
+        store: { driver: "memory" },
+        channels: [{ name: "up", baseUrl: slow.url, models: ["m"], healthCheck: { intervalMs: 0 } }],
+        llmModels: [{ model: "m", maxContext: 4000, maxResponse: 100 }],
+        apps: [{ id: "app", model: "m" }],
+        apiKeys: [{ name: "k", kind: "app", appId: "app", key: "sk-signal-test-key" }],
+      }));
+      const gw = await processes.startMain(BUILT_ENTRY, ["--config", path]);
+      const pool = new Pool(gw.url, { connections: 1 });
+      const asking = pool.request({
+        path: "/v1/chat/completions",
+        method: "POST",
+        headers: { authorization: "Bearer sk-signal-test-key", "content-type": "application/json" },
+        body: JSON.stringify({ messages: [{ role: "user", content: "hi" }] }),
+      });
+      await slow.waitForRequests(1);
+      gw.proc.kill("SIGTERM");
+      const res = await asking;
+      await res.body.text();
+      expect(res.statusCode).toBe(200);
+      expect(res.headers.connection).toBe("close");
+      expect(await gw.exited).toBe(0);
+      await pool.close();
+    } finally {
+      await slow.close();
+    }
   });
 
   it("a client trickling its body does not hold the exit past shutdownTimeoutMs", async () => {

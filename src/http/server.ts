@@ -13,7 +13,23 @@ const CLOSE_AFTER_REFUSAL_MS = 1_000;
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void;
 
-export function createHttpServer(listener: Listener, server: Config["server"]): Server {
+/** A server that can stop keeping connections alive: during a drain every answer says
+ *  `connection: close` and its connection closes once it is written, so a pooling client never
+ *  sends its next request into a gateway that is going away. */
+export interface GatewayServer extends Server {
+  stopKeepAlive(): void;
+}
+
+export function createHttpServer(listener: Listener, server: Config["server"]): GatewayServer {
+  // the answers being written, so a drain can reach the ones begun before it
+  const active = new Set<ServerResponse>();
+  let keepAlive = true;
+  const tracked: Listener = (req, res) => {
+    if (!keepAlive) res.shouldKeepAlive = false;
+    active.add(res);
+    res.once("close", () => active.delete(res));
+    listener(req, res);
+  };
   const http = createServer(
     {
       headersTimeout: server.headersTimeoutMs,
@@ -21,9 +37,17 @@ export function createHttpServer(listener: Listener, server: Config["server"]): 
       connectionsCheckingInterval: CHECK_INTERVAL_MS,
       keepAliveTimeout: KEEP_ALIVE_MS,
     },
-    listener,
-  );
+    tracked,
+  ) as GatewayServer;
   http.on("clientError", answerClientError);
+  http.stopKeepAlive = () => {
+    keepAlive = false;
+    for (const res of active) {
+      // not begun: Node writes `connection: close` and closes after it; begun: closed once written
+      if (!res.headersSent) res.shouldKeepAlive = false;
+      else res.once("finish", () => res.socket?.end());
+    }
+  };
   return http;
 }
 
