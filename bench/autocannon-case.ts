@@ -1,8 +1,10 @@
 // One throughput case: autocannon against one target for a fixed time, counting only 2xx answers,
-// with the CPU time the target and the upstream processes spent meanwhile.
+// with the CPU time the target, the upstream and any other process named spent meanwhile.
 import autocannon from "autocannon";
 import { performance } from "node:perf_hooks";
-import { readCpuUs } from "./node-process.js";
+import { cpuPerRequest, sampleCpu, targetCpu, type Pids } from "./process-cpu.js";
+
+export type { Pids } from "./process-cpu.js";
 
 export const CONNECTIONS = 32;
 
@@ -13,13 +15,6 @@ export interface LoadSpec {
   headers: Record<string, string>;
   body: (connection: number) => string;
   connections: number;
-}
-
-/** The processes whose CPU time a slice reads: the target's (absent for the upstream alone) and
- *  the upstream's. */
-export interface Pids {
-  target?: number;
-  upstream?: number;
 }
 
 export interface LoadResult {
@@ -37,23 +32,26 @@ export interface LoadResult {
   failed: number;
   /** Share of the time the bench's own event loop (the load generator) was busy. */
   clientBusy: number;
-  /** CPU time the target process spent per answered request (user + system), µs; steadier than RPS
-   *  on a machine whose cores the load generator shares. */
+  /** CPU time the target process (and its children) spent per answered request (user + system),
+   *  µs; steadier than RPS on a machine whose cores the load generator shares. */
   cpuUs?: number;
   /** The same for the upstream process. */
   upstreamCpuUs?: number;
+  /** Each process's CPU µs per answered request, by the labels of bench/process-cpu.ts. */
+  processCpuUs: Record<string, number>;
 }
 
 export async function runLoad(spec: LoadSpec, seconds: number, pids: Pids = {}): Promise<LoadResult> {
   const before = performance.eventLoopUtilization();
-  const cpuBefore = await readCpus(pids);
+  const cpuBefore = await sampleCpu(pids);
   const result = await fire(spec, seconds);
-  const cpuAfter = await readCpus(pids);
+  const cpuAfter = await sampleCpu(pids);
   const requests = result["2xx"] + result.non2xx;
-  const perRequest = (a?: number, b?: number) => (a === undefined || b === undefined || requests === 0 ? undefined : (b - a) / requests);
+  const processCpuUs = cpuPerRequest(cpuBefore, cpuAfter, requests);
   return {
-    cpuUs: perRequest(cpuBefore.target, cpuAfter.target),
-    upstreamCpuUs: perRequest(cpuBefore.upstream, cpuAfter.upstream),
+    cpuUs: targetCpu(processCpuUs),
+    upstreamCpuUs: processCpuUs.upstream,
+    processCpuUs,
     rps: result["2xx"] / result.duration,
     ok: result["2xx"],
     answered: requests,
@@ -63,11 +61,6 @@ export async function runLoad(spec: LoadSpec, seconds: number, pids: Pids = {}):
     failed: result.errors + result.non2xx,
     clientBusy: performance.eventLoopUtilization(before).utilization,
   };
-}
-
-async function readCpus(pids: Pids): Promise<{ target?: number; upstream?: number }> {
-  const [target, upstream] = await Promise.all([pids.target, pids.upstream].map((pid) => (pid === undefined ? undefined : readCpuUs(pid))));
-  return { target, upstream };
 }
 
 function fire(spec: LoadSpec, seconds: number): Promise<autocannon.Result> {
@@ -103,6 +96,12 @@ export function mergeLoads(slices: LoadResult[]): LoadResult {
     clientBusy: sum(slices.map((s) => s.clientBusy * s.seconds)) / seconds,
     cpuUs: cpu((s) => s.cpuUs),
     upstreamCpuUs: cpu((s) => s.upstreamCpuUs),
+    processCpuUs: Object.fromEntries(
+      Object.keys(slices[0]?.processCpuUs ?? {}).flatMap((label) => {
+        const us = cpu((s) => s.processCpuUs[label]);
+        return us === undefined ? [] : [[label, us]];
+      }),
+    ),
   };
 }
 

@@ -13,6 +13,8 @@ export interface LoadCase {
   spec: LoadSpec;
   /** the target's own process (the upstream's is given per group) */
   pid?: number;
+  /** more processes whose CPU is read, e.g. the store's servers (bench/process-cpu.ts) */
+  others?: Record<string, number>;
 }
 
 export interface CaseResult {
@@ -36,7 +38,7 @@ export async function measureGroup(title: string, cases: LoadCase[], t: GroupTim
   const running = cases.map((c) => ({ c, slices: [] as LoadResult[], error: undefined as string | undefined }));
   const slice = t.seconds / t.rounds;
   console.error(`${title}: ${cases.map(label).join(", ")}: ${t.warmupSeconds} s warm-up each, then ${t.rounds} rounds of ${Number(slice.toFixed(2))} s`);
-  const pidsOf = (c: LoadCase) => ({ target: c.pid, upstream: t.upstreamPid });
+  const pidsOf = (c: LoadCase) => ({ target: c.pid, upstream: t.upstreamPid, others: c.others });
   const guard = async (r: (typeof running)[number], step: () => Promise<void>) => {
     if (r.error) return; // a case that failed once is skipped from then on
     try {

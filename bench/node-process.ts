@@ -73,18 +73,6 @@ export async function spawnNodeServer(name: string, opts: SpawnOptions): Promise
   return server;
 }
 
-/** CPU time (user + system) a process has used so far, in microseconds, from /proc (Linux). */
-export async function readCpuUs(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-  // fields after the parenthesised command name; utime and stime are the 14th and 15th overall
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return (ticks * 1_000_000) / CLOCK_TICKS_PER_SECOND;
-}
-
-/** Linux's USER_HZ, the unit of /proc/<pid>/stat times: 100 on every mainstream architecture. */
-const CLOCK_TICKS_PER_SECOND = 100;
-
 /** Resident memory of a process in MB, from /proc (Linux). */
 export async function readRssMb(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, "utf8");

@@ -10,6 +10,7 @@ import type { LatencyResult } from "./latency.js";
 import type { QpmResult } from "./long-qpm.js";
 import type { MemoryResult } from "./open-streams.js";
 import type { PerKb } from "./per-kb.js";
+import { LOAD_GENERATOR, TARGET } from "./process-cpu.js";
 import type { ProfileSummary } from "./profile.js";
 
 export interface MachineFacts {
@@ -38,7 +39,12 @@ export interface BenchResults {
   qpm?: QpmResult;
   /** sections skipped or failed, one line each */
   notes: string[];
+  /** what else the run measured against (the PostgreSQL and Redis of --store postgres), one line each */
+  setup: string[];
 }
+
+/** The sections whose every process's CPU is shown: Sluice's store servers and worker processes. */
+const PROCESS_SECTIONS = ["store", "workers"];
 
 export async function machineFacts(): Promise<MachineFacts> {
   let commit = "unknown";
@@ -66,6 +72,7 @@ export function printReport(r: BenchResults): void {
 load average ${f.loadAverageStart.toFixed(2)} at start, ${f.loadAverageEnd?.toFixed(2) ?? "?"} at end (other work on the machine moves every figure)
 throughput: autocannon from the bench process, 32 connections unless said, ${r.timing.seconds} s per case in ${r.timing.rounds} interleaved rounds after ${r.timing.warmupSeconds} s warm-up
 (per-KB: half that); CPU us/req from /proc/PID/stat of the target's and the upstream's processes; a ratio is the median of the per-round ratios (lowest-highest)\n`);
+  if (r.setup.length > 0) console.log(`${r.setup.join("\n")}\n`);
 
   const throughput = Object.entries(r.groups).flatMap(([section, cases]) =>
     cases.map((c) => [
@@ -104,9 +111,28 @@ throughput: autocannon from the bench process, 32 connections unless said, ${r.t
     console.log(alignTable([["case", "p50", "p99", "added p50", "added p99", "TTFT p50", "added TTFT p50", "added TTFT p99"], ...rows]));
   }
 
+  printProcesses(r);
   printDetails(r);
-  console.log(`\n${alignTable([["check", "measured", "target", "result"], ...checks(r)])}`);
+  const rows = checks(r);
+  const measured = rows.filter((row) => /\d/.test(row[1]!)); // the others' sections did not run
+  console.log(`\n${alignTable([["check", "measured", "target", "result"], ...measured])}`);
+  if (measured.length < rows.length) console.log(`(${rows.length - measured.length} checks without a figure left out: their sections did not run or failed)`);
   if (r.notes.length > 0) console.log(`\nNot measured:\n${r.notes.map((n) => `  - ${n}`).join("\n")}`);
+}
+
+/** CPU µs per request of every process in the PROCESS_SECTIONS, and the cores they kept busy. */
+function printProcesses(r: BenchResults): void {
+  const cases = PROCESS_SECTIONS.flatMap((section) => (r.groups[section] ?? []).map((c) => ({ section, c, load: c.load })));
+  const labels = [...new Set(cases.flatMap(({ load }) => Object.keys(load?.processCpuUs ?? {})))];
+  if (labels.length === 0) return;
+  const header = labels.map((l) => (l === TARGET ? "Sluice/primary" : l.startsWith(`${TARGET} child `) ? `worker ${l.slice(TARGET.length + 7)}` : l));
+  const rows = cases.map(({ section, c, load }) => {
+    const us = load?.processCpuUs ?? {};
+    const total = Object.values(us).reduce((a, b) => a + b, 0);
+    return [`${section} ${c.name}`, num(load?.rps, 0), ...labels.map((l) => num(us[l], 0)), num(total, 0), load ? (total * load.rps / 1e6).toFixed(2) : "-"];
+  });
+  console.log(`\nCPU us per request of each process (${LOAD_GENERATOR}: the bench's own, autocannon), and the cores all of them kept busy:\n`);
+  console.log(alignTable([["case", "RPS", ...header, "total", "cores"], ...rows]));
 }
 
 /** The per-KB, failover, memory, lag and QPM figures, each a few lines. */
@@ -169,6 +195,12 @@ function checks(r: BenchResults): string[][] {
     info("Sluice/floor RPS, embeddings", ratioText(find("embeddings", "sluice"), find("embeddings", "floor"), rps)),
     info("Sluice/floor CPU per request, embeddings", ratioText(find("embeddings", "sluice"), find("embeddings", "floor"), cpu)),
     info("31 KB on 32k model / on 256k model, Sluice CPU", k?.fitRatio === undefined ? "n/a" : `${num(k.fitRatio, 2)}x`),
+    ratio("PostgreSQL+Redis chatId/stateless RPS", find("store", "sluice", "PostgreSQL+Redis chatId"), find("store", "sluice", "PostgreSQL+Redis stateless"), rps, ">=", 0.7),
+    info("SQLite chatId/stateless RPS (same rounds)", ratioText(find("store", "sluice", "SQLite chatId"), find("store", "sluice", "SQLite stateless"), rps)),
+    info("PostgreSQL+Redis/SQLite RPS, stateless", ratioText(find("store", "sluice", "PostgreSQL+Redis stateless"), find("store", "sluice", "SQLite stateless"), rps)),
+    info("PostgreSQL+Redis/SQLite RPS, chatId", ratioText(find("store", "sluice", "PostgreSQL+Redis chatId"), find("store", "sluice", "SQLite chatId"), rps)),
+    ratio("2 workers/1 worker RPS, PostgreSQL+Redis, stateless", find("workers", "sluice", "2 workers stateless"), find("workers", "sluice", "1 worker stateless"), rps, ">=", 1.3),
+    info("2 workers/1 worker RPS, PostgreSQL+Redis, chatId", ratioText(find("workers", "sluice", "2 workers chatId"), find("workers", "sluice", "1 worker chatId"), rps)),
   ];
   return rows;
 }

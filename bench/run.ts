@@ -18,6 +18,13 @@
 //                first) with 1,000 and then 5,000 streams open
 //   qpm          only with --long: the budgeted+QPM key held for 120 s (or --qpm-seconds), CPU per
 //                request at minute 2 against the first 10 s
+//   store        only with --store postgres: stateless and chatId non-stream RPS and CPU/request of
+//                the SQLite Sluice against one on PostgreSQL + Redis (bench/shared-store.ts: durable
+//                PostgreSQL defaults, Redis without AOF), with the CPU of PostgreSQL's and Redis's
+//                processes per request
+//   workers      only with --store postgres: the same two loads on PostgreSQL + Redis with
+//                server.workers 1 against 2, each process's CPU (primary, each worker, upstream,
+//                PostgreSQL, Redis, the load generator)
 // Cases compared by a ratio run interleaved in rounds (bench/interleave.ts); a ratio is the median
 // of its per-round ratios.
 //
@@ -27,13 +34,16 @@
 //   --warmup N        unmeasured warm-up seconds per case (default 3; env BENCH_WARMUP_SECONDS)
 //   --only a,b        run only these sections (names above)
 //   --long            add the qpm section (120 s); --qpm-seconds N sets its length (≥ 90 s is the issue's)
+//   --store postgres  run the store and workers sections instead of the default ones (about 2 min);
+//                     --only may name others beside them
 //   --streams a,b     open-stream counts of the memory section (default 1000,5000)
 //   --profile [case]  instead of the sections: Sluice under one load (non-stream, the default;
-//                     stream; 200kb; embeddings) for --seconds with node --cpu-prof, then its top
-//                     self-time functions and modules
+//                     chatId; stream; 200kb; embeddings) for --seconds with node --cpu-prof, then its
+//                     top self-time functions and modules; with --store postgres, on PostgreSQL + Redis
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { build } from "esbuild";
 import { CONNECTIONS, runLoad, type LoadSpec } from "./autocannon-case.js";
@@ -49,10 +59,16 @@ import { measureMemory } from "./open-streams.js";
 import { bodyCases, floorRuns, perKbCost } from "./per-kb.js";
 import { readProfile } from "./profile.js";
 import { machineFacts, printProfile, printReport, type BenchResults } from "./report.js";
+import { childProcesses } from "./process-cpu.js";
+import { startSharedSluice, startSharedStore, type SharedSluice, type SharedStore } from "./shared-store.js";
 import { startSluice, type SluiceProcess } from "./sluice-process.js";
 
-const SECTIONS = ["non-stream", "stream", "realistic", "per-kb", "failover", "embeddings", "lag", "memory", "qpm"] as const;
+const SECTIONS = ["non-stream", "stream", "realistic", "per-kb", "failover", "embeddings", "lag", "memory", "qpm", "store", "workers"] as const;
 type Section = (typeof SECTIONS)[number];
+/** the sections that need PostgreSQL and Redis: only with --store postgres, and then by default */
+const STORE_SECTIONS: readonly Section[] = ["store", "workers"];
+const WORKERS = 2;
+const WORKERS_FORK_TIMEOUT_MS = 10_000;
 const CHAT_IDS = 32;
 const REALISTIC_CONNECTIONS = 100;
 const MEMORY_WARMUP_SECONDS = 2;
@@ -69,6 +85,7 @@ const { values: flags, positionals } = parseArgs({
     "qpm-seconds": { type: "string" },
     streams: { type: "string", default: "1000,5000" },
     profile: { type: "boolean", default: false },
+    store: { type: "string", default: "sqlite" },
   },
 });
 const timingBase = {
@@ -82,15 +99,19 @@ interface Context {
   upstream: NodeServer;
   floor: NodeServer;
   sluice: SluiceProcess;
+  /** PostgreSQL, with --store postgres */
+  shared?: SharedStore;
   timing: GroupTiming;
 }
 
 async function main(): Promise<void> {
   // 1. The upstream and the floor as plain JavaScript, as Sluice runs after `npm run build`.
   await build({ entryPoints: ["bench/upstream-process.ts", "bench/floor-proxy-process.ts"], bundle: true, packages: "external", outdir: OUT, platform: "node", format: "esm", target: "node20", logLevel: "warning" });
-  const servers: NodeServer[] = [];
+  const servers: Array<{ stop(): Promise<void> }> = [];
   const facts = await machineFacts();
   try {
+    if (flags.store !== "sqlite" && flags.store !== "postgres") throw new Error(`--store takes sqlite or postgres, not ${flags.store}`);
+    const postgres = flags.store === "postgres";
     const upstream = await spawnNodeServer("test upstream", { args: [`${OUT}/upstream-process.js`], readyPath: "/healthz", ready: (s) => s === 200 });
     servers.push(upstream);
     if (flags.profile) return await profile(upstream, positionals[0] ?? "non-stream");
@@ -100,11 +121,20 @@ async function main(): Promise<void> {
     servers.push(sluice);
 
     // 2. Each section chosen, in order; a section's failure is reported, the others still run.
-    const ctx: Context = { upstream, floor, sluice, timing: { ...timingBase, upstreamPid: upstream.pid } };
-    const chosen = flags.only ? (flags.only.split(",") as Section[]) : SECTIONS.filter((s) => s !== "qpm" || qpmSeconds > 0);
+    const defaults = postgres ? STORE_SECTIONS : SECTIONS.filter((s) => !STORE_SECTIONS.includes(s) && (s !== "qpm" || qpmSeconds > 0));
+    const chosen = flags.only ? (flags.only.split(",") as Section[]) : [...defaults];
     const unknown = chosen.filter((s) => !SECTIONS.includes(s));
     if (unknown.length > 0) throw new Error(`unknown section ${unknown.join(", ")}; the sections are ${SECTIONS.join(", ")}`);
-    const results: BenchResults = { facts, timing: timingBase, groups: {}, latency: [], notes: [] };
+    const needsStore = chosen.filter((s) => STORE_SECTIONS.includes(s));
+    if (needsStore.length > 0 && !postgres) throw new Error(`${needsStore.join(" and ")} need --store postgres`);
+    const results: BenchResults = { facts, timing: timingBase, groups: {}, latency: [], notes: [], setup: [] };
+    const ctx: Context = { upstream, floor, sluice, timing: { ...timingBase, upstreamPid: upstream.pid } };
+    if (needsStore.length > 0) {
+      const shared = await startSharedStore();
+      servers.push({ stop: () => shared.close() }); // the sections stop the Sluices on it
+      ctx.shared = shared;
+      results.setup.push(shared.description, "Redis: one redis-server per Sluice (no AOF, no snapshots); one PostgreSQL database per Sluice");
+    }
     for (const section of chosen) {
       try {
         await SECTION_RUNS[section](ctx, results);
@@ -112,7 +142,7 @@ async function main(): Promise<void> {
         results.notes.push(`${section}: ${errorMessage(err)}`);
       }
     }
-    if (!chosen.includes("qpm")) results.notes.push("qpm (budgeted+QPM key held for minutes): not run; add --long");
+    if (!chosen.includes("qpm") && !postgres) results.notes.push("qpm (budgeted+QPM key held for minutes): not run; add --long");
     results.facts.loadAverageEnd = (await machineFacts()).loadAverageStart;
 
     printReport(results);
@@ -138,6 +168,17 @@ const spec = (origin: string, body: string | ((i: number) => string), opts: Part
   connections: opts.connections ?? CONNECTIONS,
 });
 
+const chatIdBody = (i: number) => chatBody(false, { chatId: `bench-chat-${i % CHAT_IDS}` });
+
+/** A Sluice's non-stream load without and with a chatId (a conversation per connection). */
+function statelessAndChatId(server: SluiceProcess | SharedSluice, label: string): LoadCase[] {
+  const others = "storePids" in server ? server.storePids : undefined;
+  return [
+    { name: `${label} stateless`, target: "sluice", spec: spec(server.url, chatBody(false)), pid: server.pid, others },
+    { name: `${label} chatId`, target: "sluice", spec: spec(server.url, chatIdBody), pid: server.pid, others },
+  ];
+}
+
 /** The three targets of a throughput case: the upstream alone, the floor and Sluice. */
 function targets(ctx: Context, which: TargetName[], name: string, body: string | ((i: number) => string), opts?: Partial<Omit<LoadSpec, "origin" | "body">>): LoadCase[] {
   const server = { direct: ctx.upstream, floor: ctx.floor, sluice: ctx.sluice };
@@ -156,8 +197,7 @@ async function latencies(ctx: Context, results: BenchResults, name: string, body
 const SECTION_RUNS: Record<Section, (ctx: Context, results: BenchResults) => Promise<void>> = {
   async "non-stream"(ctx, results) {
     const body = chatBody(false);
-    const chatIds = (i: number) => chatBody(false, { chatId: `bench-chat-${i % CHAT_IDS}` });
-    const cases = [...targets(ctx, ["direct", "floor", "sluice"], "non-stream", body), ...targets(ctx, ["sluice"], "chatId", chatIds)];
+    const cases = [...targets(ctx, ["direct", "floor", "sluice"], "non-stream", body), ...targets(ctx, ["sluice"], "chatId", chatIdBody)];
     results.groups["non-stream"] = await measureGroup("non-stream", cases, ctx.timing);
     await latencies(ctx, results, "non-stream", body, false);
   },
@@ -241,15 +281,57 @@ const SECTION_RUNS: Record<Section, (ctx: Context, results: BenchResults) => Pro
     }
   },
 
+  async store(ctx, results) {
+    const shared = await startSharedSluice(ctx.upstream.url, ctx.shared!, 1);
+    try {
+      const cases = [...statelessAndChatId(ctx.sluice, "SQLite"), ...statelessAndChatId(shared, "PostgreSQL+Redis")];
+      results.groups.store = await measureGroup("store: SQLite against PostgreSQL + Redis, non-stream", cases, ctx.timing);
+    } finally {
+      await shared.stop();
+    }
+  },
+
+  async workers(ctx, results) {
+    const one = await startSharedSluice(ctx.upstream.url, ctx.shared!, 1);
+    try {
+      const many = await startSharedSluice(ctx.upstream.url, ctx.shared!, WORKERS);
+      try {
+        const forked = await forkedWorkers(many.pid, WORKERS);
+        if (forked < WORKERS) {
+          results.notes.push(`workers: not run, this build serves server.workers: ${WORKERS} with ${forked} worker processes (node:cluster not in it yet?)`);
+          return;
+        }
+        const cases = [...statelessAndChatId(one, "1 worker"), ...statelessAndChatId(many, `${WORKERS} workers`)];
+        results.groups.workers = await measureGroup(`workers: 1 against ${WORKERS} on PostgreSQL + Redis, non-stream`, cases, ctx.timing);
+      } finally {
+        await many.stop();
+      }
+    } finally {
+      await one.stop();
+    }
+  },
+
   async qpm(ctx, results) {
     console.error(`qpm: the budgeted+QPM key for ${qpmSeconds} s`);
     results.qpm = await measureLongQpm(ctx.sluice.url, { target: ctx.sluice.pid, upstream: ctx.upstream.pid }, qpmSeconds || 120, Math.max(3, ctx.timing.warmupSeconds));
   },
 };
 
+/** How many worker processes the primary `pid` has forked, once it has `wanted` or after a while:
+ *  the primary answers /healthz through its first worker, perhaps before the others are up. */
+async function forkedWorkers(pid: number, wanted: number): Promise<number> {
+  const deadline = Date.now() + WORKERS_FORK_TIMEOUT_MS;
+  for (;;) {
+    const count = (await childProcesses(pid)).length;
+    if (count >= wanted || Date.now() > deadline) return count;
+    await sleep(100);
+  }
+}
+
 /** The loads `--profile` can put Sluice under. */
 const PROFILE_LOADS: Record<string, (origin: string) => LoadSpec> = {
   "non-stream": (origin) => spec(origin, chatBody(false)),
+  chatId: (origin) => spec(origin, chatIdBody),
   stream: (origin) => spec(origin, chatBody(true)),
   "200kb": (origin) => spec(origin, bodyCases().find((b) => b.name === "200 KB body")!.body),
   embeddings: (origin) => spec(origin, embeddingsBody(), { path: EMBEDDINGS_PATH }),
@@ -260,8 +342,10 @@ async function profile(upstream: NodeServer, mode: string): Promise<void> {
   const loadOf = PROFILE_LOADS[mode];
   if (!loadOf) throw new Error(`--profile takes one of ${Object.keys(PROFILE_LOADS).join(", ")}, not ${mode}`);
   const dir = await mkdtemp(join(tmpdir(), "sluice-profile-"));
+  const nodeArgs = ["--cpu-prof", `--cpu-prof-dir=${dir}`];
+  const shared = flags.store === "postgres" ? await startSharedStore() : undefined;
   try {
-    const sluice = await startSluice(upstream.url, { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${dir}`] });
+    const sluice = shared ? await startSharedSluice(upstream.url, shared, 1, nodeArgs) : await startSluice(upstream.url, { nodeArgs });
     try {
       const load = loadOf(sluice.url);
       await runLoad(load, timingBase.warmupSeconds);
@@ -273,6 +357,7 @@ async function profile(upstream: NodeServer, mode: string): Promise<void> {
       await sluice.stop();
     }
   } finally {
+    await shared?.close();
     await rm(dir, { recursive: true, force: true });
   }
 }

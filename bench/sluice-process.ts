@@ -1,8 +1,9 @@
 // Sluice as the benchmark runs it: its own process (the built dist/main.js, as `npm start` runs it),
-// a temporary config and SQLite store pointing at the test upstream, with everything a paying
-// operator turns on: prices (points metered on every request), a budget and a QPM limit on the app
-// and on the key (both far above what the bench sends, so nothing is refused), usage rows, and the
-// request log at level info on stdout, which goes to a file as a container's log would.
+// a temporary config and SQLite store (or PostgreSQL and Redis) pointing at the test upstream, with
+// everything a paying operator turns on: prices (points metered on every request), a budget and a
+// QPM limit on the app and on the key (both far above what the bench sends, so nothing is refused),
+// usage rows, and the request log at level info on stdout, which goes to a file as a container's
+// log would.
 import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -26,6 +27,10 @@ export interface SluiceProcess extends NodeServer {
 export interface SluiceOptions {
   /** Extra arguments for node itself, e.g. `--cpu-prof`. */
   nodeArgs?: string[];
+  /** PostgreSQL and Redis instead of the SQLite file and the in-process counters. */
+  shared?: { postgresUrl: string; redisUrl: string };
+  /** `server.workers` (node:cluster processes; needs `shared`) */
+  workers?: number;
 }
 
 export async function startSluice(upstreamUrl: string, opts: SluiceOptions = {}): Promise<SluiceProcess> {
@@ -35,9 +40,10 @@ export async function startSluice(upstreamUrl: string, opts: SluiceOptions = {})
   const remove = () => rm(dir, { recursive: true, force: true });
   try {
     // Embeddings only when this build knows `vectorModels` (checked offline by its own CLI).
-    await writeFile(configPath, JSON.stringify(benchConfig(upstreamUrl, join(dir, "bench.db"), true), null, 2));
+    const config = (withEmbeddings: boolean) => JSON.stringify(benchConfig(upstreamUrl, join(dir, "bench.db"), withEmbeddings, opts), null, 2);
+    await writeFile(configPath, config(true));
     const check = await checkConfig(configPath);
-    if (check !== true) await writeFile(configPath, JSON.stringify(benchConfig(upstreamUrl, join(dir, "bench.db"), false), null, 2));
+    if (check !== true) await writeFile(configPath, config(false));
     const sluice = await spawnNodeServer("Sluice", {
       args: [...(opts.nodeArgs ?? []), "dist/main.js", "--config", configPath],
       readyPath: "/healthz",
@@ -63,15 +69,16 @@ function checkConfig(path: string): Promise<true | string> {
   });
 }
 
-function benchConfig(upstreamUrl: string, dbPath: string, withEmbeddings: boolean) {
+function benchConfig(upstreamUrl: string, dbPath: string, withEmbeddings: boolean, opts: SluiceOptions) {
   const priced = { inputPrice: 0.001, outputPrice: 0.002 };
   const chatModels = [MODELS.chat, MODELS.realistic, MODELS.hold, MODELS.pair, MODELS.flaky];
   const channel = (name: string, models: string[], baseUrl = upstreamUrl) => ({ name, baseUrl, key: CHANNEL_KEY, models });
   const appModels = [...chatModels, MODELS.large, ...(withEmbeddings ? [MODELS.embed] : [])];
   const limits = { qpm: NO_REFUSAL_QPM, maxUsagePoints: NO_REFUSAL_POINTS };
   return {
-    server: { log: { level: "info" }, shutdownTimeoutMs: 2_000 },
-    store: { driver: "sqlite", path: dbPath },
+    server: { log: { level: "info" }, shutdownTimeoutMs: 2_000, ...(opts.workers === undefined ? {} : { workers: opts.workers }) },
+    store: opts.shared ? { driver: "postgres", url: opts.shared.postgresUrl } : { driver: "sqlite", path: dbPath },
+    ...(opts.shared ? { cluster: { redisUrl: opts.shared.redisUrl } } : {}),
     channels: [
       // enough pooled upstream connections for the 5,000 open streams of the memory case
       { ...channel("bench", [MODELS.chat, MODELS.realistic, MODELS.hold, MODELS.large, ...(withEmbeddings ? [MODELS.embed] : [])]), connections: 5_200 },

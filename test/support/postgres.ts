@@ -1,5 +1,6 @@
 // A throwaway PostgreSQL server for one test file: `initdb` in a temp dir, `postgres` on a free
-// loopback port with its socket in that dir (fsync off: nothing here must survive the machine),
+// loopback port with its socket in that dir (fsync off: nothing here must survive the machine; the
+// bench asks for `durable`, PostgreSQL's default fsync and full-page writes, to measure what users get),
 // run as the `postgres` OS user when the tests run as root (initdb and postgres refuse root).
 // stop() and start() take it down and bring it back on the same port, for fault tests; close()
 // stops it and removes the dir. Each test gets a database of its own from createDatabase().
@@ -51,7 +52,7 @@ function serverUser(): { uid: number; gid: number } | undefined {
   return { uid: Number(uid), gid: Number(gid) };
 }
 
-export async function startPostgres(): Promise<PostgresServer> {
+export async function startPostgres(opts: { durable?: boolean } = {}): Promise<PostgresServer> {
   const bin = postgresBinDir();
   const user = serverUser();
   const dir = await mkdtemp(join(tmpdir(), "sluice-pg-"));
@@ -68,7 +69,7 @@ export async function startPostgres(): Promise<PostgresServer> {
   let databases = 0;
 
   async function start(): Promise<void> {
-    const settings = ["listen_addresses=127.0.0.1", `port=${port}`, `unix_socket_directories=${dir}`, "fsync=off", "full_page_writes=off"];
+    const settings = ["listen_addresses=127.0.0.1", `port=${port}`, `unix_socket_directories=${dir}`, ...(opts.durable ? [] : ["fsync=off", "full_page_writes=off"])];
     server = await startServerProcess(join(bin, "postgres"), ["-D", data, ...settings.flatMap((s) => ["-c", s])], READY_LINE, { ...user, cwd: dir });
   }
 
