@@ -25,7 +25,7 @@ export interface SharedSluice extends SluiceProcess {
 }
 
 export async function startSharedStore(): Promise<SharedStore> {
-  const postgres = await startPostgres({ durable: process.env.BENCH_PG_FAST !== "1" });
+  const postgres = await startPostgres({ durable: true });
   try {
     const client = new pg.Client({ connectionString: postgres.url });
     await client.connect();
