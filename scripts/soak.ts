@@ -13,7 +13,7 @@ import Database from "better-sqlite3";
 import { BUILT_ENTRY, REPO_ROOT, createMainProcesses } from "../test/support/main-process.js";
 import { compare, type Check, type UsageRow } from "./soak/compare.js";
 import { runLoad } from "./soak/load.js";
-import { TRACE_GC, growth, heapAfterFullGc, readCpuSeconds, sampleRss, timeline, type MemorySample } from "./soak/memory.js";
+import { TRACE_GC, growth, heapAfterFullGc, readCpuSeconds, sampleRss, timeline, type Growth, type MemorySample } from "./soak/memory.js";
 import { CHANNELS, ID_PREFIX, MAX_ATTEMPTS, gatewayConfig, type ChannelName } from "./soak/setup.js";
 import type { AttemptRecord } from "./soak/upstream.js";
 
@@ -92,19 +92,23 @@ async function main(): Promise<number> {
 }
 
 /** Resident size from minute 1 to the end of the load (from 20 s in a 1-minute run, reported
- *  only: the first minute is warm-up), with the live heap after full collections beside it. */
+ *  only: the first minute is warm-up), with the live heap after full collections beside it; each
+ *  end the mean over up to 30 s. */
 function memoryCheck(rss: MemorySample[], live: MemorySample[], minutes: number): Check {
   const checked = minutes >= 2;
-  const baseAt = checked ? 60_000 : 20_000;
-  // the end is the last sample under full load: after it, the streams in flight wind down
-  const resident = growth(rss, baseAt, minutes * 60_000);
-  const heap = resident && growth(live, baseAt, resident.end.atMs);
-  const span = (g: NonNullable<typeof resident>) => `${g.base.mb.toFixed(0)} → ${g.end.mb.toFixed(0)} MB (${(g.share * 100).toFixed(1)} %)`;
+  const from = checked ? 60_000 : 20_000;
+  // the end is the end of the full load: after it, the streams in flight wind down
+  const to = minutes * 60_000;
+  const window = Math.min(30_000, (to - from) / 2);
+  const resident = growth(rss, from, to, window);
+  // full collections come seldom: the heap's means are over each half
+  const heap = growth(live, from, to, (to - from) / 2);
+  const span = (g: Growth) => `${g.base.mb.toFixed(0)} → ${g.end.mb.toFixed(0)} MB (${(g.share * 100).toFixed(1)} %)`;
   return {
     name: `RSS growth ${checked ? "< 10 %" : "(checked from 2 min)"}`,
     ok: !checked || (resident !== undefined && resident.share < MAX_RSS_GROWTH),
     detail: resident
-      ? `${span(resident)} from ${Math.round(resident.base.atMs / 1000)} s to ${Math.round(resident.end.atMs / 1000)} s; live heap after full GCs ${heap ? span(heap) : "?"}`
+      ? `${span(resident)}, means of ${window / 1000} s from ${from / 1000} s and to ${to / 1000} s; live heap after full GCs ${heap ? span(heap) : "?"} (halves)`
       : "too few samples",
   };
 }

@@ -14,6 +14,7 @@ export interface MemorySample {
 }
 
 export interface Growth {
+  /** the mean of each window, at the window's outer edge */
   base: MemorySample;
   end: MemorySample;
   /** (end - base) / base */
@@ -41,13 +42,20 @@ export function heapAfterFullGc(traceGcOutput: string, offsetMs: number): { live
   return { live: found.map((f) => ({ atMs: f.atMs, mb: f.live })), committed: found.map((f) => ({ atMs: f.atMs, mb: f.committed })) };
 }
 
-/** Growth from the first sample at or after `baseAtMs` to the last one (up to `endAtMs`). */
-export function growth(samples: MemorySample[], baseAtMs: number, endAtMs = Number.POSITIVE_INFINITY): Growth | undefined {
-  const within = samples.filter((s) => s.atMs <= endAtMs);
-  const base = within.find((s) => s.atMs >= baseAtMs);
-  const end = within.at(-1);
-  if (!base || !end || base === end) return undefined;
-  return { base, end, share: (end.mb - base.mb) / base.mb };
+/**
+ * Growth of the mean over a window from `fromMs` to the mean over the same-length window ending at
+ * `toMs`. Means, not single samples: one sample of a heap that collects every few seconds swings by
+ * tens of MB either way, more than the growth being looked for.
+ */
+export function growth(samples: MemorySample[], fromMs: number, toMs: number, windowMs: number): Growth | undefined {
+  const mean = (lo: number, hi: number) => {
+    const inside = samples.filter((s) => s.atMs >= lo && s.atMs <= hi);
+    return inside.length === 0 ? undefined : inside.reduce((sum, s) => sum + s.mb, 0) / inside.length;
+  };
+  const base = mean(fromMs, fromMs + windowMs);
+  const end = mean(toMs - windowMs, toMs);
+  if (base === undefined || end === undefined) return undefined;
+  return { base: { atMs: fromMs, mb: base }, end: { atMs: toMs, mb: end }, share: (end - base) / base };
 }
 
 /** One sample per `stepMs` (the first at or after each step), as "MB@s" for the report. */
