@@ -23,35 +23,41 @@ export interface ProfileSummary {
   busyMs: number;
   functions: Array<{ name: string; ms: number }>;
   modules: Array<{ name: string; ms: number }>;
+  /** how many processes' profiles were summed */
+  processes: number;
 }
 
-/** The one profile that `--cpu-prof-dir=dir` left there. */
+/** The profiles that `--cpu-prof-dir=dir` left there (one per process: a primary and its workers
+ *  write one each), summed. */
 export async function readProfile(dir: string): Promise<ProfileSummary> {
   const files = (await readdir(dir)).filter((f) => f.endsWith(".cpuprofile"));
   if (files.length === 0) throw new Error(`no .cpuprofile in ${dir}: did Sluice exit cleanly?`);
-  return summarise(JSON.parse(await readFile(join(dir, files[0]!), "utf8")) as CpuProfile);
+  const profiles = await Promise.all(files.map(async (f) => JSON.parse(await readFile(join(dir, f), "utf8")) as CpuProfile));
+  return summarise(profiles);
 }
 
-export function summarise(profile: CpuProfile, top = 25): ProfileSummary {
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+export function summarise(profiles: CpuProfile[], top = 25): ProfileSummary {
   const fnMs = new Map<string, number>();
   const moduleMs = new Map<string, number>();
   let busy = 0;
-  profile.samples.forEach((id, i) => {
-    const node = byId.get(id);
-    // a sample's delta is the time since the one before: charge it to this sample's function
-    const ms = (profile.timeDeltas[i] ?? 0) / 1000;
-    if (!node || node.callFrame.functionName === "(idle)") return;
-    busy += ms;
-    const where = place(node.callFrame.url);
-    const name = (node.callFrame.functionName || "(anonymous)").slice(0, MAX_NAME);
-    const fn = `${name}${where ? ` ${where}:${node.callFrame.lineNumber + 1}` : ""}`;
-    fnMs.set(fn, (fnMs.get(fn) ?? 0) + ms);
-    const mod = moduleOf(node.callFrame.functionName, where);
-    moduleMs.set(mod, (moduleMs.get(mod) ?? 0) + ms);
-  });
+  for (const profile of profiles) {
+    const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    profile.samples.forEach((id, i) => {
+      const node = byId.get(id);
+      // a sample's delta is the time since the one before: charge it to this sample's function
+      const ms = (profile.timeDeltas[i] ?? 0) / 1000;
+      if (!node || node.callFrame.functionName === "(idle)") return;
+      busy += ms;
+      const where = place(node.callFrame.url);
+      const name = (node.callFrame.functionName || "(anonymous)").slice(0, MAX_NAME);
+      const fn = `${name}${where ? ` ${where}:${node.callFrame.lineNumber + 1}` : ""}`;
+      fnMs.set(fn, (fnMs.get(fn) ?? 0) + ms);
+      const mod = moduleOf(node.callFrame.functionName, where);
+      moduleMs.set(mod, (moduleMs.get(mod) ?? 0) + ms);
+    });
+  }
   const ranked = (m: Map<string, number>) => [...m].map(([name, ms]) => ({ name, ms })).sort((a, b) => b.ms - a.ms).slice(0, top);
-  return { busyMs: busy, functions: ranked(fnMs), modules: ranked(moduleMs) };
+  return { busyMs: busy, functions: ranked(fnMs), modules: ranked(moduleMs), processes: profiles.length };
 }
 
 /** A URL shortened to what says where the code lives: dist/…, a package's own path, node:… */

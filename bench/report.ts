@@ -123,9 +123,11 @@ throughput: autocannon from the bench process, 32 connections unless said, ${r.t
 /** CPU µs per request of every process in the PROCESS_SECTIONS, and the cores they kept busy. */
 function printProcesses(r: BenchResults): void {
   const cases = PROCESS_SECTIONS.flatMap((section) => (r.groups[section] ?? []).map((c) => ({ section, c, load: c.load })));
-  const labels = [...new Set(cases.flatMap(({ load }) => Object.keys(load?.processCpuUs ?? {})))];
+  // Sluice's processes first, the load generator last, the others as they came
+  const rank = (l: string) => (l === TARGET ? 0 : l.startsWith(`${TARGET} child `) ? 1 : l === LOAD_GENERATOR ? 3 : 2);
+  const labels = [...new Set(cases.flatMap(({ load }) => Object.keys(load?.processCpuUs ?? {})))].sort((a, b) => rank(a) - rank(b) || childNumber(a) - childNumber(b));
   if (labels.length === 0) return;
-  const header = labels.map((l) => (l === TARGET ? "Sluice/primary" : l.startsWith(`${TARGET} child `) ? `worker ${l.slice(TARGET.length + 7)}` : l));
+  const header = labels.map((l) => (l === TARGET ? "Sluice/primary" : childNumber(l) > 0 ? `worker ${childNumber(l)}` : l));
   const rows = cases.map(({ section, c, load }) => {
     const us = load?.processCpuUs ?? {};
     const total = Object.values(us).reduce((a, b) => a + b, 0);
@@ -134,6 +136,8 @@ function printProcesses(r: BenchResults): void {
   console.log(`\nCPU us per request of each process (${LOAD_GENERATOR}: the bench's own, autocannon), and the cores all of them kept busy:\n`);
   console.log(alignTable([["case", "RPS", ...header, "total", "cores"], ...rows]));
 }
+
+const childNumber = (label: string) => Number(/ child (\d+)$/.exec(label)?.[1] ?? 0);
 
 /** The per-KB, failover, memory, lag and QPM figures, each a few lines. */
 function printDetails(r: BenchResults): void {
@@ -244,7 +248,8 @@ function verdict(value: number | undefined, op: Op, target: number): string {
 }
 
 export function printProfile(mode: string, load: LoadResult, p: ProfileSummary): void {
-  console.log(`\nSluice CPU profile under the ${mode} load: ${load.rps.toFixed(0)} RPS, ${num(load.cpuUs, 0)} us/req; ${(p.busyMs / 1000).toFixed(1)} s of busy samples (start-up and warm-up included)\n`);
+  const processes = p.processes > 1 ? ` in ${p.processes} processes` : "";
+  console.log(`\nSluice CPU profile under the ${mode} load: ${load.rps.toFixed(0)} RPS, ${num(load.cpuUs, 0)} us/req; ${(p.busyMs / 1000).toFixed(1)} s of busy samples${processes} (start-up and warm-up included)\n`);
   const share = (ms: number) => `${((ms / p.busyMs) * 100).toFixed(1)}%`;
   console.log(alignTable([["module", "self ms", "share"], ...p.modules.map((m) => [m.name, m.ms.toFixed(0), share(m.ms)])]));
   console.log(`\n${alignTable([["function", "self ms", "share"], ...p.functions.map((m) => [m.name, m.ms.toFixed(0), share(m.ms)])])}`);

@@ -39,7 +39,8 @@
 //   --streams a,b     open-stream counts of the memory section (default 1000,5000)
 //   --profile [case]  instead of the sections: Sluice under one load (non-stream, the default;
 //                     chatId; stream; 200kb; embeddings) for --seconds with node --cpu-prof, then its
-//                     top self-time functions and modules; with --store postgres, on PostgreSQL + Redis
+//                     top self-time functions and modules; with --store postgres, on PostgreSQL + Redis,
+//                     and --workers N there profiles every process (summed)
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -86,6 +87,7 @@ const { values: flags, positionals } = parseArgs({
     streams: { type: "string", default: "1000,5000" },
     profile: { type: "boolean", default: false },
     store: { type: "string", default: "sqlite" },
+    workers: { type: "string", default: "1" },
   },
 });
 const timingBase = {
@@ -343,9 +345,12 @@ async function profile(upstream: NodeServer, mode: string): Promise<void> {
   if (!loadOf) throw new Error(`--profile takes one of ${Object.keys(PROFILE_LOADS).join(", ")}, not ${mode}`);
   const dir = await mkdtemp(join(tmpdir(), "sluice-profile-"));
   const nodeArgs = ["--cpu-prof", `--cpu-prof-dir=${dir}`];
+  const workers = Number(flags.workers);
+  if (workers !== 1 && flags.store !== "postgres") throw new Error("--workers needs --store postgres (server.workers needs the shared store)");
   const shared = flags.store === "postgres" ? await startSharedStore() : undefined;
   try {
-    const sluice = shared ? await startSharedSluice(upstream.url, shared, 1, nodeArgs) : await startSluice(upstream.url, { nodeArgs });
+    // node:cluster forks the workers with the primary's node arguments: each writes its own profile
+    const sluice = shared ? await startSharedSluice(upstream.url, shared, workers, nodeArgs) : await startSluice(upstream.url, { nodeArgs });
     try {
       const load = loadOf(sluice.url);
       await runLoad(load, timingBase.warmupSeconds);
