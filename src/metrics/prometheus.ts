@@ -1,6 +1,8 @@
 // Prometheus metrics (CONTRACTS §8): an Observer that turns the pipeline's reports into the
 // `sluice_*` and OpenTelemetry GenAI families, plus the process defaults, in a registry of its own.
-// Every label value comes from a bounded set, so a caller can never grow the series count.
+// Every label value comes from a bounded set, so a caller can never grow the series count. In a
+// node:cluster worker (`server.workers` > 1), render() answers for the whole instance (./cluster.ts).
+import cluster from "node:cluster";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type {
   AttemptOutcome,
@@ -11,6 +13,7 @@ import type {
   ShareCallbackOutcome,
   UpstreamOutcome,
 } from "../observability/observer.js";
+import { joinInstanceMetrics } from "./cluster.js";
 
 export interface MetricsOptions {
   /** configured `llmModels[].model` and `vectorModels[].model` names */
@@ -64,7 +67,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       const added = label.setNames(next);
       initialiseNames(f, added.channels, added.models);
     },
-    render: () => registry.metrics(),
+    render: cluster.isWorker ? joinInstanceMetrics(registry) : () => registry.metrics(),
 
     requestStarted() {
       inflight += 1;
@@ -216,6 +219,9 @@ function defineFamilies(registers: Registry) {
       name: "sluice_channel_up",
       help: "1 when the channel's last health check or request succeeded; 0 when it failed or the channel was not contacted yet.",
       labelNames: ["channel"] as const,
+      // an instance of several workers says up only when every worker's last contact succeeded
+      // (summed, two workers would say 2; the other gauges count things, and are summed)
+      aggregator: "min",
       ...reg,
     }),
   };

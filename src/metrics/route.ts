@@ -14,7 +14,15 @@ export async function metricsResponse(
     if (given === undefined) return unauthorized("missing_api_key", "Metrics require an Authorization: Bearer <token> header.");
     if (!sameSecret(given, token)) return unauthorized("invalid_api_key", "Invalid metrics token.");
   }
-  return new Response(await metrics.render(), {
+  let text: string;
+  try {
+    text = await metrics.render();
+  } catch {
+    // a worker's scrape when the instance's other workers cannot be collected (src/metrics/cluster.ts):
+    // a failed scrape, never a partial one whose counters would seem to go back
+    return errorResponse(new GatewayError(503, "metrics_unavailable", "The instance's metrics could not be collected from every worker; retry shortly.", { type: "api_error", headers: { "Retry-After": "1" } }));
+  }
+  return new Response(text, {
     status: 200,
     headers: { "content-type": metrics.contentType, "cache-control": "no-store" },
   });
