@@ -3,18 +3,21 @@
 // for `server.shutdownTimeoutMs`, cut the rest with an error event and their usage rows, flush, exit 0
 // (a second signal cuts at once); SIGHUP and a change of the config file reload it. An error that
 // escapes everything else is logged and counted, and the gateway carries on. Everything is logged
-// through one logger (src/observability/logger.ts), flushed before every exit.
-import { watch } from "node:fs";
+// through one logger (src/observability/logger.ts), flushed before every exit. With `server.workers`
+// above 1 this process is the primary of that many workers, each running all this (src/workers.ts).
+import cluster from "node:cluster";
 import type { Server } from "node:http";
-import { basename, dirname, resolve } from "node:path";
+import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { toNodeHandler } from "h3/node";
 import { ConfigError, loadConfigFile } from "./config/load.js";
 import type { Config } from "./config/schema.js";
+import { watchConfigFile } from "./config/watch.js";
 import { createGateway, type Gateway } from "./gateway.js";
 import { createHttpServer } from "./http/server.js";
 import { createLogger, type Logger } from "./observability/logger.js";
 import { openStore } from "./store/index.js";
+import { hearPrimary, runPrimary, workerLogger } from "./workers.js";
 
 const HELP = `Usage: npm start -- [options]   (or: node dist/main.js [options])
 
@@ -24,10 +27,10 @@ Options:
   --pretty        human-readable log lines instead of JSON (needs pino-pretty; the default on a terminal)
   --help          this text
 
-Signals: SIGTERM/SIGINT drain and exit 0; SIGHUP reloads the config (so does saving the file).`;
+Signals: SIGTERM/SIGINT drain and exit 0; SIGHUP reloads the config (so does saving the file).
+With server.workers > 1 this process starts the workers and passes the signals on.`;
 /** Time for flushing after the drain (usage rows, share-link reports) before a forced exit. */
 const FLUSH_GRACE_MS = 15_000;
-const WATCH_DEBOUNCE_MS = 200;
 /** Time for answers already ended by the drain (a cut stream's error event) to reach their clients. */
 const CLOSE_GRACE_MS = 1_000;
 
@@ -47,7 +50,8 @@ async function main(): Promise<void> {
   const portText = values.port ?? process.env.PORT;
   const load = () => withPort(loadConfigFile(configPath), portText);
   const config = load();
-  const log = (logger = createLogger({ ...config.server.log, pretty }));
+  const log = (logger = workerLogger(createLogger({ ...config.server.log, pretty })));
+  if (config.server.workers > 1 && cluster.isPrimary) return runPrimary({ config, configPath, log, pretty });
 
   // 2. The store and the gateway.
   const store = await openStore(config.store);
@@ -74,14 +78,20 @@ async function main(): Promise<void> {
     void gateway.reload();
   };
   process.on("SIGHUP", () => reload("SIGHUP"));
-  watchFile(configPath, () => reload("config file changed"), log);
+  // a worker's primary watches the file (one watcher, one reload: src/workers.ts)
+  if (!cluster.isWorker) watchConfigFile(configPath, () => reload("config file changed"), log);
 
   // 5. Graceful shutdown.
   let closing = false;
+  const cut = (signal: string) => {
+    log.warn({ signal }, `${signal} again: cutting what is left now`);
+    void gateway.drain(0);
+  };
   const shutdown = async (signal: string) => {
     if (closing) {
-      log.warn({ signal }, `${signal} again: cutting what is left now`);
-      void gateway.drain(0);
+      // a worker's cut comes from its primary: a signal to the whole process group (a terminal's
+      // Ctrl-C, systemd) reaches a worker twice, directly and through the primary, and is one signal
+      if (!cluster.isWorker) cut(signal);
       return;
     }
     closing = true;
@@ -102,6 +112,16 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
+  if (cluster.isWorker) {
+    hearPrimary({
+      shutdown: (signal) => void shutdown(signal),
+      cut: (signal) => {
+        if (!closing) void shutdown(signal);
+        cut(signal);
+      },
+      reload: (signal) => reload(signal),
+    });
+  }
 }
 
 function withPort(config: Config, portText: string | undefined): Config {
@@ -125,23 +145,6 @@ function connectionsClosed(server: Server, ms: number): Promise<void> {
     server.once("close", done);
     server.getConnections((_, count) => count === 0 && done());
   });
-}
-
-/** Watches the file's folder (editors replace files rather than write them in place), debounced. */
-function watchFile(path: string, changed: () => void, log: Logger): void {
-  let timer: NodeJS.Timeout | undefined;
-  const name = basename(path);
-  try {
-    const watcher = watch(dirname(path), (_, file) => {
-      if (file !== null && file !== name) return;
-      clearTimeout(timer);
-      timer = setTimeout(changed, WATCH_DEBOUNCE_MS);
-    });
-    watcher.on("error", () => watcher.close());
-    watcher.unref();
-  } catch {
-    log.warn("cannot watch the config file: reload with SIGHUP or POST /api/admin/reload");
-  }
 }
 
 /** The process's last resort: never a silent exit. Names, codes and stacks only — no request data. */

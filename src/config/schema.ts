@@ -176,7 +176,10 @@ export const configSchema = z
     shareLinks: z.array(shareLinkSchema).default([]),
     routing: routingSchema.prefault({}),
   })
-  .superRefine(checkReferences);
+  .superRefine((c, ctx) => {
+    checkReferences(c, ctx);
+    checkWorkers(c, ctx);
+  });
 
 export type Config = z.infer<typeof configSchema>;
 export type ChannelConfig = Config["channels"][number];
@@ -233,6 +236,18 @@ function checkReferences(c: RefCtxValue, ctx: z.RefinementCtx) {
   });
   c.shareLinks.forEach((s, i) => {
     if (!apps.has(s.appId)) issue(["shareLinks", i, "appId"], `unknown app "${s.appId}"`);
+  });
+}
+
+/** Several workers share one port, so their records and counters must live outside any one of them:
+ *  a SQLite file is locked by one process, and in-process counters would each allow the whole budget. */
+function checkWorkers(c: { server: { workers: number }; store: { driver: string }; cluster?: unknown }, ctx: z.RefinementCtx): void {
+  if (c.server.workers === 1 || (c.store.driver === "postgres" && c.cluster)) return;
+  const has = [c.store.driver === "postgres" ? "" : `the ${c.store.driver} store`, c.cluster ? "" : "no cluster.redisUrl"];
+  ctx.addIssue({
+    code: "custom",
+    path: ["server", "workers"],
+    message: `${c.server.workers} workers need the postgres store ("store": {"driver": "postgres", "url": "postgres://…"}) and cluster.redisUrl, since a SQLite file and in-process counters serve one process; this config has ${has.filter(Boolean).join(" and ")}`,
   });
 }
 
