@@ -1,24 +1,26 @@
 // POST /v1/embeddings and /api/v1/embeddings (CONTRACTS §13): an app key's request for vectors of
 // one of its vector models, answered by some channel of that model. Keys, budgets, rates, failover,
-// usage rows and points work as for chat; the answer is the upstream's with `usage` forced.
+// usage rows and points work as for chat; the answer is the upstream's bytes with `usage` forced
+// (./answer.ts): its vectors are never parsed.
 import type { H3Event } from "h3";
 import type { AppConfig, VectorModelConfig } from "../config/schema.js";
 import { identifyCaller, type Caller, type CallerDeps } from "../chat/caller.js";
-import type { Quota, Reservation } from "../chat/quota.js";
+import type { Quota, Reservation, WorstCase } from "../chat/quota.js";
 import { readJsonBody, type BodyLimits } from "../http/body.js";
 import { GatewayError, notFound } from "../http/errors.js";
 import { factsOf } from "../http/facts.js";
 import { trackRequest, type Inflight } from "../http/inflight.js";
-import { jsonResponse } from "../http/json.js";
+import type { HANDLED } from "../http/facts.js";
+import { sendJsonParts } from "../http/json.js";
 import type { Observer } from "../observability/observer.js";
 import type { Store } from "../store/types.js";
 import { computePoints } from "../tokens/points.js";
 import { UpstreamError } from "../upstream/errors.js";
 import { withFailover } from "../upstream/failover.js";
 import type { ChannelRouter } from "../upstream/router.js";
-import type { EmbeddingsJson } from "../upstream/types.js";
+import { withUsage } from "./answer.js";
 import { checkInputs, countInputs } from "./limits.js";
-import { parseEmbeddingsRequest } from "./request-schema.js";
+import { parseEmbeddingsRequest, type EmbeddingInput } from "./request-schema.js";
 
 export interface EmbeddingsDeps extends CallerDeps {
   body: BodyLimits;
@@ -41,7 +43,7 @@ interface Metering {
 }
 
 export function createEmbeddingsHandler(deps: EmbeddingsDeps) {
-  return async function handleEmbeddings(event: H3Event): Promise<Response> {
+  return async function handleEmbeddings(event: H3Event): Promise<Response | typeof HANDLED> {
     const time = Date.now();
     const started = performance.now();
     const facts = factsOf(event);
@@ -67,16 +69,16 @@ export function createEmbeddingsHandler(deps: EmbeddingsDeps) {
       const model = resolveVectorModel(deps.vectorModels, caller.app, req.model, deps.router.serves);
       facts.model = model.model;
 
-      // 4. Every input within maxToken; the total is counted now only when a budget needs it.
-      const budgeted = caller.limits.some((l) => l.maxUsagePoints >= 0);
-      const counted = await checkInputs(req.input, model, budgeted);
+      // 4. Every input within maxToken, most proven by their bytes alone (counted once, when needed).
+      const bound = await checkInputs(req.input, model);
+      const tokens = countOnce(req.input);
 
-      // 5. Budgets and rates: the points of the counted input are held until the answer settles them.
-      reservation = await deps.quota.admit(caller.limits, counted === undefined ? 0 : computePoints(model, counted, 0), time);
+      // 5. Budgets and rates: the input's points are held until the answer settles them.
+      reservation = await deps.quota.admit(caller.limits, worstCase(caller, model, bound, tokens), time);
 
       // 6. Vectors from some channel of the model; each attempt runs under its channel's total deadline.
       const m: Metering = (metering = { caller, model, channel: "", time, started });
-      const { result } = await withFailover(
+      const { result: answer } = await withFailover(
         deps.router,
         deps.observer,
         {
@@ -94,12 +96,12 @@ export function createEmbeddingsHandler(deps: EmbeddingsDeps) {
       deps.observer.upstreamFinished(m.channel, model.model, "ok");
 
       // 7. Tokens (the upstream's usage, else counted), points, the usage row, then the answer.
-      const inputTokens = reportedTokens(result) ?? counted ?? (await countInputs(req.input));
+      const inputTokens = answer.promptTokens ?? (await tokens());
       const points = computePoints(model, inputTokens, 0);
       await recordUsage(deps.store, m, 200, inputTokens, points);
       reservation.settle(points);
       Object.assign(facts, { inputTokens, points });
-      return jsonResponse({ ...result, model: result.model ?? model.model, usage: { prompt_tokens: inputTokens, total_tokens: inputTokens } });
+      return sendJsonParts(event, withUsage(answer, inputTokens, model.model));
     } catch (err) {
       if (err instanceof UpstreamError && err.detail) facts.upstreamMessage = err.detail;
       reservation?.release();
@@ -126,10 +128,16 @@ function resolveVectorModel(models: Map<string, VectorModelConfig>, app: AppConf
   return model;
 }
 
-/** The upstream's own count of input tokens, when it gave a usable one. */
-function reportedTokens(answer: EmbeddingsJson): number | undefined {
-  const tokens = answer.usage?.prompt_tokens;
-  return typeof tokens === "number" && Number.isFinite(tokens) && tokens >= 0 ? tokens : undefined;
+/** The inputs' tokens, counted the first time they are asked for. */
+function countOnce(input: EmbeddingInput): () => Promise<number> {
+  let counted: Promise<number> | undefined;
+  return () => (counted ??= countInputs(input));
+}
+
+/** The most the input can cost: its bound, or its count when a budget cannot hold the bound. */
+function worstCase(caller: Caller, model: VectorModelConfig, bound: number, tokens: () => Promise<number>): WorstCase | number {
+  if (!caller.limits.some((l) => l.maxUsagePoints >= 0)) return 0;
+  return { bound: computePoints(model, bound, 0), counted: async () => computePoints(model, await tokens(), 0) };
 }
 
 function recordUsage(store: Store, m: Metering, status: number, inputTokens: number, points: number): Promise<void> {

@@ -1,7 +1,8 @@
 // Token limits of an embeddings request: every input within the model's `maxToken` (CONTRACTS §13),
 // none empty, at most MAX_INPUTS of them. Text is counted with cl100k_base; a token array counts as
 // its length. Text whose UTF-8 length already proves it fits (a token is never shorter than a byte)
-// is counted only when the total is needed: for a budget, or when the upstream reports no usage.
+// is not counted: its bytes stand for its tokens in the bound a budget holds, and it is counted only
+// when the upstream reports no usage or a budget cannot hold the bound.
 import type { VectorModelConfig } from "../config/schema.js";
 import { badRequest } from "../http/errors.js";
 import { countTextAsync, createPacer, type Pacer } from "../tokens/counter.js";
@@ -13,26 +14,31 @@ const TOKENIZER = "cl100k_base";
 
 /**
  * Refuses the request (400, `param` naming the input) when an input is empty or longer than
- * `maxToken`. With `exact`, returns the inputs' total tokens; without, undefined.
+ * `maxToken`. Returns a bound of the inputs' total tokens: the bytes of text that fits by its bytes,
+ * the count of text that had to be counted, the length of token arrays.
  */
-export async function checkInputs(input: EmbeddingInput, model: VectorModelConfig, exact: boolean): Promise<number | undefined> {
+export async function checkInputs(input: EmbeddingInput, model: VectorModelConfig): Promise<number> {
   const items = inputItems(input);
   if (items.length === 0) throw badRequest("invalid_request", "input must hold at least one input", "input");
   if (items.length > MAX_INPUTS) throw badRequest("invalid_request", `input: at most ${MAX_INPUTS} inputs per request, got ${items.length}`, "input");
   const single = isSingleInput(input);
-  const pacer = createPacer();
-  let total = 0;
+  let pacer: Pacer | undefined;
+  let bound = 0;
   for (const [i, item] of items.entries()) {
     const param = single ? "input" : `input[${i}]`;
     if (item.length === 0) throw badRequest("invalid_request", `${param} must not be empty`, param);
-    if (!exact && typeof item === "string" && Buffer.byteLength(item, "utf8") <= model.maxToken) continue;
-    const tokens = await countItem(item, pacer, model.maxToken);
+    const bytes = typeof item === "string" ? Buffer.byteLength(item, "utf8") : item.length;
+    if (bytes <= model.maxToken) {
+      bound += bytes;
+      continue;
+    }
+    const tokens = await countItem(item, (pacer ??= createPacer()), model.maxToken);
     if (tokens > model.maxToken) {
       throw badRequest("context_length_exceeded", `${param} is too long: ${model.model} takes at most ${model.maxToken} tokens per input.`, param);
     }
-    total += tokens;
+    bound += tokens;
   }
-  return exact ? total : undefined;
+  return bound;
 }
 
 /** The inputs' total tokens. */

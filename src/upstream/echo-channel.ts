@@ -7,7 +7,8 @@ import type { ChannelConfig } from "../config/schema.js";
 import { lastUserText } from "../tokens/counter.js";
 import type { ChatMessage } from "../chat/request-schema.js";
 import { inputItems, type EmbeddingInput } from "../embeddings/request-schema.js";
-import type { ChannelClient, EmbeddingsCall, EmbeddingsJson, UpstreamAnswer, UpstreamRequest } from "./types.js";
+import { scanEmbeddings, type EmbeddingsAnswer } from "../embeddings/answer.js";
+import type { ChannelClient, EmbeddingsCall, UpstreamAnswer, UpstreamRequest } from "./types.js";
 
 /** Vector length when the request gives no `dimensions`. */
 export const ECHO_DIMENSIONS = 256;
@@ -38,14 +39,15 @@ export function createEchoChannel(channel: ChannelConfig): ChannelClient {
     const events = [...echoChunks(id, created, model, text), "[DONE]"];
     return { kind: "stream", body: Readable.from(events.map((e) => Buffer.from(`data: ${e}\n\n`))), maxBytes: Number.POSITIVE_INFINITY };
   }
-  async function embed(req: EmbeddingsCall): Promise<EmbeddingsJson> {
+  async function embed(req: EmbeddingsCall): Promise<EmbeddingsAnswer> {
     const dimensions = typeof req.body.dimensions === "number" ? req.body.dimensions : ECHO_DIMENSIONS;
     const base64 = req.body.encoding_format === "base64";
     const data = inputItems(req.body.input as EmbeddingInput).map((item, index) => {
       const vector = hashedVector(item, dimensions);
       return { object: "embedding", index, embedding: base64 ? float32Base64(vector) : vector };
     });
-    return { object: "list", data, model: String(req.body.model) };
+    // in the shape an upstream's answer arrives in, so that it goes out the same way
+    return scanEmbeddings(Buffer.from(JSON.stringify({ object: "list", data, model: String(req.body.model) })), data.length)!;
   }
   return { name: channel.name, send, embed, close: async () => {} };
 }

@@ -5,7 +5,9 @@ import type { ChannelConfig } from "../config/schema.js";
 import type { Cancel } from "../http/cancel.js";
 import { answerTooLarge, badUpstreamReply, channelBusy, mapTransportError, redactUpstreamMessage, upstreamStatus } from "./errors.js";
 import { ConnectionGate, GateRefused } from "./gate.js";
-import type { ChannelClient, CompletionJson, EmbeddingsCall, EmbeddingsJson, UpstreamAnswer, UpstreamRequest } from "./types.js";
+import { scanEmbeddings, type EmbeddingsAnswer } from "../embeddings/answer.js";
+import { inputItems, type EmbeddingInput } from "../embeddings/request-schema.js";
+import type { ChannelClient, CompletionJson, EmbeddingsCall, UpstreamAnswer, UpstreamRequest } from "./types.js";
 
 const MAX_ERROR_BODY = 64 * 1024;
 
@@ -31,11 +33,10 @@ export function createOpenAIChannel(channel: ChannelConfig, onQueueDepth?: (dept
     queueTimeoutMs: channel.queueTimeoutMs,
     onDepth: onQueueDepth,
   });
-  const headers = {
-    "content-type": "application/json",
-    accept: "application/json, text/event-stream",
-    ...(channel.key ? { authorization: `Bearer ${channel.key}` } : {}),
-  };
+  const auth = channel.key ? { authorization: `Bearer ${channel.key}` } : {};
+  const headers = { "content-type": "application/json", accept: "application/json, text/event-stream", ...auth };
+  // no content-type at all, not an undefined one: undici makes each such request far costlier
+  const checkHeaders = { accept: headers.accept, ...auth };
   const secrets = channel.key ? [channel.key] : [];
 
   /** POSTs `payload` to `path` through the gate; a 2xx answer's response, else the §9 error. */
@@ -57,15 +58,17 @@ export function createOpenAIChannel(channel: ChannelConfig, onQueueDepth?: (dept
     body.on("error", ignore); // errors are read where the body is consumed; none may go unheard
     body.once("close", release);
     if (res.statusCode < 200 || res.statusCode >= 300) {
-      const error = await readLimited(body, MAX_ERROR_BODY).catch(() => "");
+      const error = await readLimited(body, MAX_ERROR_BODY).then(String, () => "");
       const retryAfter = res.headers["retry-after"];
       throw upstreamStatus(model, res.statusCode, redactUpstreamMessage(error, secrets), Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
     }
     return { model, res, body };
   }
 
+  // worked out once: URL's getters are slow enough to show in a profile when read per request
+  const completionsPath = url.pathname + url.search;
   async function send(req: UpstreamRequest): Promise<UpstreamAnswer> {
-    const { model, res, body } = await post(url.pathname + url.search, req.body, req.signal);
+    const { model, res, body } = await post(completionsPath, req.body, req.signal);
     const type = String(res.headers["content-type"] ?? "");
     if (req.stream && type.includes("text/event-stream")) {
       return { kind: "stream", body: res.body, maxBytes: channel.maxAnswerBytes };
@@ -74,15 +77,18 @@ export function createOpenAIChannel(channel: ChannelConfig, onQueueDepth?: (dept
   }
 
   const embeddingsPath = url.pathname.replace(/\/chat\/completions$/, "/embeddings") + url.search;
-  async function embed(req: EmbeddingsCall): Promise<EmbeddingsJson> {
+  async function embed(req: EmbeddingsCall): Promise<EmbeddingsAnswer> {
     const { model, body } = await post(embeddingsPath, req.body, req.signal);
-    return readAnswer(body, model, channel.maxAnswerBytes, isEmbeddings);
+    // the vectors are passed on as bytes: only the answer's top level is read (./embeddings/answer.ts)
+    const answer = scanEmbeddings(await readBody(body, model, channel.maxAnswerBytes), inputItems(req.body.input as EmbeddingInput).length);
+    if (!answer) throw badUpstreamReply(model);
+    return answer;
   }
 
   const modelsUrl = new URL(url.pathname.replace(/\/chat\/completions$/, "/models"), url.origin);
   async function check(timeoutMs: number): Promise<boolean> {
     try {
-      const res = await request(modelsUrl, { method: "GET", headers: { ...headers, "content-type": undefined }, signal: AbortSignal.timeout(timeoutMs) });
+      const res = await request(modelsUrl, { method: "GET", headers: checkHeaders, signal: AbortSignal.timeout(timeoutMs) });
       await res.body.dump();
       return res.statusCode >= 200 && res.statusCode < 300;
     } catch {
@@ -95,18 +101,10 @@ export function createOpenAIChannel(channel: ChannelConfig, onQueueDepth?: (dept
 
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object";
 const isCompletion = (v: unknown): v is CompletionJson => isObject(v) && Array.isArray(v.choices);
-const isEmbeddings = (v: unknown): v is EmbeddingsJson =>
-  isObject(v) && Array.isArray(v.data) && v.data.every((d) => isObject(d) && (Array.isArray(d.embedding) || typeof d.embedding === "string"));
 
 /** The answer's JSON, when it has the expected shape; anything else is the upstream's fault (502). */
 async function readAnswer<T>(body: Body, model: string, limit: number, valid: (v: unknown) => v is T): Promise<T> {
-  let text: string;
-  try {
-    text = await readLimited(body, limit);
-  } catch (err) {
-    if (err instanceof TooLarge) throw answerTooLarge(model, limit);
-    throw mapTransportError(err, model);
-  }
+  const text = (await readBody(body, model, limit)).toString("utf8");
   let answer: unknown;
   try {
     answer = JSON.parse(text);
@@ -117,10 +115,20 @@ async function readAnswer<T>(body: Body, model: string, limit: number, valid: (v
   return answer;
 }
 
+/** The whole answer body; past `limit` bytes it is the upstream's fault (502). */
+async function readBody(body: Body, model: string, limit: number): Promise<Buffer> {
+  try {
+    return await readLimited(body, limit);
+  } catch (err) {
+    if (err instanceof TooLarge) throw answerTooLarge(model, limit);
+    throw mapTransportError(err, model);
+  }
+}
+
 class TooLarge extends Error {}
 
-/** The body as text; past `limit` bytes the body is destroyed and TooLarge thrown. */
-async function readLimited(body: Body, limit: number): Promise<string> {
+/** The body's bytes; past `limit` bytes the body is destroyed and TooLarge thrown. */
+async function readLimited(body: Body, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -131,7 +139,7 @@ async function readLimited(body: Body, limit: number): Promise<string> {
     }
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
 }
 
 function ignore(): void {}

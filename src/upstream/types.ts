@@ -1,4 +1,5 @@
 import type { Readable } from "node:stream";
+import type { EmbeddingsAnswer } from "../embeddings/answer.js";
 import type { Cancel } from "../http/cancel.js";
 
 // What a channel gives back, whatever the channel is (an OpenAI-compatible server or the echo demo).
@@ -32,15 +33,6 @@ export interface UpstreamRequest {
   signal: Cancel;
 }
 
-/** An embeddings answer: the upstream's `list` of vectors (floats, or base64 when asked). */
-export interface EmbeddingsJson {
-  object?: string;
-  data: Array<{ object?: string; index?: number; embedding: number[] | string; [key: string]: unknown }>;
-  model?: string;
-  usage?: { prompt_tokens: number; total_tokens?: number } | null;
-  [key: string]: unknown;
-}
-
 export interface EmbeddingsCall {
   body: Record<string, unknown>;
   signal: Cancel;
@@ -49,8 +41,8 @@ export interface EmbeddingsCall {
 export interface ChannelClient {
   readonly name: string;
   send(req: UpstreamRequest): Promise<UpstreamAnswer>;
-  /** `POST /v1/embeddings` */
-  embed(req: EmbeddingsCall): Promise<EmbeddingsJson>;
+  /** `POST /v1/embeddings`: the answer's bytes, checked to hold one vector per input */
+  embed(req: EmbeddingsCall): Promise<EmbeddingsAnswer>;
   close(): Promise<void>;
   /** calls holding a connection and calls waiting for one */
   load?(): { active: number; queued: number };
