@@ -1,6 +1,7 @@
 // Wraps every route: request id, in-flight count, errors formatted once, one record per request
 // (for streams written straight to the socket: when the stream has ended).
 import { randomUUID } from "node:crypto";
+import type { ServerResponse } from "node:http";
 import type { H3Event } from "h3";
 import type { Observer } from "../observability/observer.js";
 import { errorResponse, toGatewayError } from "./errors.js";
@@ -21,6 +22,10 @@ export function createRouteWrapper(observer: Observer, inflight: Inflight, cors:
       const incoming = event.req.headers.get("x-request-id");
       const facts = factsOf(event);
       const requestId = (facts.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID());
+      // on the Node response: every answer carries it, a Response's (merged in by writeHead) and one
+      // written straight to the socket alike, and no Headers object is made to add it
+      const nodeRes = event.runtime?.node?.res as ServerResponse | undefined;
+      nodeRes?.setHeader("x-request-id", requestId);
       observer.requestStarted(route);
       inflight.enter();
       const origin = cors(event);
@@ -39,13 +44,13 @@ export function createRouteWrapper(observer: Observer, inflight: Inflight, cors:
       } finally {
         inflight.leave();
       }
-      if (result !== HANDLED) result.headers.set("x-request-id", requestId);
+      if (result !== HANDLED && !nodeRes) result.headers.set("x-request-id", requestId);
       observer.requestFinished({
         ...facts,
         requestId,
         route,
         method: event.req.method,
-        status: result === HANDLED ? (event.runtime?.node?.res?.statusCode ?? 200) : result.status,
+        status: result === HANDLED ? (nodeRes?.statusCode ?? 200) : result.status,
         durationMs: performance.now() - started,
         internalError,
       });
