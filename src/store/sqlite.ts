@@ -6,7 +6,7 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { migrate } from "./migrations.js";
 import { CACHED_MESSAGES, createChatCache } from "./chat-cache.js";
-import { createWriteBatcher, type Batched } from "./write-batch.js";
+import { createWriteBatcher, type Batched, type Gathered } from "./write-batch.js";
 import { createKeyOps } from "./sqlite-keys.js";
 import type {
   AppendRoundInput,
@@ -49,10 +49,11 @@ type Statements = ReturnType<typeof prepareStatements>;
 export function createSqliteStore(path: string): Store {
   const db = openDatabase(path);
   const sql = prepareStatements(db);
-  const batched = createWriteBatcher(db);
+  const usage = createUsageGatherer(db, sql);
+  const batched = createWriteBatcher(db, [usage]);
   return {
     ...createChatOps(sql, batched),
-    ...createUsageOps(sql, batched),
+    ...createUsageOps(sql, batched, usage),
     ...createKeyOps(db),
     async ping() {
       sql.ping.get();
@@ -119,11 +120,6 @@ function prepareStatements(db: Database.Database) {
        WHERE share_id = ? AND uid = ? AND updated_at >= ?
        ORDER BY updated_at DESC, rowid DESC LIMIT ?`,
     ),
-    // positional parameters: binding by name costs measurably more on the hot path
-    insertUsage: db.prepare<[number, string, string | null, string | null, string, string, number, number, number, number, number, string | null]>(
-      `INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens,
-         points, status, duration_ms, chat_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ),
     addSpend: db.prepare<[string, number]>(
       `INSERT INTO spend (scope, points) VALUES (?, ?)
        ON CONFLICT (scope) DO UPDATE SET points = points + excluded.points`,
@@ -185,13 +181,59 @@ function createChatOps(sql: Statements, batched: Batched) {
   };
 }
 
-function createUsageOps(sql: Statements, batched: Batched) {
-  const recordUsage = batched((row: UsageRow, scopes: string[]) => {
-    const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId } = row;
-    sql.insertUsage.run(time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId);
-    // a scope named twice is still one budget; a free answer changes no counter
-    if (row.points !== 0) for (const scope of new Set(scopes)) sql.addSpend.run(scope, row.points);
-  });
+const USAGE_COLUMNS = 12;
+const MAX_ROWS_PER_INSERT = 32;
+
+/** A batch's usage rows, inserted by multi-row INSERTs, and its spend, added once per scope: a
+ *  statement costs about as much as the row it writes. */
+function createUsageGatherer(db: Database.Database, sql: Statements): Gathered & { add(row: UsageRow, scopes: string[]): void } {
+  // one prepared INSERT per row count, made when first needed (at most MAX_ROWS_PER_INSERT of them)
+  const inserts = new Map<number, Database.Statement<unknown[]>>();
+  const insert = (rows: number) => {
+    let statement = inserts.get(rows);
+    if (!statement) {
+      // positional parameters: binding by name costs measurably more on the hot path
+      const values = Array.from({ length: rows }, () => `(${Array(USAGE_COLUMNS).fill("?").join(", ")})`).join(", ");
+      statement = db.prepare<unknown[]>(
+        `INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens,
+           points, status, duration_ms, chat_id) VALUES ${values}`,
+      );
+      inserts.set(rows, statement);
+    }
+    return statement;
+  };
+  let values: unknown[] = [];
+  const spend = new Map<string, number>();
+
+  return {
+    add(row, scopes) {
+      const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId } = row;
+      values.push(time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId);
+      // a scope named twice is still one budget; a free answer changes no counter
+      if (points === 0) return;
+      scopes.forEach((scope, i) => {
+        if (scopes.indexOf(scope) === i) spend.set(scope, (spend.get(scope) ?? 0) + points);
+      });
+    },
+    flush() {
+      const step = MAX_ROWS_PER_INSERT * USAGE_COLUMNS;
+      for (let at = 0; at < values.length; at += step) {
+        const part = values.length <= step ? values : values.slice(at, at + step);
+        insert(part.length / USAGE_COLUMNS).run(part);
+      }
+      for (const [scope, points] of spend) sql.addSpend.run(scope, points);
+      this.clear();
+    },
+    clear() {
+      values = [];
+      spend.clear();
+    },
+  };
+}
+
+function createUsageOps(sql: Statements, batched: Batched, usage: ReturnType<typeof createUsageGatherer>) {
+  // gathered in the batch's transaction, written once at its end
+  const recordUsage = batched((row: UsageRow, scopes: string[]) => usage.add(row, scopes));
 
   return {
     recordUsage,

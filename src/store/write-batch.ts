@@ -1,25 +1,38 @@
 // Group commit: writes issued in the same tick share one SQLite transaction. Every caller's promise
 // resolves only after the commit, so "answered" still means "on disk" (WAL), with one commit per
 // batch. Should a batch fail, each of its writes is retried in a transaction of its own, so one bad
-// write fails alone.
+// write fails alone. Writes of one kind that combine (usage rows, spend counters) can be gathered by
+// their jobs and made once per batch, just before its commit.
 import type Database from "better-sqlite3";
 
+type Write = (...args: unknown[]) => void;
+
 interface Job {
-  run: () => void;
+  write: Write;
+  args: unknown[];
   /** runs synchronously right after the commit, before any caller resumes */
-  committed?: () => void;
+  committed: Write | undefined;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
 
+/** What a batch's jobs gathered, made in one go inside the batch's transaction. */
+export interface Gathered {
+  /** makes the writes gathered so far, then forgets them */
+  flush(): void;
+  /** forgets them: their transaction failed */
+  clear(): void;
+}
+
 export type Batched = <A extends unknown[]>(write: (...args: A) => void, committed?: (...args: A) => void) => (...args: A) => Promise<void>;
 
-export function createWriteBatcher(db: Database.Database): Batched {
+export function createWriteBatcher(db: Database.Database, gathered: Gathered[] = []): Batched {
   let queue: Job[] = [];
   let scheduled = false;
 
   const commit = db.transaction((jobs: Job[]) => {
-    for (const job of jobs) job.run();
+    for (const job of jobs) job.write(...job.args);
+    for (const g of gathered) g.flush();
   });
 
   function settle(jobs: Job[]): void {
@@ -27,12 +40,13 @@ export function createWriteBatcher(db: Database.Database): Batched {
       // immediate: take the write lock up front so another process cannot make the commit fail
       commit.immediate(jobs);
     } catch (err) {
+      for (const g of gathered) g.clear();
       if (jobs.length > 1) for (const job of jobs) settle([job]);
       else jobs[0]!.reject(err);
       return;
     }
     for (const job of jobs) {
-      job.committed?.();
+      job.committed?.(...job.args);
       job.resolve();
     }
   }
@@ -47,7 +61,7 @@ export function createWriteBatcher(db: Database.Database): Batched {
   return (write, committed) => {
     return (...args) =>
       new Promise<void>((resolve, reject) => {
-        queue.push({ run: () => write(...args), committed: committed && (() => committed(...args)), resolve, reject });
+        queue.push({ write: write as Write, args, committed: committed as Write | undefined, resolve, reject });
         if (!scheduled) {
           scheduled = true;
           setImmediate(flush);
