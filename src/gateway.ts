@@ -176,5 +176,7 @@ function restartNeeded(old: Config, next: Config): string[] {
   if (old.server.port !== next.server.port || old.server.host !== next.server.host) notes.push("server.host/port: takes effect after a restart");
   if (JSON.stringify(old.store) !== JSON.stringify(next.store)) notes.push("store: takes effect after a restart");
   if (JSON.stringify(old.server.log) !== JSON.stringify(next.server.log)) notes.push("server.log: takes effect after a restart");
+  if (old.server.workers !== next.server.workers) notes.push("server.workers: takes effect after a restart");
+  if (JSON.stringify(old.cluster) !== JSON.stringify(next.cluster)) notes.push("cluster: takes effect after a restart");
   return notes;
 }
