@@ -8,30 +8,34 @@ import { parseConfig } from "../src/config/load.js";
 import type { ModelConfig } from "../src/config/schema.js";
 import { GatewayError } from "../src/http/errors.js";
 import { boundMessage, countMessage, type TokenizerName } from "../src/tokens/counter.js";
+import { createHistoryCounts } from "../src/tokens/history-counts.js";
+import { ordinaryText, seeded } from "./support/text-corpus.js";
 
 const model = (extra: Record<string, unknown>): ModelConfig =>
   parseConfig({ channels: [{ name: "c", models: ["m"] }], llmModels: [{ model: "m", ...extra }] }).llmModels[0]!;
 
 const chatRequest = (maxTokens: number | undefined) => ({ messages: [], max_tokens: maxTokens }) as unknown as ChatRequest;
 
-/** mulberry32: a seeded generator, so every run sees the same corpus. */
-function seeded(seed: number): (n: number) => number {
-  return (n) => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n);
-  };
+/** What the limits decide, with the prompt's exact tokens; `fast` when the byte bound proved the fit. */
+interface Decided {
+  messages: ChatMessage[];
+  maxTokens: number;
+  promptTokens: number;
+  fast?: boolean;
 }
 
 /** The trimming as it was: every message counted up front, then rounds kept newest first. */
-function referenceLimits(req: ChatRequest, messages: ChatMessage[], m: ModelConfig): LimitedChat | "context_length_exceeded" {
+function referenceLimits(
+  req: ChatRequest,
+  messages: ChatMessage[],
+  m: ModelConfig,
+  cost = messages.map((msg) => countMessage(msg, m.tokenizer)),
+): Decided | "context_length_exceeded" {
   let maxTokens = Math.min(req.max_tokens ?? m.maxResponse, m.maxResponse);
   if (messages.reduce((sum, msg) => sum + boundMessage(msg), 0) + maxTokens <= m.maxContext) {
-    return { messages, temperature: undefined, maxTokens, promptTokens: undefined };
+    return { messages, maxTokens, promptTokens: cost.reduce((a, b) => a + b, 0), fast: true };
   }
   const budget = m.maxContext - maxTokens;
-  const cost = messages.map((msg) => countMessage(msg, m.tokenizer));
   const keep = messages.map((msg) => msg.role === "system");
   let lastUser = messages.findLastIndex((msg) => msg.role === "user");
   if (lastUser < 0) lastUser = messages.length - 1;
@@ -52,7 +56,16 @@ function referenceLimits(req: ChatRequest, messages: ChatMessage[], m: ModelConf
   }
   maxTokens = Math.min(maxTokens, m.maxContext - tokens);
   if (maxTokens < 1) return "context_length_exceeded";
-  return { messages: messages.filter((_, i) => keep[i]), temperature: undefined, maxTokens, promptTokens: tokens };
+  return { messages: messages.filter((_, i) => keep[i]), maxTokens, promptTokens: tokens };
+}
+
+const withoutFast = ({ fast: _, ...decision }: Decided) => decision;
+
+/** What applyLimits decided, its prompt counted exactly (and checked against its bound). */
+async function decided(limited: LimitedChat): Promise<Omit<Decided, "fast">> {
+  const promptTokens = await limited.countPrompt();
+  expect(limited.promptBound).toBeGreaterThanOrEqual(promptTokens);
+  return { messages: limited.messages, maxTokens: limited.maxTokens, promptTokens };
 }
 
 function randomContent(rnd: (n: number) => number): ChatMessage["content"] {
@@ -66,15 +79,22 @@ function randomContent(rnd: (n: number) => number): ChatMessage["content"] {
   return text;
 }
 
-function randomConversation(rnd: (n: number) => number): ChatMessage[] {
+/** Long messages of several counting parts: CJK, emoji, code, long words, odd spaces. */
+function longContent(rnd: (n: number) => number): ChatMessage["content"] {
+  const text = ordinaryText(rnd, [10, 3000, 9000, 20000][rnd(4)]! + rnd(500)) + (rnd(6) === 0 ? "ж".repeat(4000 + rnd(3000)) : "");
+  if (rnd(5) === 0) return [{ type: "text", text }, { type: "text", text: ordinaryText(rnd, rnd(2000)) }];
+  return text;
+}
+
+function randomConversation(rnd: (n: number) => number, content = randomContent, maxMessages = 24): ChatMessage[] {
   const messages: ChatMessage[] = [];
-  if (rnd(2)) messages.push({ role: "system", content: randomContent(rnd) });
-  const n = 1 + rnd(24);
+  if (rnd(2)) messages.push({ role: "system", content: content(rnd) });
+  const n = 1 + rnd(maxMessages);
   for (let i = 0; i < n; i++) {
     const role = rnd(12) === 0 ? (["system", "tool", "developer"] as const)[rnd(3)]! : i % 2 === 0 ? "user" : "assistant";
-    messages.push({ role, content: randomContent(rnd) });
+    messages.push({ role, content: content(rnd) });
   }
-  if (rnd(4)) messages.push({ role: "user", content: randomContent(rnd) });
+  if (rnd(4)) messages.push({ role: "user", content: content(rnd) });
   return messages;
 }
 
@@ -97,8 +117,8 @@ describe("history trimming", () => {
         expect((actual as GatewayError).code).toBe("context_length_exceeded");
         continue;
       }
-      expect(actual).toEqual(expected);
-      if (expected.promptTokens === undefined) seen.fast++;
+      expect(await decided(actual as LimitedChat)).toEqual(withoutFast(expected));
+      if (expected.fast) seen.fast++;
       else if (expected.promptTokens > m.maxContext - Math.min(req.max_tokens ?? m.maxResponse, m.maxResponse)) seen.overBudget++;
       else seen.trimmed++;
     }
@@ -124,12 +144,51 @@ describe("history trimming", () => {
         const m = model({ maxContext, maxResponse: Math.min(50, maxContext - 1) });
         const req = chatRequest(50);
         const expected = referenceLimits(req, messages, m);
-        const actual = await applyLimits(req, messages, m, undefined).catch((err: GatewayError) => err.code);
-        expect(actual).toEqual(expected);
+        const actual = await applyLimits(req, messages, m, undefined).then(decided, (err: GatewayError) => err.code);
+        expect(actual).toEqual(typeof expected === "string" ? expected : withoutFast(expected));
         checked++;
       }
     }
     expect(checked).toBeGreaterThan(200);
+  });
+
+  it("decides as counting every message would on long CJK, emoji and code messages, with limits to the token", async () => {
+    const rnd = seeded(31337);
+    const counts = createHistoryCounts();
+    const seen = { fast: 0, trimmed: 0, lowered: 0, refused: 0 };
+    for (let i = 0; i < 16; i++) {
+      const tokenizer: TokenizerName = i % 2 ? "cl100k_base" : "o200k_base";
+      const messages = randomConversation(rnd, longContent, 6);
+      const cost = messages.map((msg) => countMessage(msg, tokenizer));
+      const bound = messages.reduce((sum, msg) => sum + boundMessage(msg), 0);
+      let lastUser = messages.findLastIndex((msg) => msg.role === "user");
+      if (lastUser < 0) lastUser = messages.length - 1;
+      const required = cost.reduce((sum, c, j) => (messages[j]!.role === "system" || j >= lastUser ? sum + c : sum), 0);
+      const all = cost.reduce((sum, c) => sum + c, 0);
+      const answer = 500;
+      // each edge the decisions turn on, and a token either side
+      const edges = [required, required + answer, all + answer, bound + answer, required + Math.floor((all - required) / 2) + answer];
+      for (const maxContext of edges.flatMap((e) => [e - 1, e, e + 1]).filter((c) => c > answer)) {
+        const m = model({ maxContext, maxResponse: answer, tokenizer });
+        const expected = referenceLimits(chatRequest(undefined), messages, m, cost);
+        // once counting afresh, once with the counts kept from the conversation's earlier requests
+        for (const known of [undefined, counts.forChat("app", `chat-${i}`, tokenizer)]) {
+          const actual = await applyLimits(chatRequest(undefined), messages, m, undefined, { known }).then(decided, (err: GatewayError) => err);
+          if (expected === "context_length_exceeded") {
+            expect(actual).toMatchObject({
+              status: 400,
+              code: "context_length_exceeded",
+              message: `The system messages and the last user message take more than ${maxContext - 1} tokens; model m allows ${maxContext} in all.`,
+            });
+          } else expect(actual).toEqual(withoutFast(expected));
+        }
+        if (expected === "context_length_exceeded") seen.refused++;
+        else if (expected.fast) seen.fast++;
+        else if (expected.maxTokens < answer) seen.lowered++;
+        else seen.trimmed++;
+      }
+    }
+    for (const count of Object.values(seen)) expect(count).toBeGreaterThan(5);
   });
 
   it("counts only a budget's worth of a 2 MB message, whether an old round or the last user message", async () => {

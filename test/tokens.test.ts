@@ -10,15 +10,16 @@ import {
   boundMessage,
   countMessage,
   countMessages,
-  countMessagesAsync,
   countText,
   countTextAsync,
   type TokenizerName,
 } from "../src/tokens/counter.js";
 import { computePoints } from "../src/tokens/points.js";
+import { createTally } from "../src/tokens/tally.js";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
 import { startUpstream, type Upstream } from "./support/upstream.js";
 import { chat, coreConfig, userMessage } from "./support/core-config.js";
+import { ordinaryText, randomRun, seeded } from "./support/text-corpus.js";
 
 const model = (extra: Record<string, unknown> = {}) =>
   parseConfig({ channels: [{ name: "c", models: ["m"] }], llmModels: [{ model: "m", maxContext: 8000, maxResponse: 1000, ...extra }] }).llmModels[0]!;
@@ -41,14 +42,23 @@ describe("token counting", () => {
   });
 
   it("does not count the prompt when the byte bound proves it fits", async () => {
-    const limited = await applyLimits({ messages: [] } as never, [{ role: "user", content: "short" }], model(), undefined);
-    expect(limited.promptTokens).toBeUndefined();
+    const spy = vi.spyOn(encoders.cl100k_base, "countTokens");
+    try {
+      const limited = await applyLimits({ messages: [] } as never, [{ role: "user", content: "short" }], model(), undefined);
+      expect(limited.promptBound).toBe(boundMessage({ role: "user", content: "short" }));
+      expect(spy).not.toHaveBeenCalled();
+    } finally {
+      spy.mockRestore();
+    }
   });
 
-  it("counts the prompt exactly when the bound does not prove the fit", async () => {
+  it("counts the prompt exactly when asked, whether or not the bound proved the fit", async () => {
     const messages = [{ role: "user" as const, content: "word ".repeat(2000) }];
     const limited = await applyLimits({ messages } as never, messages, model({ maxContext: 3000, maxResponse: 500 }), undefined);
-    expect(limited.promptTokens).toBe(countMessages(messages));
+    expect(await limited.countPrompt()).toBe(countMessages(messages));
+    expect(limited.promptBound).toBeGreaterThanOrEqual(countMessages(messages));
+    const roomy = await applyLimits({ messages } as never, messages, model(), undefined);
+    expect(await roomy.countPrompt()).toBe(countMessages(messages));
   });
 });
 
@@ -59,50 +69,6 @@ const encoders = {
   o200k_base: gptTokenizer("gpt-tokenizer/cjs/encoding/o200k_base"),
 } as Record<TokenizerName, { countTokens(text: string, options: object): number }>;
 const AS_TEXT = { disallowedSpecial: new Set<string>() };
-
-/** mulberry32: a seeded generator, so every run sees the same corpus. */
-function seeded(seed: number): (n: number) => number {
-  return (n) => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n);
-  };
-}
-
-/** Ordinary text: English, CJK, emoji, code, numbers, odd spaces, words of up to 120 letters. */
-function ordinaryText(rnd: (n: number) => number, length: number): string {
-  const letters = (n: number, from: number, span: number) => Array.from({ length: n }, () => String.fromCodePoint(from + rnd(span))).join("");
-  const words = [
-    () => ["the", "Quick", "brown", "fox", "jumps", "over", "lazy", "dogs", "it's", "WE'LL", "they're", "naïve", "über"][rnd(13)]!,
-    () => letters(1 + rnd(40), 0x4e00, 20000) + ["，", "。", "！", "、", ""][rnd(5)],
-    () => letters(1 + rnd(20), 0x3041, 80) + "です。",
-    () => ["🙂", "👍🏽", "👨‍👩‍👧", "🇯🇵", "✨✨", "🔥"][rnd(6)]!,
-    () => ["const x = foo(bar);", "if (a >= b) {", "return [1, 2, 3];", "}", "\tdef f(x):", "<div class=\"a\">", "SELECT * FROM t;", "{\"k\": null}"][rnd(8)]!,
-    () => String(rnd(10 ** (1 + rnd(9)))) + ["", ".5", ",000", "%"][rnd(4)],
-    () => letters(60 + rnd(61), 0x61, 26),
-    () => ["<|endoftext|>", "<|im_start|>", "e\u0301", "ﬁ", "١٢٣", "Ⅻ", "—", "…", "https://example.com/a?b=c&d=e"][rnd(9)]!,
-    () => JSON.stringify(Array.from({ length: 1 + rnd(30) }, (_, i) => ({ id: i, ok: rnd(2) === 1, tag: letters(3, 0x61, 26) }))),
-    () => "\n" + " ".repeat(60 + rnd(60)) + "return;",
-  ];
-  const gaps = [" ", " ", " ", "\n", "\n\n", "  ", "\t", " \n", "\r\n", ", ", ". ", "\u00a0", "\u3000", "\n    "];
-  let text = "";
-  while (text.length < length) text += words[rnd(words.length)]!() + gaps[rnd(gaps.length)]!;
-  return text;
-}
-
-/** `units` UTF-16 units of random code points from [from, from + span), built with little garbage. */
-function randomRun(rnd: (n: number) => number, units: number, from: number, span: number): string {
-  const codes = new Uint16Array(units);
-  for (let i = 0; i < units; ) {
-    const point = from + rnd(span);
-    if (point > 0xffff && i + 1 < units) {
-      codes[i++] = 0xd800 + ((point - 0x10000) >> 10);
-      codes[i++] = 0xdc00 + ((point - 0x10000) & 0x3ff);
-    } else codes[i++] = point > 0xffff ? 0x61 : point;
-  }
-  return new TextDecoder("utf-16le").decode(codes);
-}
 
 /** The longest piece gpt-tokenizer's pre-tokenizing regex makes of `text`. */
 function longestPiece(text: string, tokenizer: TokenizerName): number {
@@ -129,7 +95,7 @@ describe("counting in linear time", () => {
       { role: "system" as const, content: ordinaryText(rnd, 500) },
       { role: "user" as const, content: [{ type: "text" as const, text: ordinaryText(rnd, 6000) }] },
     ];
-    expect(await countMessagesAsync(messages)).toBe(countMessages(messages));
+    expect(await createTally(messages, "cl100k_base").group(messages.keys()).count()).toBe(countMessages(messages));
   });
 
   it("counts a piece over 128 chars in chunks, never above its UTF-8 bytes nor splitting a surrogate pair", async () => {
@@ -142,7 +108,7 @@ describe("counting in linear time", () => {
     }
   });
 
-  it("never blocks the event loop 100 ms while counting 2 MB words of letters, CJK or emoji, or a 400 KB word", async () => {
+  it("never blocks the event loop 100 ms while counting 2 MB words of letters, CJK or emoji, or a 400 KB word (as text or as a message)", async () => {
     const rnd = seeded(42);
     // 2 MB words repeat a 256 KB block, which gpt-tokenizer's merge cache then knows: the first block
     // alone is well over 100 ms of BPE, the rest keeps the test short
@@ -158,11 +124,13 @@ describe("counting in linear time", () => {
     await sleep(25); // the histogram records from its second tick on
     const counts = [];
     for (const text of texts) counts.push(await countTextAsync(text));
+    const word = [{ role: "user" as const, content: texts[3]! }];
+    counts.push(await createTally(word, "cl100k_base").group([0]).count());
     await sleep(25); // the histogram's 10 ms timer records a stall only when it next runs
     delay.disable();
     const maxMs = delay.max / 1e6;
     expect(maxMs, `longest event-loop delay ${maxMs.toFixed(1)} ms`).toBeLessThan(100);
-    counts.forEach((n, i) => expect(n).toBeGreaterThan(texts[i]!.length / 8));
+    counts.forEach((n, i) => expect(n).toBeGreaterThan([...texts, texts[3]!][i]!.length / 8));
   });
 
   it("stops soon after the running total passes stopAbove, without counting the rest", async () => {
@@ -174,7 +142,7 @@ describe("counting in linear time", () => {
       const charsCounted = spy.mock.calls.reduce((sum, [part]) => sum + part.length, 0);
       expect(charsCounted).toBeLessThan(20_000);
       const messages = [{ role: "user" as const, content: text }, { role: "user" as const, content: text }];
-      expect(await countMessagesAsync(messages, "cl100k_base", { stopAbove: 50 })).toBeGreaterThan(50);
+      expect(await createTally(messages, "cl100k_base").group(messages.keys()).fits(50)).toBe(false);
       expect(spy.mock.calls.reduce((sum, [part]) => sum + part.length, 0)).toBeLessThan(40_000);
     } finally {
       spy.mockRestore();

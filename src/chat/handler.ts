@@ -8,14 +8,15 @@ import { trackRequest, type Inflight } from "../http/inflight.js";
 import type { Observer } from "../observability/observer.js";
 import { assertChatOwner } from "../share/links.js";
 import type { Store } from "../store/types.js";
-import { countMessagesAsync, lastUserText } from "../tokens/counter.js";
+import { lastUserText } from "../tokens/counter.js";
+import { historyCounts } from "../tokens/history-counts.js";
 import { computePoints } from "../tokens/points.js";
 import { UpstreamError } from "../upstream/errors.js";
 import { requestAnswer } from "../upstream/failover.js";
 import type { ChannelRouter } from "../upstream/router.js";
 import { identifyCaller, resolveModel, type Caller, type CallerDeps } from "./caller.js";
 import { applyLimits, type LimitedChat } from "./limits.js";
-import type { Quota, Reservation } from "./quota.js";
+import type { Quota, Reservation, WorstCase } from "./quota.js";
 import { parseChatRequest, type ChatMessage, type ChatRequest } from "./request-schema.js";
 import { respondJson } from "./respond-json.js";
 import { SSE_HEADERS, completionAsSse, relayStream } from "./respond-stream.js";
@@ -66,10 +67,11 @@ export function createChatHandler(deps: ChatDeps) {
       const stored = req.chatId ? await loadChat(deps.store, caller, req.chatId, uid) : undefined;
       const variables = mergeVariables(stored?.variables, req.variables, deps.body.maxBytes);
       const fillIn = createPromptFiller(variables, { now: new Date(time), maxBytes: deps.body.maxBytes });
-      const limited = await applyLimits(req, mergeHistory(stored?.history ?? [], req.messages), model, caller.app, fillIn);
+      const known = req.chatId ? historyCounts.forChat(caller.app.id, req.chatId, model.tokenizer) : undefined;
+      const limited = await applyLimits(req, mergeHistory(stored?.history ?? [], req.messages), model, caller.app, { renderPrompt: fillIn, known });
 
       // 6. Budgets and rates: the worst case is held before the call and settled to the actual after.
-      reservation = await deps.quota.admit(caller.limits, await worstCasePoints(caller, model, limited), time);
+      reservation = await deps.quota.admit(caller.limits, worstCase(caller, model, limited), time);
 
       // 7. An answer from some channel of the model; each attempt runs under its channel's total deadline.
       ex = { caller, model, req, limited, reservation, chatId: req.chatId, variables, uid, channel: "", time, started };
@@ -129,11 +131,14 @@ export function createChatHandler(deps: ChatDeps) {
   };
 }
 
-/** The most the request can cost: its prompt (counted only when a budget needs it) and all of max_tokens. */
-async function worstCasePoints(caller: Caller, model: ModelConfig, limited: LimitedChat): Promise<number> {
+/** The most the request can cost: its prompt and all of max_tokens (the prompt counted only when its
+ *  bound does not fit a budget). */
+function worstCase(caller: Caller, model: ModelConfig, limited: LimitedChat): WorstCase | number {
   if (!caller.limits.some((l) => l.maxUsagePoints >= 0)) return 0;
-  const prompt = limited.promptTokens ?? (await countMessagesAsync(limited.messages, model.tokenizer));
-  return computePoints(model, prompt, limited.maxTokens);
+  return {
+    bound: computePoints(model, limited.promptBound, limited.maxTokens),
+    counted: async () => computePoints(model, await limited.countPrompt(), limited.maxTokens),
+  };
 }
 
 function upstreamBody(req: ChatRequest, model: ModelConfig, limited: LimitedChat): Record<string, unknown> {

@@ -3,30 +3,39 @@
 // Trimming counts tokens only as far as they decide what is kept, without stalling the event loop.
 import type { AppConfig, ModelConfig } from "../config/schema.js";
 import { GatewayError, badRequest } from "../http/errors.js";
-import { boundMessage, countMessagesAsync, createPacer } from "../tokens/counter.js";
+import { boundMessage } from "../tokens/counter.js";
+import { createTally, type KnownCounts, type Tally, type TokenGroup } from "../tokens/tally.js";
 import type { ChatMessage, ChatRequest } from "./request-schema.js";
 
 export interface LimitedChat {
   messages: ChatMessage[];
   temperature: number | undefined;
   maxTokens: number;
-  /** exact prompt tokens when they had to be counted; undefined when the byte bound proved the fit */
-  promptTokens: number | undefined;
+  /** at least the prompt's tokens: its byte bound, narrowed by whatever the limits had to count */
+  promptBound: number;
+  /** the prompt's exact tokens, counting (once) only what the limits left uncounted */
+  countPrompt(): Promise<number>;
 }
 
-/** `renderPrompt` fills in a configured system prompt (FastGPT variables) before it is prepended. */
+export interface LimitOptions {
+  /** fills in a configured system prompt (FastGPT variables) before it is prepended */
+  renderPrompt?: (prompt: string) => string;
+  /** counts kept from a conversation's earlier requests */
+  known?: KnownCounts;
+}
+
 export async function applyLimits(
   req: ChatRequest,
   messages: ChatMessage[],
   model: ModelConfig,
   app: AppConfig | undefined,
-  renderPrompt: (prompt: string) => string = (prompt) => prompt,
+  opts: LimitOptions = {},
 ): Promise<LimitedChat> {
   // 1. Vision: an image to a text-only model is the caller's mistake, not something to drop silently.
   assertVision(messages, model);
 
   // 2. Default system prompt when the conversation has none.
-  const withSystem = prependSystemPrompt(messages, model, app, renderPrompt);
+  const withSystem = prependSystemPrompt(messages, model, app, opts.renderPrompt ?? ((prompt) => prompt));
 
   // 3. Temperature clamped to [0, maxTemperature].
   const wanted = req.temperature ?? app?.temperature;
@@ -36,17 +45,29 @@ export async function applyLimits(
   let maxTokens = Math.min(req.max_tokens ?? req.max_completion_tokens ?? app?.maxToken ?? model.maxResponse, model.maxResponse);
 
   // 5. Fast path: the byte bound already proves everything fits, so nothing needs counting.
+  const tally = () => createTally(withSystem, model.tokenizer, { known: opts.known });
+  const budget = model.maxContext - maxTokens;
   let bound = 0;
   for (const m of withSystem) bound += boundMessage(m);
-  if (bound + maxTokens <= model.maxContext) {
-    return { messages: withSystem, temperature, maxTokens, promptTokens: undefined };
-  }
+  if (bound <= budget) return { messages: withSystem, temperature, maxTokens, ...prompt(bound, () => tally().group(withSystem.keys())) };
 
-  // 6. Trim history by whole rounds to fit maxContext - maxTokens, then fit maxTokens to what is left.
-  const { kept, tokens } = await trimToFit(withSystem, model.maxContext - maxTokens, model);
-  maxTokens = Math.min(maxTokens, model.maxContext - tokens);
-  if (maxTokens < 1) throw contextTooLong(model, `take ${tokens} tokens`);
-  return { messages: kept, temperature, maxTokens, promptTokens: tokens };
+  // 6. Trim history by whole rounds to fit maxContext - maxTokens.
+  const { kept, group } = await trimToFit(withSystem, budget, model, tally());
+
+  // 7. max_tokens lowered to what the prompt leaves, when the prompt is over budget (it then is the
+  //    system messages and the last user message alone).
+  if (!(await group.fits(budget))) {
+    const tokens = await group.count();
+    maxTokens = Math.min(maxTokens, model.maxContext - tokens);
+    if (maxTokens < 1) throw contextTooLong(model, `take ${tokens} tokens`);
+  }
+  return { messages: kept, temperature, maxTokens, ...prompt(group.upper, () => group) };
+}
+
+/** The prompt's bound, and its exact count made (once) from the group `counted` gives. */
+function prompt(bound: number, counted: () => TokenGroup): Pick<LimitedChat, "promptBound" | "countPrompt"> {
+  let tokens: Promise<number> | undefined;
+  return { promptBound: bound, countPrompt: () => (tokens ??= counted().count()) };
 }
 
 function assertVision(messages: ChatMessage[], model: ModelConfig): void {
@@ -68,32 +89,39 @@ function prependSystemPrompt(messages: ChatMessage[], model: ModelConfig, app: A
 /**
  * Keeps system messages and everything from the last user message on, then adds whole earlier rounds
  * (a user message and what follows it) from newest to oldest while they fit in `budget` tokens.
- * Counts only what decides the outcome: the required part up to the first token that leaves no room
- * for an answer, then each round up to the first token over what is left.
+ * Counts only what decides the outcome: whether the required part leaves room for one answer token,
+ * then whether each round fits beside what is kept.
  */
-async function trimToFit(messages: ChatMessage[], budget: number, model: ModelConfig): Promise<{ kept: ChatMessage[]; tokens: number }> {
-  const pacer = createPacer();
-  const count = (list: ChatMessage[], stopAbove: number) => countMessagesAsync(list, model.tokenizer, { stopAbove, pacer });
-
+async function trimToFit(
+  messages: ChatMessage[],
+  budget: number,
+  model: ModelConfig,
+  tally: Tally,
+): Promise<{ kept: ChatMessage[]; group: TokenGroup }> {
   // The required part: at least one answer token must remain after it.
   let lastUser = messages.findLastIndex((m) => m.role === "user");
   if (lastUser < 0) lastUser = messages.length - 1;
   const ceiling = model.maxContext - 1;
-  let tokens = await count(messages.filter((m, i) => m.role === "system" || i >= lastUser), ceiling);
-  if (tokens > ceiling) throw contextTooLong(model, `take more than ${ceiling} tokens`);
+  const required: number[] = [];
+  messages.forEach((m, i) => {
+    if (m.role === "system" || i >= lastUser) required.push(i);
+  });
+  const group = tally.group(required);
+  if (!(await group.fits(ceiling))) throw contextTooLong(model, `take more than ${ceiling} tokens`);
 
   // Earlier rounds, newest first: [start, first) where start is a user message (or the first message).
   let first = lastUser;
   while (first > 0) {
     let start = first - 1;
     while (start > 0 && messages[start]!.role !== "user") start--;
-    const room = budget - tokens;
-    const roundTokens = await count(messages.slice(start, first).filter((m) => m.role !== "system"), room);
-    if (roundTokens > room) break;
-    tokens += roundTokens;
+    const indices: number[] = [];
+    for (let i = start; i < first; i++) if (messages[i]!.role !== "system") indices.push(i);
+    const round = tally.group(indices);
+    if (!(await group.fitsWith(round, budget))) break;
+    group.absorb(round);
     first = start;
   }
-  return { kept: messages.filter((m, i) => m.role === "system" || i >= first), tokens };
+  return { kept: messages.filter((m, i) => m.role === "system" || i >= first), group };
 }
 
 function contextTooLong(model: ModelConfig, take: string): GatewayError {

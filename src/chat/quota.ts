@@ -26,19 +26,33 @@ export interface Reservation {
   release(): void;
 }
 
+/** A request's worst-case points known two ways: a bound that costs nothing to know, and the counted
+ *  worst case (CONTRACTS §10), worked out only when the bound does not fit a budget. */
+export interface WorstCase {
+  bound: number;
+  counted(): Promise<number>;
+}
+
 export interface Quota {
-  /** Throws a 429 GatewayError when a budget cannot hold `worstCasePoints` or a rate is exceeded. */
-  admit(limits: QuotaLimit[], worstCasePoints: number, now: number): Promise<Reservation>;
+  /** Throws a 429 GatewayError when a budget cannot hold the worst case or a rate is exceeded. The
+   *  hold is a WorstCase's bound when that fits every budget, else its counted worst case. */
+  admit(limits: QuotaLimit[], worstCase: number | WorstCase, now: number): Promise<Reservation>;
 }
 
 export function createQuota(store: Store, state: ClusterState, observer: Observer): Quota {
   const spent = (scope: string) => store.getSpent(scope);
   return {
-    async admit(limits, worstCasePoints, now) {
+    async admit(limits, worstCase, now) {
       // budgets first, so that a request refused for its budget does not use up rate
       const budgeted = limits.filter((l) => l.maxUsagePoints >= 0);
       const holds = budgeted.map((l) => ({ scope: l.scope, max: l.maxUsagePoints }));
-      const reserved = holds.length === 0 ? ({ ok: true } as const) : await state.reserve(holds, worstCasePoints, spent);
+      let worstCasePoints = typeof worstCase === "number" ? worstCase : worstCase.bound;
+      let reserved = holds.length === 0 ? ({ ok: true } as const) : await state.reserve(holds, worstCasePoints, spent);
+      if (!reserved.ok && typeof worstCase !== "number") {
+        // refused only when the counted worst case does not fit either
+        const counted = await worstCase.counted();
+        if (counted < worstCasePoints) reserved = await state.reserve(holds, (worstCasePoints = counted), spent);
+      }
       // share-link users are the public: what they are told names no app and no configured number
       const forPublic = limits.some((l) => scopeKind(l.scope) === "share");
       if (!reserved.ok) {

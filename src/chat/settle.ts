@@ -3,7 +3,7 @@
 import type { ModelConfig } from "../config/schema.js";
 import type { ShareAuth } from "../share/callbacks.js";
 import type { Store } from "../store/types.js";
-import { countMessagesAsync, countTextAsync, lastUserText } from "../tokens/counter.js";
+import { countTextAsync, lastUserText } from "../tokens/counter.js";
 import { computePoints } from "../tokens/points.js";
 import type { Usage } from "../upstream/types.js";
 import type { Caller } from "./caller.js";
@@ -59,9 +59,9 @@ export interface SettleDeps {
 
 export async function settleAnswer(deps: SettleDeps, ex: Exchange, out: AnswerOutcome): Promise<Settled> {
   const { model, limited } = ex;
-  // 1. Tokens: the upstream's usage wins; otherwise count (the prompt may be counted already).
+  // 1. Tokens: the upstream's usage wins; otherwise count (what the limits counted is not counted again).
   // counted in slices that yield to the event loop: an answer may be up to maxAnswerBytes long
-  const inputTokens = out.usage?.prompt_tokens ?? limited.promptTokens ?? (await countMessagesAsync(limited.messages, model.tokenizer));
+  const inputTokens = out.usage?.prompt_tokens ?? (await limited.countPrompt());
   const outputTokens = out.usage?.completion_tokens ?? (await countTextAsync(out.text(), model.tokenizer));
   const points = computePoints(model, inputTokens, outputTokens);
   const durationMs = performance.now() - ex.started;

@@ -1,0 +1,41 @@
+// Exact token counts of conversation messages, kept between a chat's requests so that a chatId
+// request whose history has to be counted counts only what is new. A count is kept under its chat
+// (app and chatId), the tokenizer and a hash of the counted text: a new round is a new key, and two
+// chats never share one. Bounded by entries and by bytes, least recently used first out.
+import { hash } from "node:crypto";
+import { LRUCache } from "lru-cache";
+import type { TokenizerName } from "./counter.js";
+import type { KnownCounts } from "./tally.js";
+
+const MAX_ENTRIES = 200_000;
+const MAX_BYTES = 32 * 1024 * 1024;
+// a count, the entry and the map's own overhead, beside the key's characters
+const ENTRY_BYTES = 64;
+
+export interface HistoryCounts {
+  /** the counts of one chat's messages under one tokenizer */
+  forChat(appId: string, chatId: string, tokenizer: TokenizerName): KnownCounts;
+}
+
+export function createHistoryCounts(opts: { maxBytes?: number } = {}): HistoryCounts {
+  const counts = new LRUCache<string, number>({
+    max: MAX_ENTRIES,
+    maxSize: opts.maxBytes ?? MAX_BYTES,
+    sizeCalculation: (_, key) => ENTRY_BYTES + key.length * 2,
+  });
+  return {
+    forChat(appId, chatId, tokenizer) {
+      // the ids' lengths first: no pair of ids can spell another pair's prefix
+      const chat = `${appId.length}:${appId}${chatId.length}:${chatId}${tokenizer}:`;
+      return {
+        keyOf: (text) => chat + hash("sha256", text, "base64url"),
+        get: (key) => counts.get(key),
+        set: (key, tokens) => void counts.set(key, tokens),
+      };
+    },
+  };
+}
+
+/** The process's one store of conversation counts: a count depends only on the text it is kept
+ *  under, so gateways sharing a process (tests) may share it. */
+export const historyCounts = createHistoryCounts();
