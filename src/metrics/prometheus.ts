@@ -54,11 +54,11 @@ const SHARE_OUTCOMES: ShareCallbackOutcome[] = ["success", "rejected", "error", 
 export function createMetrics(opts: MetricsOptions): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const f = defineFamilies(registry);
+  let inflight = 0;
+  const tally = { requests: new Tally(), tokens: new Tally(), points: new Tally(), upstream: new Tally(), attempts: new Tally() };
+  const f = defineFamilies(registry, tally, () => inflight);
   const label = createLabelBounds(opts);
   initialiseSeries(f, opts);
-
-  let inflight = 0;
 
   return {
     registry,
@@ -71,27 +71,25 @@ export function createMetrics(opts: MetricsOptions): Metrics {
 
     requestStarted() {
       inflight += 1;
-      f.inflight.set(inflight);
     },
 
     requestFinished(r: RequestRecord) {
       // a finish without a start must not drive the gauge below zero
       inflight = Math.max(0, inflight - 1);
-      f.inflight.set(inflight);
 
       const route = label.route(r.route);
       const model = label.model(r.model);
       const app = label.app(r.appId);
-      f.requests.inc({ route, model, app, status: String(r.status) });
+      tally.requests.add(1, route, model, app, String(r.status));
       f.duration.observe({ route }, amount(r.durationMs) / 1000);
       if (r.ttftMs !== undefined) f.ttft.observe({ model }, amount(r.ttftMs) / 1000);
-      recordTokens(f, model, app, "input", r.inputTokens);
-      recordTokens(f, model, app, "output", r.outputTokens);
-      if (r.points !== undefined) f.points.inc({ model, app }, amount(r.points));
+      recordTokens(f, tally.tokens, model, app, "input", r.inputTokens);
+      recordTokens(f, tally.tokens, model, app, "output", r.outputTokens);
+      if (r.points !== undefined) tally.points.add(amount(r.points), model, app);
     },
 
     upstreamFinished(channel: string, model: string, outcome: UpstreamOutcome) {
-      f.upstream.inc({ channel: label.channel(channel), model: label.model(model), outcome });
+      tally.upstream.add(1, label.channel(channel), label.model(model), outcome);
     },
 
     channelState(channel: string, up: boolean) {
@@ -103,7 +101,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     },
 
     upstreamAttempt(channel: string, outcome: AttemptOutcome) {
-      f.attempts.inc({ channel: label.channel(channel), outcome });
+      tally.attempts.add(1, label.channel(channel), outcome);
     },
 
     budgetRefused(scopeKind: string) {
@@ -126,13 +124,18 @@ export function createMetrics(opts: MetricsOptions): Metrics {
 
 type Families = ReturnType<typeof defineFamilies>;
 
-function defineFamilies(registers: Registry) {
+type Tallies = Record<"requests" | "tokens" | "points" | "upstream" | "attempts", Tally>;
+
+function defineFamilies(registers: Registry, tally: Tallies, inflight: () => number) {
   const reg = { registers: [registers] };
   return {
     requests: new Counter({
       name: "sluice_requests_total",
       help: "Finished HTTP requests by route pattern, model, app and status code.",
       labelNames: ["route", "model", "app", "status"] as const,
+      collect() {
+        tally.requests.flushInto(this);
+      },
       ...reg,
     }),
     duration: new Histogram({
@@ -160,23 +163,35 @@ function defineFamilies(registers: Registry) {
       name: "sluice_tokens_total",
       help: "Tokens used, by model, app and type (input/output).",
       labelNames: ["model", "app", "type"] as const,
+      collect() {
+        tally.tokens.flushInto(this);
+      },
       ...reg,
     }),
     points: new Counter({
       name: "sluice_points_total",
       help: "Usage points charged, by model and app.",
       labelNames: ["model", "app"] as const,
+      collect() {
+        tally.points.flushInto(this);
+      },
       ...reg,
     }),
     upstream: new Counter({
       name: "sluice_upstream_requests_total",
       help: "Upstream model calls by channel, model and outcome.",
       labelNames: ["channel", "model", "outcome"] as const,
+      collect() {
+        tally.upstream.flushInto(this);
+      },
       ...reg,
     }),
     inflight: new Gauge({
       name: "sluice_inflight_requests",
       help: "Requests being handled right now.",
+      collect() {
+        this.set(inflight());
+      },
       ...reg,
     }),
     shareCallbacks: new Counter({
@@ -189,6 +204,9 @@ function defineFamilies(registers: Registry) {
       name: "sluice_upstream_attempts_total",
       help: "Attempts on upstream channels by outcome: ok, retried (failed, another channel followed), timeout, rate_limited, error, circuit_open (skipped), queue_full.",
       labelNames: ["channel", "outcome"] as const,
+      collect() {
+        tally.attempts.flushInto(this);
+      },
       ...reg,
     }),
     budgetRefusals: new Counter({
@@ -253,9 +271,9 @@ function initialiseNames(f: Families, channels: string[], models: string[]): voi
   }
 }
 
-function recordTokens(f: Families, model: string, app: string, type: "input" | "output", count: number | undefined) {
+function recordTokens(f: Families, tokens: Tally, model: string, app: string, type: "input" | "output", count: number | undefined) {
   if (count === undefined) return;
-  f.tokens.inc({ model, app, type }, amount(count));
+  tokens.add(amount(count), model, app, type);
   f.tokenUsage.observe({ gen_ai_request_model: model, gen_ai_token_type: type }, amount(count));
 }
 
@@ -292,4 +310,33 @@ function createLabelBounds(opts: MetricsOptions) {
       return added;
     },
   };
+}
+
+/**
+ * A counter's increments summed here per label set and handed to prom-client when the family is read
+ * (its collect hook, which every scrape and every worker's collection runs): prom-client hashes and
+ * checks the labels on each inc(), which cost more than the rest of a request's metrics. Label
+ * values come in the order of the counter's labelNames; the sets are bounded as the labels are.
+ */
+class Tally {
+  // `handed`: the series exists in prom-client (a zero step still makes it appear, as inc(0) did)
+  readonly #pending = new Map<string, { values: string[]; n: number; handed: boolean }>();
+
+  /** `n` more for the label values a, b, c, d (as many as the counter has labels) */
+  add(n: number, a: string, b?: string, c?: string, d?: string): void {
+    // concatenation, not an array joined: this runs several times a request
+    const key = `${a}\u0000${b}\u0000${c}\u0000${d}`;
+    const entry = this.#pending.get(key);
+    if (entry) entry.n += n;
+    else this.#pending.set(key, { values: [a, b, c, d].filter((v) => v !== undefined), n, handed: false });
+  }
+
+  flushInto(counter: Counter<string>): void {
+    for (const entry of this.#pending.values()) {
+      if (entry.n === 0 && entry.handed) continue;
+      counter.labels(...entry.values).inc(entry.n);
+      entry.n = 0;
+      entry.handed = true;
+    }
+  }
 }
