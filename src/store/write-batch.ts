@@ -1,4 +1,4 @@
-// Group commit: writes issued in the same tick share one SQLite transaction. Every caller's promise
+// Group commit: writes issued within two turns of the event loop share one SQLite transaction. Every caller's promise
 // resolves only after the commit, so "answered" still means "on disk" (WAL), with one commit per
 // batch. Should a batch fail, each of its writes is retried in a transaction of its own, so one bad
 // write fails alone. Writes of one kind that combine (usage rows, spend counters) can be gathered by
@@ -24,11 +24,17 @@ export interface Gathered {
   clear(): void;
 }
 
+// A turn that receives answers issues their writes; waiting one more turn lets the answers of the
+// next one join: under load batches grow by about half (a commit costs ~50 µs however few rows it
+// holds), for one turn of latency (microseconds when idle).
+const TURNS = 2;
+
 export type Batched = <A extends unknown[]>(write: (...args: A) => void, committed?: (...args: A) => void) => (...args: A) => Promise<void>;
 
 export function createWriteBatcher(db: Database.Database, gathered: Gathered[] = []): Batched {
   let queue: Job[] = [];
   let scheduled = false;
+  let turn = 0;
 
   const commit = db.transaction((jobs: Job[]) => {
     for (const job of jobs) job.write(...job.args);
@@ -52,6 +58,8 @@ export function createWriteBatcher(db: Database.Database, gathered: Gathered[] =
   }
 
   function flush(): void {
+    if (++turn < TURNS) return void setImmediate(flush);
+    turn = 0;
     scheduled = false;
     const jobs = queue;
     queue = [];
