@@ -94,6 +94,37 @@ describe("several instances on one PostgreSQL database", () => {
   });
 });
 
+describe("group commit: concurrent writes share transactions", () => {
+  it("lands 200 concurrent usage writes on one scope with the exact spend sum, and concurrent rounds of one chat in order", async () => {
+    await withStores(await postgres.createDatabase(), 1, async ([store]) => {
+      // quarter points add up exactly in any grouping
+      const points = (i: number) => 0.25 * (1 + (i % 7));
+      const scopes = (i: number) => ["app:support", i % 2 ? "key:web" : "app:support"];
+      const rounds = Array.from({ length: 30 }, (_, i) => store!.appendRound(round({ chatId: "busy", user: `u${i}`, at: T0 + i })));
+      await Promise.all([...rounds, ...Array.from({ length: 200 }, (_, i) => store!.recordUsage(usage({ points: points(i), inputTokens: i }), scopes(i)))]);
+
+      const sum = (keep: (i: number) => boolean) => Array.from({ length: 200 }, (_, i) => (keep(i) ? points(i) : 0)).reduce((a, b) => a + b);
+      expect(await store!.getSpent("app:support")).toBe(sum(() => true));
+      expect(await store!.getSpent("key:web")).toBe(sum((i) => i % 2 === 1));
+      expect((await store!.summarizeUsage({})).totals).toEqual({ requests: 200, inputTokens: 199 * 100, outputTokens: 1000, points: sum(() => true) });
+      const users = (await store!.loadMessages("support", "busy", 100)).filter((m) => m.role === "user").map((m) => m.content);
+      expect(users).toEqual(Array.from({ length: 30 }, (_, i) => `u${i}`));
+    });
+  });
+
+  it("fails only the caller of a row the database refuses; the rest of its batch is written", async () => {
+    await withStores(await postgres.createDatabase(), 1, async ([store]) => {
+      const writes = Array.from({ length: 20 }, (_, i) => store!.recordUsage(usage({ points: 2, inputTokens: i === 7 ? Number.NaN : 1 }), ["app:support"]));
+      writes.push(store!.appendRound(round({ chatId: "beside", user: "kept" })));
+      const outcomes = await Promise.allSettled(writes);
+      expect(outcomes.map((o) => o.status)).toEqual(writes.map((_, i) => (i === 7 ? "rejected" : "fulfilled")));
+      expect(await store!.getSpent("app:support")).toBe(38);
+      expect((await store!.summarizeUsage({})).totals.requests).toBe(19);
+      expect((await store!.loadMessages("support", "beside", 2)).map((m) => m.content)).toEqual(["kept", "re: kept"]);
+    });
+  });
+});
+
 describe("PostgreSQL going away", () => {
   it("answers /readyz 503 and chat 503 store_unavailable while it is down, writes nothing half, and recovers on its own", { timeout: 60_000 }, async () => {
     const url = await postgres.createDatabase();

@@ -28,6 +28,11 @@ export interface PgQuery {
   text: string;
 }
 
+export interface PgWrite {
+  q: PgQuery;
+  values: unknown[];
+}
+
 export interface PgPool {
   /** The rows of one reading statement, strings decoded. */
   read<R>(q: PgQuery, values: unknown[]): Promise<R[]>;
@@ -35,6 +40,8 @@ export interface PgPool {
    *  the store gave up on (a server that stopped answering) is rolled back with its connection,
    *  never committed when the server wakes up after the caller was told 503. */
   write<R>(q: PgQuery, values: unknown[]): Promise<R[]>;
+  /** Several writing statements in one such transaction, all sent at once: written whole or not at all. */
+  writeAll(writes: PgWrite[]): Promise<void>;
   /** A read-only statement allowed REPORT_TIMEOUT_MS (the usage report). */
   report<R>(q: PgQuery, values: unknown[]): Promise<R[]>;
   /** Resolves once the server answers (and the schema is current). */
@@ -73,9 +80,9 @@ export function createPgPool(url: string): PgPool {
     }
   }
 
-  /** `statement` in a transaction that `begin` opens: both sent at once (the connections pipeline),
-   *  COMMIT sent once the statement's rows are back. */
-  async function inTransaction<R>(begin: string, statement: pg.QueryConfig & { query_timeout?: number }): Promise<R[]> {
+  /** `statements` in a transaction that `begin` opens: all sent at once (the connections pipeline),
+   *  COMMIT sent once every statement's rows are back; the rows of the last one. */
+  async function inTransaction<R>(begin: string, statements: Array<pg.QueryConfig & { query_timeout?: number }>): Promise<R[]> {
     let client: pg.PoolClient | undefined;
     try {
       await ready();
@@ -83,11 +90,12 @@ export function createPgPool(url: string): PgPool {
       // between its queries a checked-out connection has no listener of the pool's: a server's
       // goodbye arriving right then must not end the process (the next query fails instead)
       client.on("error", ignore);
-      const [, res] = await Promise.all([client.query(begin), client.query(statement)]);
+      const open = client;
+      const results = await Promise.all([open.query(begin), ...statements.map((statement) => open.query(statement))]);
       await client.query("COMMIT");
       client.off("error", ignore);
       client.release();
-      return res.rows.map(fromDbRow) as R[];
+      return results[results.length - 1]!.rows.map(fromDbRow) as R[];
     } catch (err) {
       // mid-transaction or broken: never handed back to the pool
       client?.release(true);
@@ -97,19 +105,26 @@ export function createPgPool(url: string): PgPool {
 
   return {
     read,
-    write: (q, values) => inTransaction("BEGIN", { name: q.name, text: q.text, values: values.map(toDb) }),
+    write: (q, values) => inTransaction("BEGIN", [{ name: q.name, text: q.text, values: values.map(toDb) }]),
+    writeAll: (writes) => inTransaction("BEGIN", writes.map(({ q, values }) => ({ name: q.name, text: q.text, values: values.map(toDb) }))).then(() => undefined),
     report: (q, values) =>
-      inTransaction(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${REPORT_TIMEOUT_MS}`, {
-        text: q.text,
-        values: values.map(toDb),
-        query_timeout: REPORT_TIMEOUT_MS + QUERY_TIMEOUT_MS,
-      }),
+      inTransaction(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${REPORT_TIMEOUT_MS}`, [
+        { text: q.text, values: values.map(toDb), query_timeout: REPORT_TIMEOUT_MS + QUERY_TIMEOUT_MS },
+      ]),
     ping: () => read({ name: "ping", text: "SELECT 1" }, []).then(() => undefined),
     close: () => pool.end(),
   };
 }
 
 const ignore = () => {};
+
+/** Whether a failed transaction of several writes is worth redoing write by write: the server
+ *  refused one of its statements (a bad row should fail alone) or picked it to end a deadlock. Not
+ *  when the server is unreachable or too slow: each write would wait for it again. */
+export function failedByItsWrites(err: unknown): boolean {
+  const cause = err instanceof GatewayError ? err.cause : err;
+  return cause instanceof pg.DatabaseError && (cause === err || RETRYABLE.has(cause.code ?? ""));
+}
 
 /** bigint columns (epoch ms, tokens, counts) as numbers, like better-sqlite3's integers */
 function typeParser(oid: number, format?: "text" | "binary") {

@@ -1,5 +1,6 @@
 // The PostgreSQL Store (CONTRACTS §11): what the SQLite store keeps, in a database several gateway
-// instances share. Every write is one statement in a transaction committed once its result is back
+// instances share. Rounds and usage rows are written by group commit (postgres-write-batch.ts): the
+// writes of a batch in one transaction committed once its statements' results are back
 // (postgres-pool.ts): a round and its chat, a usage row and its spend counters are written whole or
 // not at all, and a write the store gave up on (503) is never committed when the server wakes up.
 //
@@ -7,7 +8,8 @@
 // checking a cached history for staleness costs the same round trip as reading the chat's last
 // rounds through their primary key, so every read goes to the database.
 import { createPgKeyOps } from "./postgres-keys.js";
-import { createPgPool, type PgPool } from "./postgres-pool.js";
+import { createPgPool, type PgPool, type PgWrite } from "./postgres-pool.js";
+import { createPgWriteBatcher, type PgWriteBatcher } from "./postgres-write-batch.js";
 import { titleFrom } from "./sqlite.js";
 import type { AppendRoundInput, ChatInfo, ChatMessage, ChatOwner, ChatSummary, Store, UsageQuery, UsageRow, UsageSummary, UsageTotals } from "./types.js";
 
@@ -53,13 +55,15 @@ const SQL = {
     text: `SELECT chat_id, title, updated_at FROM chats WHERE share_id = $1 AND uid = $2 AND updated_at >= $3
       ORDER BY updated_at DESC, id DESC LIMIT $4`,
   },
+  // a batch's usage rows, and its points added once per scope (scopes in one order, see spendOf)
   recordUsage: {
     name: "record-usage",
     text: `WITH inserted AS (
         INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens, points, status, duration_ms, chat_id)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+        SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
+          $9::numeric[], $10::integer[], $11::bigint[], $12::text[])
       )
-      INSERT INTO spend (scope, points) SELECT scope, $13::float8 FROM unnest($14::text[]) AS scope
+      INSERT INTO spend (scope, points) SELECT * FROM unnest($13::text[], $14::float8[])
       ON CONFLICT (scope) DO UPDATE SET points = spend.points + EXCLUDED.points`,
   },
   getSpent: { name: "get-spent", text: `SELECT points FROM spend WHERE scope = $1` },
@@ -74,18 +78,54 @@ const SQL = {
   },
 };
 
+/** A write that waits for the next batch (postgres-write-batch.ts). */
+type BatchedWrite = { kind: "round"; appId: string; chatId: string; values: unknown[] } | { kind: "usage"; row: UsageRow; scopes: string[] };
+type Writes = PgWriteBatcher<BatchedWrite>;
+
 export function createPostgresStore(url: string): Store {
   const db = createPgPool(url);
+  const writes = createPgWriteBatcher(db, statementsOf);
   return {
-    ...createChatOps(db),
-    ...createUsageOps(db),
+    ...createChatOps(db, writes),
+    ...createUsageOps(db, writes),
     ...createPgKeyOps(db),
     ping: () => db.ping(),
-    close: () => db.close(),
+    async close() {
+      await writes.settled();
+      await db.close();
+    },
   };
 }
 
-function createChatOps(db: PgPool) {
+/** One batch's statements. Rows are locked in one order by every instance, so two batches never wait
+ *  for each other in a cycle: chats by (app, chat) (a chat's rounds keep the order they came in),
+ *  then the spend counters by scope. */
+function statementsOf(batch: BatchedWrite[]): PgWrite[] {
+  const rounds = batch.filter((w) => w.kind === "round").sort((a, b) => compare(a.appId, b.appId) || compare(a.chatId, b.chatId));
+  const statements: PgWrite[] = rounds.map((r) => ({ q: SQL.appendRound, values: r.values }));
+  const usage = batch.filter((w) => w.kind === "usage");
+  if (usage.length > 0) statements.push({ q: SQL.recordUsage, values: usageValues(usage) });
+  return statements;
+}
+
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** The usage rows as one array per column, then the scopes (sorted) and the points each gets. */
+function usageValues(usage: Array<{ row: UsageRow; scopes: string[] }>): unknown[] {
+  const columns: unknown[][] = Array.from({ length: 12 }, () => []);
+  const spend = new Map<string, number>();
+  for (const { row, scopes } of usage) {
+    const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId } = row;
+    [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId].forEach((v, i) => columns[i]!.push(v));
+    // a scope named twice is still one budget; a free answer changes no counter
+    if (points === 0) continue;
+    for (const scope of new Set(scopes)) spend.set(scope, (spend.get(scope) ?? 0) + points);
+  }
+  const scopes = [...spend.keys()].sort();
+  return [...columns, scopes, scopes.map((scope) => spend.get(scope))];
+}
+
+function createChatOps(db: PgPool, writes: Writes) {
   return {
     async getChat(appId: string, chatId: string): Promise<ChatInfo | undefined> {
       const [row] = await db.read<ChatRow>(SQL.getChat, [appId, chatId]);
@@ -106,10 +146,11 @@ function createChatOps(db: PgPool) {
       ]);
       return messages.slice(-count);
     },
-    async appendRound(input: AppendRoundInput): Promise<void> {
+    appendRound(input: AppendRoundInput): Promise<void> {
       const { appId, chatId, owner, at } = input;
       const variables = input.variables ? JSON.stringify(input.variables) : null;
-      await db.write(SQL.appendRound, [appId, chatId, owner?.shareId ?? null, owner?.uid ?? null, titleFrom(input.user), at, input.user, input.assistant, variables]);
+      const values = [appId, chatId, owner?.shareId ?? null, owner?.uid ?? null, titleFrom(input.user), at, input.user, input.assistant, variables];
+      return writes.write({ kind: "round", appId, chatId, values });
     },
     async listChats(owner: ChatOwner, opts: { since: number; limit: number }): Promise<ChatSummary[]> {
       const count = Math.floor(opts.limit);
@@ -120,15 +161,9 @@ function createChatOps(db: PgPool) {
   };
 }
 
-function createUsageOps(db: PgPool) {
+function createUsageOps(db: PgPool, writes: Writes) {
   return {
-    async recordUsage(row: UsageRow, spendScopes: string[]): Promise<void> {
-      const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId } = row;
-      // a scope named twice is still one budget; a free answer changes no counter; counters are
-      // locked in one order by every instance, so two writes never wait for each other in a cycle
-      const scopes = points !== 0 ? [...new Set(spendScopes)].sort() : [];
-      await db.write(SQL.recordUsage, [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, points, scopes]);
-    },
+    recordUsage: (row: UsageRow, scopes: string[]): Promise<void> => writes.write({ kind: "usage", row, scopes }),
     async summarizeUsage(query: UsageQuery): Promise<UsageSummary> {
       const from = asEpoch(query.from ?? Number.MIN_SAFE_INTEGER);
       const to = asEpoch(query.to ?? Number.MAX_SAFE_INTEGER);
