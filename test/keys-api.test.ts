@@ -220,6 +220,38 @@ describe("keys API on one gateway", () => {
   });
 });
 
+describe("a key made on another instance whose notice has not arrived", () => {
+  it("is found in the shared store before a 401: a load balancer may send its first use anywhere", async () => {
+    // one store, but each gateway its own cluster state: the key-change notice never reaches B
+    const store = createStore({ driver: "memory" });
+    const text = JSON.stringify({ ...keysConfig(upstream.url), server: { log: { level: "silent" } } });
+    const started: Array<{ gateway: Gateway; server: Server; url: string }> = [];
+    try {
+      for (let i = 0; i < 2; i++) {
+        const load = () => parseConfig(JSON.parse(text));
+        const state = createMemoryClusterState({ failures: 5, cooldownMs: 30_000 });
+        const gateway = createGateway(load(), { store, state, loadConfig: load });
+        const server = createHttpServer(toNodeHandler(gateway.app), load().server);
+        await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+        started.push({ gateway, server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+      }
+      const [a, b] = started as [(typeof started)[0], (typeof started)[0]];
+      await chatOk(b.url, { messages: [user("warm")] }); // B has read the store's keys before the key exists
+      const created = await createKey(a.url, { name: "unheard", kind: "app", appId: "a1" });
+      await chatOk(b.url, { messages: [user("first use on b")] }, created.key);
+      // an unknown key in the created format is still refused after the look in the store
+      await expectError(await postChat(b.url, { messages: [user("x")] }, "sk-sluice-" + "x".repeat(43)), 401, "invalid_api_key");
+    } finally {
+      for (const { gateway, server } of started) {
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+        await gateway.close();
+      }
+      await store.close();
+    }
+  });
+});
+
 describe("keys API across instances sharing the cluster state and store", () => {
   const instances: Array<{ gateway: Gateway; server: Server; url: string }> = [];
   const store = createStore({ driver: "memory" });

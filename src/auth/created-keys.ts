@@ -7,9 +7,9 @@ import { hash, randomBytes } from "node:crypto";
 import type { ClusterState, KeyChange } from "../cluster/types.js";
 import { GatewayError } from "../http/errors.js";
 import type { CreatedKeyRow, Store } from "../store/types.js";
-import type { KeyIdentity, KeySource } from "./keys.js";
+import { CREATED_KEY_PREFIX, type KeyIdentity, type KeySource } from "./keys.js";
 
-const KEY_PREFIX = "sk-sluice-";
+const KEY_PREFIX = CREATED_KEY_PREFIX;
 /** 32 random bytes: 43 url-safe characters after the prefix */
 const KEY_RANDOM_BYTES = 32;
 const USE_FLUSH_MS = 5_000;
@@ -66,6 +66,14 @@ export function createCreatedKeys(store: Store, state: ClusterState): CreatedKey
   }
   const stopListening = state.onKeyChange(heard);
 
+  // one read of the store at a time; a caller that arrives during one waits for the next
+  let reading: Promise<void> | undefined;
+  let next: Promise<void> | undefined;
+  function refresh(): Promise<void> {
+    if (!reading) return (reading = load().finally(() => (reading = undefined)));
+    return (next ??= reading.catch(() => {}).then(() => ((next = undefined), refresh())));
+  }
+
   async function flushUses(): Promise<void> {
     if (pending.size === 0) return;
     const uses = [...pending].map(([name, lastUsedAt]) => ({ name, lastUsedAt }));
@@ -82,6 +90,7 @@ export function createCreatedKeys(store: Store, state: ClusterState): CreatedKey
   return {
     ready: () => (first ??= load().catch(() => ((first = undefined), Promise.reject(storeUnavailable())))),
     find: (sha256) => live.get(sha256),
+    refresh,
     used: (name, now) => void pending.set(name, now),
 
     async create(input, now) {

@@ -20,7 +20,12 @@ export interface KeySource {
   find(sha256: string): KeyIdentity | undefined;
   /** A key (config or created) authenticated a request: its lastUsedAt moves. */
   used(name: string, now: number): void;
+  /** Reads the keys again from the store (a read that starts after this call; concurrent callers share it). */
+  refresh?(): Promise<void>;
 }
+
+/** The prefix of keys made by the operations API: an unknown key with it may be one just created on another instance. */
+export const CREATED_KEY_PREFIX = "sk-sluice-";
 
 interface StoredKey {
   digest: Buffer;
@@ -52,7 +57,21 @@ export function createKeyring(keys: ApiKeyConfig[], source?: KeySource) {
     return found;
   }
 
-  return { authenticate, configured: stored.map((k) => k.identity) };
+  /** authenticate, but an unknown key that looks created through the API is looked for in the store
+   *  first: behind a load balancer a key is used the moment another instance made it, and the notice
+   *  of it may still be on its way. */
+  async function authenticateFresh(authorization: string | null | undefined): Promise<KeyIdentity> {
+    try {
+      return authenticate(authorization);
+    } catch (err) {
+      const unknown = err instanceof GatewayError && err.code === "invalid_api_key";
+      if (!unknown || !source?.refresh || !bearerToken(authorization)?.startsWith(CREATED_KEY_PREFIX)) throw err;
+      await source.refresh().catch(() => {});
+      return authenticate(authorization);
+    }
+  }
+
+  return { authenticate, authenticateFresh, configured: stored.map((k) => k.identity) };
 }
 
 export type Keyring = ReturnType<typeof createKeyring>;

@@ -41,7 +41,7 @@ export function createChatHandler(deps: ChatDeps) {
 
     // 1. A key, when one is sent, is checked before the body is read: a wrong key costs no parsing.
     const authorization = event.req.headers.get("authorization");
-    const key = authorization ? deps.keyring.authenticate(authorization) : undefined;
+    const key = authorization ? await deps.keyring.authenticateFresh(authorization) : undefined;
 
     // the request's work stops when the client leaves, a deadline passes or the gateway shuts down
     const { cancel, untrack, nodeRes } = trackRequest(event, deps.inflight);

@@ -51,7 +51,7 @@ export function createEmbeddingsHandler(deps: EmbeddingsDeps) {
 
     // 1. A key, when one is sent, is checked before the body is read.
     const authorization = event.req.headers.get("authorization");
-    const key = authorization ? deps.keyring.authenticate(authorization) : undefined;
+    const key = authorization ? await deps.keyring.authenticateFresh(authorization) : undefined;
 
     // the request's work stops when the client leaves, a deadline passes or the gateway shuts down
     const { cancel, untrack } = trackRequest(event, deps.inflight);
