@@ -152,10 +152,11 @@ function upstreamBody(req: ChatRequest, model: ModelConfig, limited: LimitedChat
 }
 
 async function loadChat(store: Store, caller: Caller, chatId: string, uid: string | undefined): Promise<{ history: ChatMessage[]; variables?: Variables }> {
-  const chat = await store.getChat(caller.app.id, chatId);
+  // both reads at once (one round trip on a networked store); the messages are used only once the
+  // chat is known to be the caller's
+  const [chat, messages] = await Promise.all([store.getChat(caller.app.id, chatId), store.loadMessages(caller.app.id, chatId, caller.app.history * 2)]);
   if (!chat) return { history: [] };
   if (caller.share) assertChatOwner(chat, caller.share.link.shareId, uid, "chatId");
-  const messages = await store.loadMessages(caller.app.id, chatId, caller.app.history * 2);
   return { history: messages.map((m) => ({ role: m.role, content: m.content })), variables: chat.variables };
 }
 
