@@ -24,7 +24,7 @@ export const TARGET = "target";
 const CLOCK_TICKS_PER_SECOND = 100;
 
 /** CPU time (user + system) a process has used so far, in microseconds. */
-async function readCpuUs(pid: number): Promise<number> {
+export async function readCpuUs(pid: number): Promise<number> {
   const fields = statFields(await readFile(`/proc/${pid}/stat`, "utf8"));
   // utime and stime are the 14th and 15th fields overall
   return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / CLOCK_TICKS_PER_SECOND;

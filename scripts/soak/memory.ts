@@ -2,7 +2,8 @@
 // seconds, and the live V8 heap after each full (mark-compact) collection, read from the
 // `--trace-gc` lines the gateway prints. The live heap tells a leak (it climbs from collection to
 // collection) from a resident size that grows while V8 and the allocator settle on their sizes.
-import { readFile } from "node:fs/promises";
+import { readCpuUs } from "../../bench/process-cpu.js";
+import { readRssMb } from "../../bench/node-process.js";
 
 /** Node's flag that prints a line per collection; the soak starts the gateway with it. */
 export const TRACE_GC = "--trace-gc";
@@ -65,19 +66,7 @@ export function timeline(samples: MemorySample[], stepMs: number): string {
   return picked.map((s) => `${s.mb.toFixed(0)}@${Math.round(s.atMs / 1000)}`).join(" ");
 }
 
-async function readRssMb(pid: number): Promise<number> {
-  const kb = /^VmRSS:\s+(\d+) kB/m.exec(await readFile(`/proc/${pid}/status`, "utf8"))?.[1];
-  if (kb === undefined) throw new Error(`no VmRSS for process ${pid}`);
-  return Number(kb) / 1024;
-}
-
 /** CPU time (user + system) the process has used, in seconds. */
 export async function readCpuSeconds(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-  // the fields after the parenthesised command name; utime and stime are the 14th and 15th
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  return (await readCpuUs(pid)) / 1_000_000;
 }
-
-/** Linux's USER_HZ, the unit of /proc/<pid>/stat times, on every mainstream architecture. */
-const CLOCK_TICKS_PER_SECOND = 100;

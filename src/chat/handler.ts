@@ -102,7 +102,7 @@ export function createChatHandler(deps: ChatDeps) {
       }
       if (!nodeRes) throw new GatewayError(500, "stream_unsupported", "Streaming needs the Node server adapter.", { type: "server_error" });
       const body = answer.kind === "stream" ? answer.body : completionAsSse(answer.completion);
-      nodeRes.writeHead(200, { ...SSE_HEADERS, "x-request-id": facts.requestId ?? "" });
+      nodeRes.writeHead(200, SSE_HEADERS); // x-request-id: set by the route wrapper
       const end = await relayStream(deps, ex, body, nodeRes, {
         detail,
         includeUsage: req.stream_options?.include_usage === true,
