@@ -1,6 +1,7 @@
 // The chat completions request body: OpenAI's fields plus FastGPT's chatId/detail/variables and the
 // share-link fields. Unknown OpenAI fields (top_p, stop, tools, …) pass through untouched.
 import { z } from "zod";
+import { RawText } from "../http/raw-text.js";
 import { parseBody } from "../http/validation.js";
 
 const textPart = z.looseObject({ type: z.literal("text"), text: z.string() });
@@ -17,7 +18,8 @@ const contentPart = z.discriminatedUnion("type", [textPart, imagePart, otherPart
 
 const messageSchema = z.looseObject({
   role: z.enum(["system", "developer", "user", "assistant", "tool", "function"]),
-  content: z.union([z.string(), z.array(contentPart), z.null()]),
+  // a long content of a large body may still be the client's bytes (src/http/raw-text.ts)
+  content: z.union([z.string(), z.custom<RawText>((v) => v instanceof RawText), z.array(contentPart), z.null()]),
 });
 
 export const chatRequestSchema = z.looseObject({

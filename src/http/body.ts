@@ -3,6 +3,7 @@ import type { IncomingMessage } from "node:http";
 import type { H3Event } from "h3";
 import type { Cancel } from "./cancel.js";
 import { GatewayError, badRequest } from "./errors.js";
+import { scanLargeBody } from "./raw-text.js";
 
 function tooLarge(limit: number): GatewayError {
   // the connection closes after the answer: what is left of a large body is not worth reading
@@ -15,8 +16,9 @@ export interface BodyLimits {
   maxDepth: number;
 }
 
-/** The parsed JSON body; 415 for a non-JSON content type, 413 over the size, 400 for malformed or too deeply nested JSON. */
-export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: Cancel): Promise<unknown> {
+/** The parsed JSON body; 415 for a non-JSON content type, 413 over the size, 400 for malformed or too
+ *  deeply nested JSON. `rawTexts`: long message contents of a large body may stay RawTexts (raw-text.ts). */
+export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: Cancel, rawTexts = false): Promise<unknown> {
   const limit = limits.maxBytes;
   const type = event.req.headers.get("content-type");
   if (type && !/^application\/(.+\+)?json\b/i.test(type)) {
@@ -25,11 +27,13 @@ export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: 
   const declared = Number(event.req.headers.get("content-length") ?? NaN);
   if (declared > limit) throw tooLarge(limit);
   const nodeReq = event.runtime?.node?.req as IncomingMessage | undefined;
-  const text = nodeReq ? await readNodeBody(nodeReq, limit, cancel) : await readWebBody(event.req, limit);
+  const buf = nodeReq ? await readNodeBody(nodeReq, limit, cancel) : await readWebBody(event.req, limit);
+  const scan = rawTexts ? scanLargeBody(buf, limits.maxDepth) : undefined;
+  if (scan && "value" in scan) return scan.value;
+  if (scan?.tooDeep) throw tooDeep(limits.maxDepth);
+  const text = buf.toString("utf8");
   if (text.length === 0) throw badRequest("invalid_json", "Request body is empty: send a JSON object.");
-  if (nestingExceeds(text, limits.maxDepth)) {
-    throw badRequest("json_too_deep", `Request body nests arrays or objects more than ${limits.maxDepth} levels deep.`);
-  }
+  if (nestingExceeds(text, limits.maxDepth)) throw tooDeep(limits.maxDepth);
   try {
     return JSON.parse(text);
   } catch {
@@ -37,7 +41,9 @@ export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: 
   }
 }
 
-function readNodeBody(req: IncomingMessage, limit: number, cancel?: Cancel): Promise<string> {
+const tooDeep = (max: number) => badRequest("json_too_deep", `Request body nests arrays or objects more than ${max} levels deep.`);
+
+function readNodeBody(req: IncomingMessage, limit: number, cancel?: Cancel): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     // a shutdown (or the client leaving) stops a body still arriving: a slow upload never holds exit
     const onCancel = () => {
@@ -58,7 +64,7 @@ function readNodeBody(req: IncomingMessage, limit: number, cancel?: Cancel): Pro
     };
     const onEnd = () => {
       cleanup();
-      resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8"));
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
     };
     const onError = (err: Error) => {
       cleanup();
@@ -77,10 +83,10 @@ function readNodeBody(req: IncomingMessage, limit: number, cancel?: Cancel): Pro
   });
 }
 
-async function readWebBody(req: Request, limit: number): Promise<string> {
+async function readWebBody(req: Request, limit: number): Promise<Buffer> {
   const buf = await req.arrayBuffer();
   if (buf.byteLength > limit) throw tooLarge(limit);
-  return new TextDecoder().decode(buf);
+  return Buffer.from(buf);
 }
 
 const QUOTE = 34;

@@ -7,6 +7,7 @@
 import { createRequire } from "node:module";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { ChatMessage } from "../chat/request-schema.js";
+import { RawText } from "../http/raw-text.js";
 
 export type TokenizerName = "cl100k_base" | "o200k_base";
 
@@ -226,6 +227,7 @@ export async function countTextAsync(text: string, tokenizer: TokenizerName = "c
 export function messageText(content: ChatMessage["content"]): string {
   if (typeof content === "string") return content;
   if (!content) return "";
+  if (content instanceof RawText) return content.text();
   let text = "";
   for (const part of content) if (part.type === "text") text += (text ? "\n" : "") + part.text;
   return text;
@@ -249,7 +251,9 @@ export function countMessage(message: ChatMessage, tokenizer: TokenizerName = "c
 
 /** An upper bound of countMessage that costs one byte-length pass. */
 export function boundMessage(message: ChatMessage): number {
-  return Buffer.byteLength(messageText(message.content), "utf8") + message.role.length + 1 + MESSAGE_OVERHEAD;
+  const { content } = message;
+  const bytes = content instanceof RawText ? content.bytes : Buffer.byteLength(messageText(content), "utf8");
+  return bytes + message.role.length + 1 + MESSAGE_OVERHEAD;
 }
 
 export function countMessages(messages: ChatMessage[], tokenizer: TokenizerName = "cl100k_base"): number {

@@ -3,6 +3,7 @@
 import { Pool, request } from "undici";
 import type { ChannelConfig } from "../config/schema.js";
 import type { Cancel } from "../http/cancel.js";
+import { jsonBody } from "../http/raw-text.js";
 import { answerTooLarge, badUpstreamReply, channelBusy, mapTransportError, redactUpstreamMessage, upstreamStatus } from "./errors.js";
 import { ConnectionGate, GateRefused } from "./gate.js";
 import { scanEmbeddings, type EmbeddingsAnswer } from "../embeddings/answer.js";
@@ -43,7 +44,7 @@ export function createOpenAIChannel(channel: ChannelConfig, onQueueDepth?: (dept
   async function post(path: string, payload: Record<string, unknown>, signal: Cancel) {
     const model = String(payload.model);
     // serialized before any network step: a body that cannot be sent is never the channel's fault
-    const text = JSON.stringify(payload);
+    const text = jsonBody(payload);
     const release = await gate.acquire(signal).catch((err: unknown) => {
       throw err instanceof GateRefused && err.reason === "busy" ? channelBusy(model) : mapTransportError(err, model);
     });

@@ -1,0 +1,174 @@
+// Large chat bodies with long contents kept as the client's bytes (src/http/raw-text.ts): what the
+// scan gives is what JSON.parse gives, byte lengths are exact, the model gets the same JSON, and
+// every malformed body still ends in the whole parse's error.
+import { beforeEach, describe, expect, it } from "vitest";
+import { HOLDS_RAW_TEXT, LARGE_BODY, LONG_TEXT, RawText, jsonBody, scanLargeBody } from "../src/http/raw-text.js";
+import { boundMessage } from "../src/tokens/counter.js";
+import { chat, coreConfig, userMessage } from "./support/core-config.js";
+import { useGateway } from "./support/harness.js";
+import { ordinaryText, seeded } from "./support/text-corpus.js";
+
+/** The value with every RawText replaced by its string. */
+function decoded(value: unknown): unknown {
+  return JSON.parse(JSON.stringify(value));
+}
+
+/** Writes `text` as a JSON string the way different clients do: plain, all non-ASCII escaped
+ *  (Python's json.dumps), or with some characters escaped without need. */
+function literal(text: string, style: number): string {
+  const plain = JSON.stringify(text);
+  if (style === 0) return plain;
+  if (style === 1) return plain.replace(/[\u007f-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return plain.replace(/\//g, "\\/").replace(/e/g, "\\u0065");
+}
+
+function body(contents: string[], style: number, extra = ""): Buffer {
+  const messages = contents.map((c, i) => `{"role":"${i % 2 ? "assistant" : "user"}", "content" : ${literal(c, style)}}`);
+  return Buffer.from(`{"model":"m1",${extra}"messages":[${messages.join(",")}],"stream":false}`);
+}
+
+describe("scanLargeBody", () => {
+  it("gives what JSON.parse gives, with exact UTF-8 lengths, on a seeded corpus of texts and escapes", () => {
+    const rnd = seeded(7);
+    let raws = 0;
+    for (let n = 0; n < 60; n++) {
+      const contents = Array.from({ length: 1 + rnd(3) }, () => ordinaryText(rnd, [100, LONG_TEXT + 10, 70_000][rnd(3)]!));
+      // lone surrogates and escaped pairs too
+      if (n % 5 === 0) contents[0] += "\ud800 x \udfff y \ud83d\ude00";
+      const buf = body(contents, n % 3, n % 4 === 0 ? `"temperature":0.5, "variables":{"a":"${"v".repeat(20_000)}"},` : "");
+      const scan = scanLargeBody(buf, 64);
+      if (buf.length < LARGE_BODY) {
+        expect(scan).toBeUndefined();
+        continue;
+      }
+      if (!scan) continue; // escape-dense texts are parsed whole
+      expect("value" in scan).toBe(true);
+      const value = (scan as { value: { messages: Array<{ content: unknown }> } }).value;
+      expect(decoded(value)).toEqual(JSON.parse(buf.toString("utf8")));
+      for (const m of value.messages) {
+        if (!(m.content instanceof RawText)) continue;
+        raws++;
+        expect(m.content.bytes).toBe(Buffer.byteLength(m.content.text()));
+        expect(boundMessage(m as never)).toBe(boundMessage({ ...m, content: m.content.text() } as never));
+      }
+    }
+    expect(raws).toBeGreaterThan(8);
+  });
+
+  it("leaves small bodies, short contents and strings outside messages[].content to the whole parse", () => {
+    const long = "word ".repeat(LONG_TEXT);
+    expect(scanLargeBody(Buffer.from(JSON.stringify({ messages: [{ role: "user", content: "hi" }] })), 64)).toBeUndefined();
+    expect(scanLargeBody(Buffer.from(JSON.stringify({ messages: [{ role: "user", content: "hi" }], pad: long })), 64)).toBeUndefined();
+    const parts = { messages: [{ role: "user", content: [{ type: "text", text: long }] }] };
+    expect(scanLargeBody(Buffer.from(JSON.stringify(parts)), 64)).toBeUndefined();
+    const nested = { other: [{ content: long }], messages: [{ role: "user", content: "x" }] };
+    expect(scanLargeBody(Buffer.from(JSON.stringify(nested)), 64)).toBeUndefined();
+  });
+
+  it("hands every malformed body to the whole parse (which answers 400), and too deep ones back as such", () => {
+    const long = "a".repeat(LONG_TEXT * 5);
+    const good = `{"messages":[{"role":"user","content":"${long}"}]}`;
+    expect(scanLargeBody(Buffer.from(good), 64)).toHaveProperty("value");
+    const bad = [
+      good.replace("aaaa", "a\u0001a"), // a raw control character
+      good.replace("aaaa", "a\\xa"), // an unknown escape
+      good.replace("aaaa", "a\\u12g4"), // a bad \u escape
+      good.slice(0, -3), // cut
+      good.replace(`"}]}`, ""), // unterminated string
+      good.replace(`"messages":[`, `"messages":[1,`).replace(`}]}`, `}]`), // unbalanced
+      good + " x",
+      Buffer.concat([Buffer.from(good.slice(0, 100)), Buffer.from([0xff, 0xfe]), Buffer.from(good.slice(100))]).toString("latin1"),
+    ];
+    for (const text of bad) {
+      const buf = text.includes("\u00ff") ? Buffer.from(text, "latin1") : Buffer.from(text);
+      expect(scanLargeBody(buf, 64), text.slice(0, 60)).toBeUndefined();
+    }
+    // a repeated key: JSON.parse keeps the last, and so does the result
+    const twice = Buffer.from(`{"messages":[{"role":"user","content":"${long}"}],"messages":[{"role":"user","content":"short"}]}`);
+    const scan = scanLargeBody(twice, 64);
+    if (scan) expect(decoded((scan as { value: unknown }).value)).toEqual(JSON.parse(twice.toString()));
+    const deep = Buffer.from(`{"messages":[{"role":"user","content":"${long}"}],"x":${"[".repeat(70)}${"]".repeat(70)}}`);
+    expect(scanLargeBody(deep, 64)).toEqual({ tooDeep: true });
+  });
+});
+
+describe("jsonBody", () => {
+  it("writes raw texts as the client's bytes, and is otherwise JSON.stringify", () => {
+    const text = `caf\u00e9 "quoted" ${"x".repeat(LONG_TEXT * 5)}`;
+    const sent = Buffer.from(`{"messages":[{"role":"user","content":${literal(text, 1)}}]}`);
+    const scan = scanLargeBody(sent, 64) as { value: { messages: Array<{ content: unknown }> } };
+    const raw = scan.value.messages[0]!.content as RawText;
+    const payload = { model: "up", messages: [{ role: "system", content: "Be brief." }, { role: "user", content: raw }], max_tokens: 5, [HOLDS_RAW_TEXT]: true };
+    const out = jsonBody(payload) as Buffer;
+    expect(out.includes("caf\\u00e9")).toBe(true); // the client's escape, not a re-encoding
+    expect(JSON.parse(out.toString())).toEqual(JSON.parse(JSON.stringify(payload)));
+    expect(jsonBody({ a: 1, messages: [] })).toBe('{"a":1,"messages":[]}');
+  });
+});
+
+describe("the scan of a string", () => {
+  it("finds a control character, a quote or an escape at every byte offset and alignment", () => {
+    const rnd = seeded(3);
+    for (let n = 0; n < 400; n++) {
+      const text = "y".repeat(LONG_TEXT * 4 + rnd(8));
+      const at = LONG_TEXT + rnd(64);
+      const lead = " ".repeat(rnd(4)); // moves the string against 4-byte words
+      const make = (middle: string) => Buffer.from(`${lead}{"messages":[{"role":"user","content":"${text.slice(0, at)}${middle}${text.slice(at)}"}]}`);
+      expect(scanLargeBody(make(String.fromCharCode(rnd(0x20))), 64)).toBeUndefined();
+      const escaped = make(['\\"', "\\n", "\\\\", "\\u00e9"][rnd(4)]!);
+      const scan = scanLargeBody(escaped, 64) as { value: { messages: Array<{ content: RawText }> } };
+      const parsed = JSON.parse(escaped.toString()).messages[0].content as string;
+      expect(scan.value.messages[0]!.content.text()).toBe(parsed);
+      expect(scan.value.messages[0]!.content.bytes).toBe(Buffer.byteLength(parsed));
+      // an unescaped quote ends the string there: the rest is not valid JSON
+      expect(scanLargeBody(make('"'), 64)).toBeUndefined();
+    }
+  });
+});
+
+describe("a large prompt through the gateway", () => {
+  const h = useGateway((url) => {
+    const cfg = coreConfig(url);
+    for (const m of cfg.llmModels as Record<string, unknown>[]) if (m.model === "echo") m.maxContext = 256_000;
+    (cfg.llmModels as Record<string, unknown>[]).push({ model: "big", maxContext: 256_000, maxResponse: 1000 }, { model: "small", maxContext: 30_000, maxResponse: 1000 });
+    (cfg.channels as Record<string, unknown>[])[0]!.models = ["m1", "m-vision", "big", "small"];
+    (cfg.apps as Record<string, unknown>[])[0]!.models = ["m1", "big", "small", "echo"];
+    return cfg;
+  });
+  beforeEach(() => h.upstream.reset());
+  const rnd = seeded(11);
+  const long = ordinaryText(rnd, 90_000);
+
+  it("reaches the model with the same content, the system prompt and limits applied", async () => {
+    const res = await chat(h.gw.url, { model: "big", messages: [userMessage("first"), { role: "assistant", content: "ok" }, userMessage(long)], max_tokens: 50 });
+    expect(res.status).toBe(200);
+    const sent = h.upstream.last().body;
+    expect(sent.messages.map((m) => m.content)).toEqual(["first", "ok", long]);
+    expect(sent.max_tokens).toBe(50);
+  });
+
+  it("is counted where its byte bound does not prove the fit, and trimmed or refused as before", async () => {
+    // ~90 KB of mixed text on a 30k model: the bound (bytes) fails, the count decides
+    const res = await chat(h.gw.url, { model: "small", messages: [userMessage(long)] });
+    const tokens = (await import("../src/tokens/counter.js")).countMessage({ role: "user", content: long }, "cl100k_base");
+    if (tokens + 1 <= 30_000) expect(res.status).toBe(200);
+    else expect((await res.json()).error.code).toBe("context_length_exceeded");
+  });
+
+  it("is answered 400 invalid_json when it holds a raw control character", async () => {
+    const text = JSON.stringify({ model: "big", messages: [userMessage("x".repeat(LONG_TEXT * 5))] }).replace("xxxx", "x\u0007x");
+    const res = await chat(h.gw.url, text);
+    expect(res.status).toBe(400);
+    expect((await res.json()).error.code).toBe("invalid_json");
+    expect(h.upstream.requests).toHaveLength(0);
+  });
+
+  it("is echoed by the demo channel and stored whole for a chatId", async () => {
+    const res = await chat(h.gw.url, { model: "echo", chatId: "raw-1", messages: [userMessage(long)] });
+    expect(res.status).toBe(200);
+    expect((await res.json()).choices[0].message.content).toBe(`Echo: ${long}`);
+    const again = await chat(h.gw.url, { model: "big", chatId: "raw-1", messages: [userMessage("and now?")] });
+    expect(again.status).toBe(200);
+    expect(h.upstream.last().body.messages.map((m) => m.content)).toEqual([long, `Echo: ${long}`, "and now?"]);
+  });
+});
