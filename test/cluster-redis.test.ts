@@ -20,7 +20,7 @@ import { silentObserver } from "../src/observability/observer.js";
 import { createStore } from "../src/store/index.js";
 import { createSqliteStore } from "../src/store/sqlite.js";
 import type { Store } from "../src/store/types.js";
-import { describeClusterContract, expectLikeTimestampList } from "./support/cluster-contract.js";
+import { describeClusterContract, expectLikeTimestampList, hitRate } from "./support/cluster-contract.js";
 import { APP_KEY, expectError, gatewayConfig, postChat, user, type ConfigParts } from "./support/fixtures.js";
 import { useRedis } from "./support/redis.js";
 import { startUpstream, type Upstream } from "./support/upstream.js";
@@ -50,7 +50,7 @@ describe("Redis state: one window, one budget for every instance", () => {
   it("counts hits of both instances in one window, exactly like a list of timestamps, over a seeded run", async () => {
     const [a, b] = await pair();
     let turn = 0;
-    await expectLikeTimestampList((now, limit) => (turn++ % 2 ? a : b).hitRate("key:web", limit, now), 3_000, 30);
+    await expectLikeTimestampList((now, limit) => hitRate(turn++ % 2 ? a : b, "key:web", limit, now), 3_000, 30);
   });
 
   it("holds one budget for all: 200 concurrent admissions through two instances hold no more than it pays for", async () => {
@@ -66,27 +66,32 @@ describe("Redis state: one window, one budget for every instance", () => {
   it("drops the holds of an instance not seen for the liveness window, as after a crash", async () => {
     const [a, b] = await pair();
     const spent = async () => 0;
-    expect(await a.reserve([{ scope: "app:x", max: 1 }], 0.6, spent)).toEqual({ ok: true });
-    expect(await b.reserve([{ scope: "app:x", max: 1 }], 0.6, spent)).toEqual({ ok: false, scope: "app:x" });
+    const holds = [{ scope: "app:x", max: 1 }];
+    expect(await a.admit(holds, 0.6, [], T0, spent)).toEqual({ ok: true });
+    expect(await b.admit(holds, 0.6, [], T0, spent)).toEqual({ ok: false, refused: "budget", scope: "app:x" });
     // a's last heartbeat is made an hour old: it crashed
     const raw = new Redis(redis.server().url);
     const key = (await raw.keys("sluice:*instances"))[0]!;
     const members = await raw.zrange(key, 0, -1);
     for (const member of members) await raw.zadd(key, Date.now() - 3_600_000, member);
-    expect(await b.reserve([{ scope: "app:x", max: 1 }], 0.6, spent)).toEqual({ ok: true });
+    expect(await b.admit(holds, 0.6, [], T0, spent)).toEqual({ ok: true });
     raw.disconnect();
   });
 
-  it("loads a scope's spent points from the store once for all instances", async () => {
+  it("loads a scope's spent points from the store once for all instances; a hit counts once, after the load", async () => {
     const [a, b] = await pair();
     let loads = 0;
     const spent = async () => (loads++, 0.5);
     const holds = [{ scope: "share:s1", max: 1 }];
-    await Promise.all([a.reserve(holds, 0.1, spent), b.reserve(holds, 0.1, spent), a.reserve(holds, 0.1, spent)]);
-    expect(await b.reserve(holds, 0.3, spent)).toEqual({ ok: false, scope: "share:s1" });
+    const rates = [{ scope: "share:s1", limit: 4 }];
+    const first = await Promise.all([a.admit(holds, 0.1, rates, T0, spent), b.admit(holds, 0.1, rates, T0, spent), a.admit(holds, 0.1, rates, T0, spent)]);
+    expect(first).toEqual([{ ok: true }, { ok: true }, { ok: true }]);
+    expect(await b.admit(holds, 0.3, rates, T0, spent)).toEqual({ ok: false, refused: "budget", scope: "share:s1" });
     expect(loads).toBeLessThanOrEqual(2); // at most one load per instance; Redis keeps the first
     await a.settle(["share:s1"], 0.1, 0.2);
-    expect(await b.reserve(holds, 0.1, spent)).toEqual({ ok: true });
+    expect(await b.admit(holds, 0.1, rates, T0, spent)).toEqual({ ok: true });
+    // 3 + 1 hits: the rounds that found spent not loaded counted none
+    expect(await b.admit(holds, 0, rates, T0, spent)).toMatchObject({ ok: false, refused: "rate" });
   });
 });
 
@@ -169,7 +174,7 @@ describe("Redis state: Redis unreachable", () => {
     await server.stop();
     try {
       await vi.waitFor(() => expect(a.ping()).rejects.toThrow(), { timeout: 5_000, interval: 20 });
-      const err = await a.hitRate("key:web", 10, T0).then(() => undefined, (e: unknown) => e);
+      const err = await hitRate(a, "key:web", 10, T0).then(() => undefined, (e: unknown) => e);
       expect(err).toBeInstanceOf(GatewayError);
       expect(err).toMatchObject({ status: 503, code: "store_unavailable" });
       await a.settle(["app:x"], 1, 1);
@@ -178,7 +183,7 @@ describe("Redis state: Redis unreachable", () => {
       await server.start();
     }
     await vi.waitFor(() => a.ping(), { timeout: 10_000, interval: 50 });
-    expect((await a.hitRate("key:web", 10, T0)).allowed).toBe(true);
+    expect((await hitRate(a, "key:web", 10, T0)).allowed).toBe(true);
   });
 });
 

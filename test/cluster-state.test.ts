@@ -11,7 +11,11 @@ const T0 = Date.UTC(2025, 0, 1);
 describe("rate windows", () => {
   it("counts exactly like a list of timestamps at one-second resolution, over a seeded random run", async () => {
     const window = new RateWindow();
-    await expectLikeTimestampList((now, limit) => window.hit(now, limit), 20_000, 30);
+    await expectLikeTimestampList((now, limit) => {
+      const retryAfterMs = window.wait(now, limit);
+      if (retryAfterMs === 0) window.count(now);
+      return { allowed: retryAfterMs === 0, retryAfterMs };
+    }, 20_000, 30);
   });
 });
 

@@ -43,35 +43,25 @@ export function createQuota(store: Store, state: ClusterState, observer: Observe
   const spent = (scope: string) => store.getSpent(scope);
   return {
     async admit(limits, worstCase, now) {
-      // budgets first, so that a request refused for its budget does not use up rate
-      const budgeted = limits.filter((l) => l.maxUsagePoints >= 0);
-      const holds = budgeted.map((l) => ({ scope: l.scope, max: l.maxUsagePoints }));
+      const holds = limits.filter((l) => l.maxUsagePoints >= 0).map((l) => ({ scope: l.scope, max: l.maxUsagePoints }));
+      const rates = limits.filter((l) => l.qpm > 0).map((l) => ({ scope: l.scope, limit: l.qpm }));
       let worstCasePoints = typeof worstCase === "number" ? worstCase : worstCase.bound;
-      let reserved = holds.length === 0 ? ({ ok: true } as const) : await state.reserve(holds, worstCasePoints, spent);
-      if (!reserved.ok && typeof worstCase !== "number") {
+      const scopes = holds.map((h) => h.scope);
+      if (holds.length === 0 && rates.length === 0) return hold(state, scopes, worstCasePoints);
+      // one step: every budget and every rate window, all or nothing (a refused request uses neither)
+      let admitted = await state.admit(holds, worstCasePoints, rates, now, spent);
+      if (!admitted.ok && admitted.refused === "budget" && typeof worstCase !== "number") {
         // refused only when the counted worst case does not fit either
         const counted = await worstCase.counted();
-        if (counted < worstCasePoints) reserved = await state.reserve(holds, (worstCasePoints = counted), spent);
+        if (counted < worstCasePoints) admitted = await state.admit(holds, (worstCasePoints = counted), rates, now, spent);
       }
+      if (admitted.ok) return hold(state, scopes, worstCasePoints);
       // share-link users are the public: what they are told names no app and no configured number
       const forPublic = limits.some((l) => scopeKind(l.scope) === "share");
-      if (!reserved.ok) {
-        const limit = budgeted.find((l) => l.scope === reserved.scope)!;
-        observer.budgetRefused(scopeKind(limit.scope));
-        throw budgetSpent(limit, forPublic);
-      }
-      const scopes = holds.map((h) => h.scope);
-      const reservation = hold(state, scopes, worstCasePoints);
-      try {
-        for (const limit of limits.filter((l) => l.qpm > 0)) {
-          const decision = await state.hitRate(limit.scope, limit.qpm, now);
-          if (!decision.allowed) throw rateExceeded(limit, decision.retryAfterMs, forPublic);
-        }
-      } catch (err) {
-        reservation.release();
-        throw err;
-      }
-      return reservation;
+      const limit = limits.find((l) => l.scope === admitted.scope)!;
+      if (admitted.refused === "rate") throw rateExceeded(limit, admitted.retryAfterMs, forPublic);
+      observer.budgetRefused(scopeKind(limit.scope));
+      throw budgetSpent(limit, forPublic);
     },
   };
 }

@@ -4,7 +4,7 @@
 import { LRUCache } from "lru-cache";
 import { Breaker, type BreakerSettings } from "./breaker.js";
 import { RateWindow } from "./rate-window.js";
-import type { BudgetHold, ClusterState, KeyChange, ReserveResult } from "./types.js";
+import type { AdmitResult, ClusterState, KeyChange } from "./types.js";
 
 const MAX_SCOPES = 100_000;
 /** points are decimals: sums of 0.05 must not refuse the request that exactly fills a budget */
@@ -43,20 +43,24 @@ export function createMemoryClusterState(breakerOptions: BreakerSettings): Clust
   }
 
   return {
-    async hitRate(scope, limit, now) {
-      let window = windows.get(scope);
-      if (!window) windows.set(scope, (window = new RateWindow()));
-      return window.hit(now, limit);
-    },
-
-    async reserve(holds: BudgetHold[], points, spent): Promise<ReserveResult> {
+    async admit(holds, points, rates, now, spent): Promise<AdmitResult> {
       await Promise.all(holds.map((h) => load(h.scope, spent)));
-      // from here on synchronous: check and hold are one step in this process
+      // from here on synchronous: every check, then every change, is one step in this process
       for (const h of holds) {
         const l = ledgers.get(h.scope)!;
-        if (l.spent >= h.max || l.spent + l.held + points > h.max + EPSILON) return { ok: false, scope: h.scope };
+        if (l.spent >= h.max || l.spent + l.held + points > h.max + EPSILON) return { ok: false, refused: "budget", scope: h.scope };
+      }
+      const rateWindows = rates.map((r) => {
+        let window = windows.get(r.scope);
+        if (!window) windows.set(r.scope, (window = new RateWindow()));
+        return window;
+      });
+      for (let i = 0; i < rates.length; i++) {
+        const retryAfterMs = rateWindows[i]!.wait(now, rates[i]!.limit);
+        if (retryAfterMs > 0) return { ok: false, refused: "rate", scope: rates[i]!.scope, retryAfterMs };
       }
       for (const h of holds) ledgers.get(h.scope)!.held += points;
+      for (const window of rateWindows) window.count(now);
       return { ok: true };
     },
 

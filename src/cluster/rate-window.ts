@@ -1,5 +1,6 @@
 // A 60-second sliding window of per-second counters: O(1) per hit however high the rate (the
 // counters of seconds that left the window are cleared as the window moves, at most 60 per hit).
+// Checking and counting are apart, so that a request is counted only once all its checks passed.
 
 const SECONDS = 60;
 
@@ -9,19 +10,20 @@ export class RateWindow {
   /** the second (epoch seconds) of the newest counter */
   #head = Number.NEGATIVE_INFINITY;
 
-  /** Counts a hit at `now` (epoch ms) unless `limit` hits are already in the window. */
-  hit(now: number, limit: number): { allowed: boolean; retryAfterMs: number } {
+  /** Milliseconds until a hit at `now` (epoch ms) would be allowed: 0 when fewer than `limit` hits
+   *  are in the window. Counts nothing. */
+  wait(now: number, limit: number): number {
     const second = Math.floor(now / 1000);
     this.#advance(second);
-    if (this.#sum >= limit) return { allowed: false, retryAfterMs: this.#oldestLeavesAt(second) - now };
-    this.#counts[second % SECONDS]!++;
-    this.#sum++;
-    return { allowed: true, retryAfterMs: 0 };
+    return this.#sum >= limit ? this.#oldestLeavesAt(second) - now : 0;
   }
 
-  /** True when no hit is left in the window at `now` (the window can be forgotten). */
-  idle(now: number): boolean {
-    return Math.floor(now / 1000) - this.#head >= SECONDS || this.#sum === 0;
+  /** Counts a hit at `now`, allowed or not (ask `wait` first). */
+  count(now: number): void {
+    const second = Math.floor(now / 1000);
+    this.#advance(second);
+    this.#counts[second % SECONDS]!++;
+    this.#sum++;
   }
 
   #advance(second: number): void {

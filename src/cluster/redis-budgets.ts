@@ -1,16 +1,18 @@
-// Budget holds shared through Redis (CONTRACTS §10, §11): one Lua step checks every scope of a
-// request and holds its worst case in all or none; settling releases it. Each instance keeps its own
-// hold per scope in Redis, changed by increments, and knows locally what it holds. After a failed or
-// unanswered command, or a reconnect (Redis restarted empty, or another instance took this one for
-// dead), the hold is written again as that local total ("mended"). A heartbeat keeps this instance's
-// holds alive: those of an instance silent for LIVENESS_MS are dropped, so a crash does not hold
-// budget for ever.
+// Budget holds shared through Redis (CONTRACTS §10, §11): one Lua step admits a request — checks
+// every budget and rate window of it, then holds its worst case in all and counts a hit in each, or
+// changes nothing; settling releases the hold. Each instance keeps its own hold per scope in Redis,
+// changed by increments, and knows locally what it holds. After a failed or unanswered command, or a
+// reconnect (Redis restarted empty, or another instance took this one for dead), the hold is written
+// again as that local total ("mended"). A heartbeat keeps this instance's holds alive: those of an
+// instance silent for LIVENESS_MS are dropped, so a crash does not hold budget for ever.
 import type { Redis } from "ioredis";
 import type { Scripts } from "./redis-scripts.js";
-import type { BudgetHold, ReserveResult } from "./types.js";
+import type { AdmitResult, BudgetHold, RateLimit } from "./types.js";
 
 /** a budget's spent and holds live this long after its last reservation or settling */
 const BUDGET_TTL_MS = 24 * 3_600_000;
+/** a rate window lives this long after its last hit */
+const RATE_TTL_MS = 120_000;
 const LIVENESS_MS = 30_000;
 const HEARTBEAT_MS = 5_000;
 const FORGET_INSTANCE_MS = 10 * 60_000;
@@ -24,6 +26,7 @@ export interface SharedBudgetsOptions {
   /** the sorted set of instances by last heartbeat */
   instancesKey: string;
   key: (scope: string) => string;
+  rateKey: (scope: string) => string;
   /** runs a Redis call; a failure of Redis becomes the client's 503 */
   call: <T>(run: () => Promise<T>) => Promise<T>;
   /** the client's 503 */
@@ -39,7 +42,7 @@ interface Pending {
 }
 
 export function createSharedBudgets(opts: SharedBudgetsOptions) {
-  const { redis, scripts, instance, instancesKey, key, call } = opts;
+  const { redis, scripts, instance, instancesKey, key, rateKey, call } = opts;
   /** points this instance holds per scope (answered reservations) */
   const held = new Map<string, number>();
   const pending = new Set<Pending>();
@@ -94,15 +97,16 @@ export function createSharedBudgets(opts: SharedBudgetsOptions) {
     return loaded;
   }
 
-  async function reserveOnce(holds: BudgetHold[], points: number): Promise<number> {
+  /** One admission step; its answer as the script gave it (redis-scripts.ts ADMIT). */
+  async function admitOnce(holds: BudgetHold[], points: number, rates: RateLimit[], now: number): Promise<number[]> {
     const scopes = holds.map((h) => h.scope);
     const p: Pending = { scopes, points, overwritten: new Set() };
     pending.add(p);
     try {
-      const result = (await call(() =>
-        scripts.reserve([instancesKey, ...scopes.map(key)], [instance, String(points), LIVENESS_MS, BUDGET_TTL_MS, ...holds.map((h) => String(h.max))]),
-      )) as number;
-      if (result === 0) {
+      const keys = [instancesKey, ...scopes.map(key), ...rates.map((r) => rateKey(r.scope))];
+      const args = [instance, String(points), LIVENESS_MS, BUDGET_TTL_MS, holds.length, now, RATE_TTL_MS, ...holds.map((h) => String(h.max)), ...rates.map((r) => r.limit)];
+      const result = (await call(() => scripts.admit(keys, args))) as number[];
+      if (result[0] === 0) {
         addHeld(scopes, points);
         // held again, after the mend that overwrote it (sent now, so applied after it)
         const again = [...p.overwritten];
@@ -121,13 +125,14 @@ export function createSharedBudgets(opts: SharedBudgetsOptions) {
   const heartbeatTimer = setInterval(heartbeat, HEARTBEAT_MS).unref();
 
   return {
-    async reserve(holds: BudgetHold[], points: number, spent: (scope: string) => Promise<number>): Promise<ReserveResult> {
+    async admit(holds: BudgetHold[], points: number, rates: RateLimit[], now: number, spent: (scope: string) => Promise<number>): Promise<AdmitResult> {
       // a round per scope whose spent is not loaded yet, at most
       for (let round = 0; round <= holds.length; round++) {
-        const result = await reserveOnce(holds, points);
-        if (result === 0) return { ok: true };
-        if (result > 0) return { ok: false, scope: holds[result - 1]!.scope };
-        await loadSpent(holds[-result - 1]!.scope, spent);
+        const [answer, index = 0, retryAfterMs = 0] = await admitOnce(holds, points, rates, now);
+        if (answer === 0) return { ok: true };
+        if (answer === 1) return { ok: false, refused: "budget", scope: holds[index - 1]!.scope };
+        if (answer === 2) return { ok: false, refused: "rate", scope: rates[index - 1]!.scope, retryAfterMs };
+        await loadSpent(holds[index - 1]!.scope, spent);
       }
       throw opts.unavailable(); // spent loaded, and gone again at once: Redis is evicting keys
     },

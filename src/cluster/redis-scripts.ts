@@ -8,83 +8,91 @@ import type { Redis } from "ioredis";
 const EPSILON = "1e-9";
 
 /**
- * Rate window: a hash of per-second counters `0`..`59`, their sum `s` and the newest second `h` —
+ * Admission: a request's budgets and rate windows in one step, all or nothing — every check first,
+ * then every change, so a refused request holds no budget and counts no hit.
+ * A budget is a hash per scope: `spent` (settled points) and `h:<instance>` (the points each instance
+ * holds for its requests in flight). Holds of an instance not seen for the liveness window are
+ * dropped, so a crashed instance's holds drain.
+ * A rate window is a hash of per-second counters `0`..`59`, their sum `s` and the newest second `h` —
  * the in-process RateWindow's algorithm, so a hit costs O(1) (at most 60 counters cleared).
- * KEYS: window. ARGV: now (ms), limit, ttl (ms). Returns {allowed 0|1, retryAfterMs}.
+ * KEYS: instances (sorted set, last seen), then one hash per budget, then one per window.
+ * ARGV: instance, points, liveness (ms), budget ttl (ms), number of budgets, now (ms), window ttl
+ * (ms), then each budget's max, then each window's limit.
+ * Returns {0} (admitted), {1, k} (budget k refused), {2, k, retryAfterMs} (window k refused) or
+ * {3, k} (budget k's spent is not loaded yet: nothing checked or changed).
  */
-const HIT_RATE = `
-local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
-local second = math.floor(now / 1000)
-local state = redis.call('HMGET', KEYS[1], 'h', 's')
-local head, sum = tonumber(state[1]), tonumber(state[2] or '0')
-if head == nil or second - head >= 60 then
-  redis.call('DEL', KEYS[1])
-  head, sum = second, 0
-elseif second > head then
-  for s = head + 1, second do
-    local field = tostring(s % 60)
-    local count = tonumber(redis.call('HGET', KEYS[1], field) or '0')
-    if count > 0 then
-      sum = sum - count
-      redis.call('HDEL', KEYS[1], field)
+const ADMIT = `
+local me, points, budgets = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[5])
+local now = tonumber(ARGV[6])
+for k = 1, budgets do
+  if redis.call('HEXISTS', KEYS[k + 1], 'spent') == 0 then return {3, k} end
+end
+if budgets > 0 then
+  local t = redis.call('TIME')
+  local clock = t[1] * 1000 + math.floor(t[2] / 1000)
+  redis.call('ZADD', KEYS[1], clock, me)
+  local cutoff = clock - tonumber(ARGV[3])
+  for k = 1, budgets do
+    local fields = redis.call('HGETALL', KEYS[k + 1])
+    local spent, held = 0, 0
+    for j = 1, #fields, 2 do
+      local field = fields[j]
+      if field == 'spent' then
+        spent = tonumber(fields[j + 1])
+      elseif string.sub(field, 1, 2) == 'h:' then
+        local seen = tonumber(redis.call('ZSCORE', KEYS[1], string.sub(field, 3)) or '0')
+        if seen < cutoff then redis.call('HDEL', KEYS[k + 1], field) else held = held + tonumber(fields[j + 1]) end
+      end
     end
+    local max = tonumber(ARGV[7 + k])
+    if spent >= max or spent + held + points > max + ${EPSILON} then return {1, k} end
   end
-  head = second
-elseif second <= head - 60 then
-  -- a clock far behind the others': counted at the oldest second still in the window
-  second = head - 59
 end
-if sum >= limit then
-  for s = head - 59, head do
-    if tonumber(redis.call('HGET', KEYS[1], tostring(s % 60)) or '0') > 0 then
-      return {0, (s + 60) * 1000 - now}
+-- each window moved to now (counters of seconds that left it cleared); the second a hit counts at
+local heads, sums, seconds = {}, {}, {}
+for w = 1, #KEYS - 1 - budgets do
+  local window = KEYS[1 + budgets + w]
+  local second = math.floor(now / 1000)
+  local state = redis.call('HMGET', window, 'h', 's')
+  local head, sum = tonumber(state[1]), tonumber(state[2] or '0')
+  if head == nil or second - head >= 60 then
+    redis.call('DEL', window)
+    head, sum = second, 0
+  elseif second > head then
+    for s = head + 1, second do
+      local field = tostring(s % 60)
+      local count = tonumber(redis.call('HGET', window, field) or '0')
+      if count > 0 then
+        sum = sum - count
+        redis.call('HDEL', window, field)
+      end
     end
+    head = second
+  elseif second <= head - 60 then
+    -- a clock far behind the others': counted at the oldest second still in the window
+    second = head - 59
   end
-  return {0, (head + 1) * 1000 - now}
-end
-redis.call('HINCRBY', KEYS[1], tostring(second % 60), 1)
-redis.call('HSET', KEYS[1], 'h', head, 's', sum + 1)
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return {1, 0}
-`;
-
-/**
- * Budget reservation: each scope's hash holds `spent` (settled points) and `h:<instance>` (the points
- * each instance holds for its requests in flight). Holds of an instance not seen for the liveness
- * window are dropped, so a crashed instance's holds drain. All scopes at once or none.
- * KEYS: instances (sorted set, last seen), then one hash per scope.
- * ARGV: instance, points, liveness (ms), ttl (ms), then each scope's max.
- * Returns 0 (held), k (scope k refused) or -k (scope k's spent is not loaded yet).
- */
-const RESERVE = `
-local me, points, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[4]
-local t = redis.call('TIME')
-local clock = t[1] * 1000 + math.floor(t[2] / 1000)
-redis.call('ZADD', KEYS[1], clock, me)
-local cutoff = clock - tonumber(ARGV[3])
-for i = 2, #KEYS do
-  if redis.call('HEXISTS', KEYS[i], 'spent') == 0 then return -(i - 1) end
-end
-for k = 1, #KEYS - 1 do
-  local fields = redis.call('HGETALL', KEYS[k + 1])
-  local spent, held = 0, 0
-  for j = 1, #fields, 2 do
-    local field = fields[j]
-    if field == 'spent' then
-      spent = tonumber(fields[j + 1])
-    elseif string.sub(field, 1, 2) == 'h:' then
-      local seen = tonumber(redis.call('ZSCORE', KEYS[1], string.sub(field, 3)) or '0')
-      if seen < cutoff then redis.call('HDEL', KEYS[k + 1], field) else held = held + tonumber(fields[j + 1]) end
+  if sum >= tonumber(ARGV[7 + budgets + w]) then
+    for s = head - 59, head do
+      if tonumber(redis.call('HGET', window, tostring(s % 60)) or '0') > 0 then
+        return {2, w, (s + 60) * 1000 - now}
+      end
     end
+    return {2, w, (head + 1) * 1000 - now}
   end
-  local max = tonumber(ARGV[4 + k])
-  if spent >= max or spent + held + points > max + ${EPSILON} then return k end
+  heads[w], sums[w], seconds[w] = head, sum, second
 end
-for i = 2, #KEYS do
-  redis.call('HINCRBYFLOAT', KEYS[i], 'h:' .. me, ARGV[2])
-  redis.call('PEXPIRE', KEYS[i], ttl)
+for k = 1, budgets do
+  redis.call('HINCRBYFLOAT', KEYS[k + 1], 'h:' .. me, ARGV[2])
+  redis.call('PEXPIRE', KEYS[k + 1], ARGV[4])
 end
-return 0
+for w = 1, #heads do
+  local window = KEYS[1 + budgets + w]
+  redis.call('HINCRBY', window, tostring(seconds[w] % 60), 1)
+  redis.call('HSET', window, 'h', heads[w], 's', sums[w] + 1)
+  redis.call('PEXPIRE', window, ARGV[7])
+end
+return {0}
 `;
 
 /**
@@ -201,8 +209,7 @@ type Arg = string | number;
 type Script = (keys: string[], args: Arg[]) => Promise<unknown>;
 
 export interface Scripts {
-  hitRate: Script;
-  reserve: Script;
+  admit: Script;
   settle: Script;
   repair: Script;
   heartbeat: Script;
@@ -212,8 +219,7 @@ export interface Scripts {
 }
 
 const SOURCES: Record<keyof Scripts, string> = {
-  hitRate: HIT_RATE,
-  reserve: RESERVE,
+  admit: ADMIT,
   settle: SETTLE,
   repair: REPAIR,
   heartbeat: HEARTBEAT,

@@ -34,7 +34,6 @@ const CLIENT_OPTIONS: RedisOptions = {
 };
 /** at start, calls wait this long for the first connection */
 const FIRST_CONNECT_MS = 2_000;
-const RATE_TTL_MS = 120_000;
 const PROBE_MS = 500;
 
 export function createRedisClusterState(opts: RedisClusterOptions): ClusterState {
@@ -108,6 +107,7 @@ export function createRedisClusterState(opts: RedisClusterOptions): ClusterState
     instance,
     instancesKey: `${ns}instances`,
     key: (scope) => `${ns}budget:${scope}`,
+    rateKey: (scope) => `${ns}rate:${scope}`,
     call,
     unavailable: storeUnavailable,
   });
@@ -172,12 +172,7 @@ export function createRedisClusterState(opts: RedisClusterOptions): ClusterState
   sub.on("close", () => (subscribed = false));
 
   return {
-    async hitRate(scope, limit, now) {
-      const [allowed, retryAfterMs] = (await call(() => scripts.hitRate([`${ns}rate:${scope}`], [now, limit, RATE_TTL_MS]))) as [number, number];
-      return { allowed: allowed === 1, retryAfterMs };
-    },
-
-    reserve: (holds, points, spent) => budgets.reserve(holds, points, spent),
+    admit: (holds, points, rates, now, spent) => budgets.admit(holds, points, rates, now, spent),
     settle: (scopes, held, actual) => budgets.settle(scopes, held, actual),
 
     admitChannel: (channel, now) => breakers.admit(channel, now),

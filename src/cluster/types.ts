@@ -5,12 +5,6 @@
 
 import type { CreatedKeyRow } from "../store/types.js";
 
-export interface RateDecision {
-  allowed: boolean;
-  /** when not allowed: milliseconds until a request would be allowed again */
-  retryAfterMs: number;
-}
-
 export interface BudgetHold {
   /** `app:<id>`, `key:<name>` or `share:<shareId>` */
   scope: string;
@@ -18,7 +12,18 @@ export interface BudgetHold {
   max: number;
 }
 
-export type ReserveResult = { ok: true } | { ok: false; scope: string };
+export interface RateLimit {
+  /** `app:<id>`, `key:<name>` or `share:<shareId>` */
+  scope: string;
+  /** hits allowed in a 60-second sliding window */
+  limit: number;
+}
+
+export type AdmitResult =
+  | { ok: true }
+  | { ok: false; refused: "budget"; scope: string }
+  /** `retryAfterMs`: until the window's oldest hit leaves it */
+  | { ok: false; refused: "rate"; scope: string; retryAfterMs: number };
 
 export type BreakerPhase = "closed" | "open" | "half_open";
 
@@ -40,12 +45,13 @@ export type KeyChange =
   | { change: "resync" };
 
 export interface ClusterState {
-  /** Counts one hit against a 60-second sliding window of `limit` hits for the scope; a refused
-   *  hit is not counted. */
-  hitRate(scope: string, limit: number, now: number): Promise<RateDecision>;
-  /** Holds `points` against every scope at once, or none: refused when spent + held + points would
-   *  pass a scope's max. `spent` loads a scope's settled points when the state does not know them. */
-  reserve(holds: BudgetHold[], points: number, spent: (scope: string) => Promise<number>): Promise<ReserveResult>;
+  /** Admits a request in one atomic step, all or nothing: holds `points` in every budget of `holds`
+   *  and counts one hit at `now` in every 60-second window of `rates`. Refused for a budget when
+   *  spent + held + points would pass its max (checked first: a request refused for its budget counts
+   *  no hit); refused for a rate when a window already has `limit` hits. A refused request holds no
+   *  budget and counts no hit in any window. `spent` loads a scope's settled points when the state
+   *  does not know them. */
+  admit(holds: BudgetHold[], points: number, rates: RateLimit[], now: number, spent: (scope: string) => Promise<number>): Promise<AdmitResult>;
   /** Ends a hold: `points` held leave, `actual` points are added to each scope's spent. */
   settle(scopes: string[], held: number, actual: number): Promise<void>;
   /** May a request (or health check) be sent to the channel now? An open breaker past its

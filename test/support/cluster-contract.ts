@@ -1,11 +1,12 @@
 // The ClusterState contract (CONTRACTS §10): budget reservations and rate windows at admission,
-// checked through the quota, with the same answers from every implementation. The worst case is
+// checked through the quota and through the state's one admission step (all or nothing), with the
+// same answers from every implementation. The worst case is
 // held before the call and settled to the actual after, so concurrency can never overshoot a budget;
 // a settle the quota does not wait for is seen by the next call. describeClusterContract(name, open)
 // runs it against one implementation; a fresh state per test.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createQuota, type QuotaLimit } from "../../src/chat/quota.js";
-import type { ClusterState, KeyChange, RateDecision } from "../../src/cluster/types.js";
+import type { AdmitResult, BudgetHold, ClusterState, KeyChange, RateLimit } from "../../src/cluster/types.js";
 import { GatewayError } from "../../src/http/errors.js";
 import { silentObserver } from "../../src/observability/observer.js";
 import { createSqliteStore } from "../../src/store/sqlite.js";
@@ -22,6 +23,20 @@ function usage(points: number): UsageRow {
   };
 }
 
+export interface RateAnswer {
+  allowed: boolean;
+  /** when not allowed: milliseconds until a hit would be allowed */
+  retryAfterMs: number;
+}
+
+/** One hit in the scope's window through the state's admission step, no budget with it. */
+export async function hitRate(state: ClusterState, scope: string, limit: number, now: number): Promise<RateAnswer> {
+  const result = await state.admit([], 0, [{ scope, limit }], now, async () => 0);
+  if (result.ok) return { allowed: true, retryAfterMs: 0 };
+  expect(result.refused).toBe("rate");
+  return { allowed: false, retryAfterMs: result.refused === "rate" ? result.retryAfterMs : Number.NaN };
+}
+
 async function refusal(promise: Promise<unknown>): Promise<GatewayError> {
   const err = await promise.then(() => undefined, (e: unknown) => e);
   expect(err).toBeInstanceOf(GatewayError);
@@ -33,7 +48,7 @@ async function refusal(promise: Promise<unknown>): Promise<GatewayError> {
  * answer against a plain list of the hits of the last 60 s at one-second resolution: allowed below
  * `limit`, else a Retry-After of when the oldest leaves.
  */
-export async function expectLikeTimestampList(hit: (now: number, limit: number) => RateDecision | Promise<RateDecision>, count: number, limit: number): Promise<void> {
+export async function expectLikeTimestampList(hit: (now: number, limit: number) => RateAnswer | Promise<RateAnswer>, count: number, limit: number): Promise<void> {
   let seed = 42;
   const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
   const hits: number[] = [];
@@ -144,18 +159,18 @@ export function describeClusterContract(name: string, open: () => Promise<Cluste
 
     describe("requests per minute", () => {
       it("allows `limit` hits per 60 s and says when the oldest hit leaves the window", async () => {
-        expect(await state.hitRate("key:web", 2, T0)).toEqual({ allowed: true, retryAfterMs: 0 });
-        expect((await state.hitRate("key:web", 2, T0 + 1000)).allowed).toBe(true);
-        expect(await state.hitRate("key:web", 2, T0 + 15_000)).toEqual({ allowed: false, retryAfterMs: 45_000 });
+        expect(await hitRate(state, "key:web", 2, T0)).toEqual({ allowed: true, retryAfterMs: 0 });
+        expect((await hitRate(state, "key:web", 2, T0 + 1000)).allowed).toBe(true);
+        expect(await hitRate(state, "key:web", 2, T0 + 15_000)).toEqual({ allowed: false, retryAfterMs: 45_000 });
         // another scope has its own window
-        expect((await state.hitRate("key:other", 2, T0 + 15_000)).allowed).toBe(true);
+        expect((await hitRate(state, "key:other", 2, T0 + 15_000)).allowed).toBe(true);
         // the first hit has left the window; the refused hit was not counted
-        expect((await state.hitRate("key:web", 2, T0 + 60_000)).allowed).toBe(true);
-        expect(await state.hitRate("key:web", 2, T0 + 60_500)).toEqual({ allowed: false, retryAfterMs: 500 });
+        expect((await hitRate(state, "key:web", 2, T0 + 60_000)).allowed).toBe(true);
+        expect(await hitRate(state, "key:web", 2, T0 + 60_500)).toEqual({ allowed: false, retryAfterMs: 500 });
         // a minute of silence empties the window
-        expect((await state.hitRate("key:web", 2, T0 + 200_000)).allowed).toBe(true);
-        expect((await state.hitRate("key:web", 2, T0 + 200_000)).allowed).toBe(true);
-        expect((await state.hitRate("key:web", 2, T0 + 200_000)).allowed).toBe(false);
+        expect((await hitRate(state, "key:web", 2, T0 + 200_000)).allowed).toBe(true);
+        expect((await hitRate(state, "key:web", 2, T0 + 200_000)).allowed).toBe(true);
+        expect((await hitRate(state, "key:web", 2, T0 + 200_000)).allowed).toBe(false);
       });
 
       it("refuses with 429 rate_limit_exceeded and a Retry-After in whole seconds", async () => {
@@ -179,14 +194,86 @@ export function describeClusterContract(name: string, open: () => Promise<Cluste
         (await quota.admit([app(1, 2)], 1, T0)).settle(1);
         for (let i = 0; i < 3; i++) expect((await refusal(quota.admit([app(1, 2)], 0.1, T0))).code).toBe("insufficient_quota");
         // the budget refusals left one of the two hits of the window free
-        expect((await state.hitRate("app:support", 2, T0)).allowed).toBe(true);
-        expect((await state.hitRate("app:support", 2, T0)).allowed).toBe(false);
+        expect((await hitRate(state, "app:support", 2, T0)).allowed).toBe(true);
+        expect((await hitRate(state, "app:support", 2, T0)).allowed).toBe(false);
 
         const budgeted = (qpm: number): QuotaLimit => ({ scope: "key:other", label: "k", maxUsagePoints: 1, qpm });
         (await quota.admit([budgeted(1)], 1, T0)).release();
         expect((await refusal(quota.admit([budgeted(1)], 1, T0))).code).toBe("rate_limit_exceeded");
         // the refused request's hold was given back: the whole budget is still there
         (await quota.admit([budgeted(0)], 1, T0)).release();
+      });
+    });
+
+    describe("budgets and rate windows in one step, all or nothing", () => {
+      const noSpent = async () => 0;
+      const admit = (holds: BudgetHold[], points: number, rates: RateLimit[], now = T0) => state.admit(holds, points, rates, now, noSpent);
+      const onlyBudget = (scope: string, points: number, max: number) => admit([{ scope, max }], points, []);
+      const onlyRate = (scope: string, limit: number) => admit([], 0, [{ scope, limit }]);
+      const tally = (results: AdmitResult[]) => {
+        const count: Record<string, number> = { ok: 0, budget: 0, rate: 0 };
+        for (const r of results) count[r.ok ? "ok" : r.refused]!++;
+        return count;
+      };
+
+      it("admits the request that exactly fills a budget or reaches a rate limit, and refuses the next; budgets are checked first", async () => {
+        const holds = [{ scope: "app:support", max: 0.3 }, { scope: "key:web", max: 1 }];
+        const rates = [{ scope: "app:support", limit: 3 }, { scope: "key:web", limit: 10 }];
+        // 0.1 + 0.1 + 0.1 is a little more than 0.3 in binary: still fits
+        for (let i = 0; i < 3; i++) expect(await admit(holds, 0.1, rates)).toEqual({ ok: true });
+        expect(await admit(holds, 0.1, rates)).toEqual({ ok: false, refused: "budget", scope: "app:support" });
+        // 0 points still fit the full budget; the window is full until its first second leaves it
+        expect(await admit(holds, 0, rates, T0 + 1_500)).toEqual({ ok: false, refused: "rate", scope: "app:support", retryAfterMs: 58_500 });
+        expect(await onlyRate("key:web", 4)).toEqual({ ok: true });
+        expect(await onlyRate("key:web", 4)).toMatchObject({ ok: false, refused: "rate" });
+      });
+
+      it("a request refused by a rate window holds no budget and counts no hit in its other windows", async () => {
+        const holds = [{ scope: "app:support", max: 1 }];
+        const rates = [{ scope: "app:support", limit: 3 }, { scope: "key:web", limit: 1 }];
+        expect(await admit(holds, 0.5, rates)).toEqual({ ok: true });
+        expect(await admit(holds, 0.5, rates)).toEqual({ ok: false, refused: "rate", scope: "key:web", retryAfterMs: 60_000 });
+        // the other half of the budget is still there, exactly, and the app's window has 2 hits left
+        expect(await onlyBudget("app:support", 0.5, 1)).toEqual({ ok: true });
+        expect(await onlyBudget("app:support", 0.01, 1)).toMatchObject({ ok: false, refused: "budget" });
+        for (let i = 0; i < 2; i++) expect(await onlyRate("app:support", 3)).toEqual({ ok: true });
+        expect(await onlyRate("app:support", 3)).toMatchObject({ ok: false, refused: "rate" });
+      });
+
+      it("a request refused by one budget holds nothing in the others and counts no hit", async () => {
+        const holds = [{ scope: "app:support", max: 1 }, { scope: "key:web", max: 0.5 }];
+        const rates = [{ scope: "app:support", limit: 2 }];
+        for (let i = 0; i < 3; i++) expect(await admit(holds, 0.6, rates)).toEqual({ ok: false, refused: "budget", scope: "key:web" });
+        expect(await onlyBudget("app:support", 1, 1)).toEqual({ ok: true });
+        for (let i = 0; i < 2; i++) expect(await onlyRate("app:support", 2)).toEqual({ ok: true });
+        expect(await onlyRate("app:support", 2)).toMatchObject({ ok: false, refused: "rate" });
+      });
+
+      it("200 concurrent admissions overshoot neither a small budget nor a QPM, whichever binds", async () => {
+        // the window binds: 15 hits, the budget (20 × 0.05) keeps exactly 15 holds
+        const byRate = await Promise.all(Array.from({ length: 200 }, () => admit([{ scope: "app:support", max: 1 }], 0.05, [{ scope: "app:support", limit: 15 }])));
+        expect(tally(byRate)).toEqual({ ok: 15, budget: 0, rate: 185 });
+        expect(await onlyBudget("app:support", 0.25, 1)).toEqual({ ok: true });
+        expect(await onlyBudget("app:support", 0.01, 1)).toMatchObject({ ok: false, refused: "budget" });
+
+        // the budget binds: 20 holds, and the window (30) counted exactly those 20
+        const byBudget = await Promise.all(Array.from({ length: 200 }, () => admit([{ scope: "key:web", max: 1 }], 0.05, [{ scope: "key:web", limit: 30 }])));
+        expect(tally(byBudget)).toEqual({ ok: 20, budget: 180, rate: 0 });
+        for (let i = 0; i < 10; i++) expect(await onlyRate("key:web", 30)).toEqual({ ok: true });
+        expect(await onlyRate("key:web", 30)).toMatchObject({ ok: false, refused: "rate" });
+      });
+
+      it("the quota retries with the counted worst case when the bound does not fit, counting one hit", async () => {
+        const quota = newQuota();
+        const worst = (bound: number, counted: number) => ({ bound, counted: async () => counted });
+        const r = await quota.admit([app(1, 2)], worst(5, 0.5), T0);
+        // 0.5 held, one of the window's two hits used
+        (await quota.admit([app(1, 2)], 0.5, T0)).release();
+        expect((await refusal(quota.admit([app(1, 2)], 0, T0))).code).toBe("rate_limit_exceeded");
+        r.release();
+        // neither worst case fits: refused for the budget, no hit counted
+        expect((await refusal(quota.admit([key(1, 1)], worst(5, 2), T0))).code).toBe("insufficient_quota");
+        (await quota.admit([key(1, 1)], 1, T0)).release();
       });
     });
 
