@@ -187,6 +187,31 @@ describe("Redis state: Redis unreachable", () => {
   });
 });
 
+describe("Redis state: Redis stalled", () => {
+  it("answers 503 store_unavailable within about a second to every call made while Redis answers nothing", async () => {
+    const a = (await instances(1))[0]!;
+    const raw = new Redis(redis.server().url);
+    // the server keeps its connections but processes no command of any client for 2.5 s
+    await raw.client("PAUSE", 2_500, "ALL");
+    try {
+      // calls begin over the first second of the stall, 50 ms apart
+      const waits = await Promise.all(
+        Array.from({ length: 20 }, async (_, i) => {
+          await new Promise((resolve) => setTimeout(resolve, i * 50));
+          const started = performance.now();
+          const err = await hitRate(a, "key:web", 10, T0).then(() => undefined, (e: unknown) => e);
+          expect(err).toMatchObject({ status: 503, code: "store_unavailable" });
+          return performance.now() - started;
+        }),
+      );
+      expect(Math.max(...waits)).toBeLessThan(1_300);
+    } finally {
+      raw.disconnect();
+    }
+    await vi.waitFor(() => a.ping(), { timeout: 5_000, interval: 50 });
+  });
+});
+
 // ---- Two gateways sharing one Redis and one store, over real sockets ----
 
 const ADMIN_KEY = "sk-test-admin-key-0001";
