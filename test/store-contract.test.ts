@@ -90,7 +90,38 @@ async function exercise(store: Store, seed: number): Promise<unknown[]> {
   return answers;
 }
 
+/** Rounds appended in bursts (many to one group commit: several chats, several rounds of a chat,
+ *  owners, variables and times in any order), each burst then read back whole. */
+async function exerciseBursts(store: Store, seed: number): Promise<unknown[]> {
+  const r = seeded(seed);
+  const answers: unknown[] = [];
+  const keys = ["support/c1", "support/c2", "sales/c1", "support/😀", "sales/nul\u0000", "support/c3"].map((k) => k.split("/") as [string, string]);
+  const owners = [null, { shareId: "public", uid: "alice" }, { shareId: "vip", uid: "bob" }];
+  for (let burst = 0; burst < 40; burst++) {
+    const rounds = Array.from({ length: 1 + Math.floor(r.next() * 12) }, (_, i) => {
+      const [appId, chatId] = r.pick(keys);
+      const variables = r.next() < 0.3 ? { burst, i, text: r.pick(TEXTS) } : undefined;
+      return round({ appId, chatId, owner: r.pick(owners), user: `${r.pick(TEXTS)} ${burst}.${i}`, assistant: r.pick(TEXTS), at: T0 + Math.floor(r.next() * 20) * 1000, variables });
+    });
+    await Promise.all(rounds.map((input) => store.appendRound(input)));
+    for (const [appId, chatId] of keys) answers.push(await store.getChat(appId, chatId), await store.loadMessages(appId, chatId, Math.floor(r.next() * 9)));
+    for (const owner of owners.slice(1)) answers.push(await store.listChats(owner!, { since: 0, limit: 10 }));
+  }
+  return answers;
+}
+
 describe("the three stores side by side", () => {
+  it("answer rounds appended in bursts identically", { timeout: 60_000 }, async () => {
+    const stores = [createStore({ driver: "memory" }), await openSqlite(), await openPostgres()];
+    try {
+      const [memory, sqlite, postgresAnswers] = await Promise.all(stores.map((s) => exerciseBursts(s, 7)));
+      expect(sqlite).toEqual(memory);
+      expect(postgresAnswers).toEqual(memory);
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
+    }
+  });
+
   it("answer a seeded sequence of 300 calls identically", { timeout: 60_000 }, async () => {
     const stores = [createStore({ driver: "memory" }), await openSqlite(), await openPostgres()];
     try {

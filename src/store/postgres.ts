@@ -3,6 +3,8 @@
 // writes of a batch in one transaction committed once its statements' results are back
 // (postgres-pool.ts): a round and its chat, a usage row and its spend counters are written whole or
 // not at all, and a write the store gave up on (503) is never committed when the server wakes up.
+// Each statement costs a round trip and a wake-up of a server process, more than the rows it reads
+// or writes: a batch's rounds go in one statement.
 //
 // No history cache here, unlike SQLite's: another instance may append to a chat at any time, and
 // checking a cached history for staleness costs the same round trip as reading the chat's last
@@ -38,17 +40,23 @@ const SQL = {
     name: "last-rounds",
     text: `SELECT user_turn, assistant_turn, created_at FROM rounds WHERE app_id = $1 AND chat_id = $2 ORDER BY seq DESC LIMIT $3`,
   },
-  // the chat row is created or locked first: concurrent rounds of one chat get numbers in turn
-  appendRound: {
-    name: "append-round",
+  // a batch's rounds, one entry per chat (its rounds counted, its first turn's title and time, its
+  // last time and variables): the chat rows are created or locked in the order given and their
+  // numbers moved past the new rounds, which take the numbers below them in the order they came
+  appendRounds: {
+    name: "append-rounds",
     text: `WITH chat AS (
         INSERT INTO chats AS c (app_id, chat_id, share_id, uid, title, created_at, updated_at, rounds, variables)
-        VALUES ($1, $2, $3, $4, $5, $6, $6, 1, $9)
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[], $9::text[])
         ON CONFLICT (app_id, chat_id) DO UPDATE
-        SET rounds = c.rounds + 1, updated_at = GREATEST(c.updated_at, EXCLUDED.updated_at), variables = COALESCE($9, c.variables)
-        RETURNING rounds
+        SET rounds = c.rounds + EXCLUDED.rounds, updated_at = GREATEST(c.updated_at, EXCLUDED.updated_at),
+          variables = COALESCE(EXCLUDED.variables, c.variables)
+        RETURNING app_id, chat_id, rounds
       )
-      INSERT INTO rounds (app_id, chat_id, seq, user_turn, assistant_turn, created_at) SELECT $1, $2, rounds, $7, $8, $6 FROM chat`,
+      INSERT INTO rounds (app_id, chat_id, seq, user_turn, assistant_turn, created_at)
+      SELECT r.app_id, r.chat_id, chat.rounds - r.later, r.user_turn, r.assistant_turn, r.created_at
+      FROM unnest($10::text[], $11::text[], $12::bigint[], $13::text[], $14::text[], $15::bigint[]) AS r (app_id, chat_id, later, user_turn, assistant_turn, created_at)
+      JOIN chat ON chat.app_id = r.app_id AND chat.chat_id = r.chat_id`,
   },
   listChats: {
     name: "list-chats",
@@ -78,8 +86,10 @@ const SQL = {
   },
 };
 
+/** A round as the batch writes it: variables as JSON text, or null to keep the chat's. */
+type RoundWrite = Omit<AppendRoundInput, "variables"> & { kind: "round"; variables: string | null };
 /** A write that waits for the next batch (postgres-write-batch.ts). */
-type BatchedWrite = { kind: "round"; appId: string; chatId: string; values: unknown[] } | { kind: "usage"; row: UsageRow; scopes: string[] };
+type BatchedWrite = RoundWrite | { kind: "usage"; row: UsageRow; scopes: string[] };
 type Writes = PgWriteBatcher<BatchedWrite>;
 
 export function createPostgresStore(url: string): Store {
@@ -101,14 +111,37 @@ export function createPostgresStore(url: string): Store {
  *  for each other in a cycle: chats by (app, chat) (a chat's rounds keep the order they came in),
  *  then the spend counters by scope. */
 function statementsOf(batch: BatchedWrite[]): PgWrite[] {
+  // a stable sort: a chat's rounds keep their order
   const rounds = batch.filter((w) => w.kind === "round").sort((a, b) => compare(a.appId, b.appId) || compare(a.chatId, b.chatId));
-  const statements: PgWrite[] = rounds.map((r) => ({ q: SQL.appendRound, values: r.values }));
+  const statements: PgWrite[] = rounds.length > 0 ? [{ q: SQL.appendRounds, values: roundsValues(rounds) }] : [];
   const usage = batch.filter((w) => w.kind === "usage");
   if (usage.length > 0) statements.push({ q: SQL.recordUsage, values: usageValues(usage) });
   return statements;
 }
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** The chats of `rounds` (sorted by chat), one array per column, then their rounds: each with how
+ *  many of its chat's rounds in the batch come after it. */
+function roundsValues(rounds: RoundWrite[]): unknown[] {
+  const chats: unknown[][] = Array.from({ length: 9 }, () => []);
+  const turns: unknown[][] = Array.from({ length: 6 }, () => []);
+  for (let start = 0, end = 0; start < rounds.length; start = end) {
+    const first = rounds[start]!;
+    while (end < rounds.length && rounds[end]!.appId === first.appId && rounds[end]!.chatId === first.chatId) end++;
+    let updatedAt = first.at;
+    let variables: string | null = null;
+    for (let i = start; i < end; i++) {
+      const { appId, chatId, user, assistant, at } = rounds[i]!;
+      updatedAt = Math.max(updatedAt, at);
+      variables = rounds[i]!.variables ?? variables;
+      [appId, chatId, end - 1 - i, user, assistant, at].forEach((v, column) => turns[column]!.push(v));
+    }
+    const { appId, chatId, owner, user, at } = first;
+    [appId, chatId, owner?.shareId ?? null, owner?.uid ?? null, titleFrom(user), at, updatedAt, end - start, variables].forEach((v, column) => chats[column]!.push(v));
+  }
+  return [...chats, ...turns];
+}
 
 /** The usage rows as one array per column, then the scopes (sorted) and the points each gets. */
 function usageValues(usage: Array<{ row: UsageRow; scopes: string[] }>): unknown[] {
@@ -125,32 +158,37 @@ function usageValues(usage: Array<{ row: UsageRow; scopes: string[] }>): unknown
   return [...columns, scopes, scopes.map((scope) => spend.get(scope))];
 }
 
+function chatInfoOf(chatId: string, row: ChatRow): ChatInfo {
+  const owner = row.share_id !== null && row.uid !== null ? { shareId: row.share_id, uid: row.uid } : null;
+  const info: ChatInfo = { chatId, owner, title: row.title, updatedAt: row.updated_at };
+  if (row.variables) info.variables = JSON.parse(row.variables) as Record<string, unknown>;
+  return info;
+}
+
+/** A round holds two messages: the rounds that hold the last `count` messages. */
+const roundsFor = (count: number) => Math.ceil(count / 2);
+
+function pushRound(messages: ChatMessage[], user: string, assistant: string, createdAt: number): void {
+  messages.push({ role: "user", content: user, createdAt }, { role: "assistant", content: assistant, createdAt });
+}
+
 function createChatOps(db: PgPool, writes: Writes) {
   return {
     async getChat(appId: string, chatId: string): Promise<ChatInfo | undefined> {
       const [row] = await db.read<ChatRow>(SQL.getChat, [appId, chatId]);
-      if (!row) return undefined;
-      const owner = row.share_id !== null && row.uid !== null ? { shareId: row.share_id, uid: row.uid } : null;
-      const info: ChatInfo = { chatId, owner, title: row.title, updatedAt: row.updated_at };
-      if (row.variables) info.variables = JSON.parse(row.variables) as Record<string, unknown>;
-      return info;
+      return row && chatInfoOf(chatId, row);
     },
     async loadMessages(appId: string, chatId: string, limit: number): Promise<ChatMessage[]> {
       const count = Math.floor(limit);
       if (!(count > 0)) return [];
-      // a round holds two messages: `count` rounds hold at least `count` messages
-      const rounds = await db.read<RoundRow>(SQL.lastRounds, [appId, chatId, count]);
-      const messages = rounds.reverse().flatMap((r): ChatMessage[] => [
-        { role: "user", content: r.user_turn, createdAt: r.created_at },
-        { role: "assistant", content: r.assistant_turn, createdAt: r.created_at },
-      ]);
-      return messages.slice(-count);
+      const rounds = await db.read<RoundRow>(SQL.lastRounds, [appId, chatId, roundsFor(count)]);
+      const messages: ChatMessage[] = [];
+      for (let i = rounds.length - 1; i >= 0; i--) pushRound(messages, rounds[i]!.user_turn, rounds[i]!.assistant_turn, rounds[i]!.created_at);
+      return messages.length > count ? messages.slice(-count) : messages;
     },
     appendRound(input: AppendRoundInput): Promise<void> {
-      const { appId, chatId, owner, at } = input;
       const variables = input.variables ? JSON.stringify(input.variables) : null;
-      const values = [appId, chatId, owner?.shareId ?? null, owner?.uid ?? null, titleFrom(input.user), at, input.user, input.assistant, variables];
-      return writes.write({ kind: "round", appId, chatId, values });
+      return writes.write({ ...input, kind: "round", variables });
     },
     async listChats(owner: ChatOwner, opts: { since: number; limit: number }): Promise<ChatSummary[]> {
       const count = Math.floor(opts.limit);
