@@ -5,6 +5,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PG_MIGRATIONS } from "../src/store/postgres-migrations.js";
 import { createStore, openStore } from "../src/store/index.js";
+import { createPostgresStore } from "../src/store/postgres.js";
 import type { Store } from "../src/store/types.js";
 import { GLOBAL_KEY, chatOk, expectError, gatewayConfig, postChat, user } from "./support/fixtures.js";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
@@ -122,6 +123,25 @@ describe("group commit: concurrent writes share transactions", () => {
       expect((await store!.summarizeUsage({})).totals.requests).toBe(19);
       expect((await store!.loadMessages("support", "beside", 2)).map((m) => m.content)).toEqual(["kept", "re: kept"]);
     });
+  });
+});
+
+describe("a chat and its history in one read", () => {
+  it("answers what getChat and loadMessages answer, for every limit and any text", async () => {
+    const store = createPostgresStore(await postgres.createDatabase());
+    try {
+      expect(await store.getChatWithMessages("support", "c1", 4)).toBeUndefined();
+      const odd = "a\u0000b\uffffc\uffff0d😀e";
+      await store.appendRound(round({ owner: alice, user: odd, assistant: `${odd}\u0000`, at: T0, variables: { [odd]: odd } }));
+      await Promise.all(["two", "three", "x\ud800y"].map((user, i) => store.appendRound(round({ owner: alice, user, at: T0 + 1 + i }))));
+      for (const limit of [-1, 0, 1, 2, 2.9, 3, 7, 8, 9, 100, Number.NaN]) {
+        const expected = { chat: await store.getChat("support", "c1"), messages: await store.loadMessages("support", "c1", limit) };
+        expect(await store.getChatWithMessages("support", "c1", limit)).toEqual(expected);
+      }
+      expect(await store.getChatWithMessages("sales", "c1", 4)).toBeUndefined();
+    } finally {
+      await store.close();
+    }
   });
 });
 

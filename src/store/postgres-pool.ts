@@ -164,9 +164,15 @@ function toDb(value: unknown): unknown {
   return Array.isArray(value) ? value.map(toDb) : value;
 }
 
+/** A string as it was before toDb escaped it: for strings read from inside a JSON value, which
+ *  fromDbRow does not look into. */
+export function unescapeText(value: string): string {
+  return value.includes("\uffff") ? value.replace(ESCAPED_ON_READ, (_, c: string) => (c === "0" ? "\u0000" : "\uffff")) : value;
+}
+
 function fromDbRow(row: Record<string, unknown>): Record<string, unknown> {
   for (const [column, value] of Object.entries(row)) {
-    if (typeof value === "string" && value.includes("\uffff")) row[column] = value.replace(ESCAPED_ON_READ, (_, c: string) => (c === "0" ? "\u0000" : "\uffff"));
+    if (typeof value === "string") row[column] = unescapeText(value);
   }
   return row;
 }

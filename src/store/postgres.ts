@@ -4,13 +4,13 @@
 // (postgres-pool.ts): a round and its chat, a usage row and its spend counters are written whole or
 // not at all, and a write the store gave up on (503) is never committed when the server wakes up.
 // Each statement costs a round trip and a wake-up of a server process, more than the rows it reads
-// or writes: a batch's rounds go in one statement.
+// or writes: a batch's rounds go in one statement, and a chatId's chat and last rounds come in one.
 //
 // No history cache here, unlike SQLite's: another instance may append to a chat at any time, and
 // checking a cached history for staleness costs the same round trip as reading the chat's last
 // rounds through their primary key, so every read goes to the database.
 import { createPgKeyOps } from "./postgres-keys.js";
-import { createPgPool, type PgPool, type PgWrite } from "./postgres-pool.js";
+import { createPgPool, unescapeText, type PgPool, type PgWrite } from "./postgres-pool.js";
 import { createPgWriteBatcher, type PgWriteBatcher } from "./postgres-write-batch.js";
 import { titleFrom } from "./sqlite.js";
 import type { AppendRoundInput, ChatInfo, ChatMessage, ChatOwner, ChatSummary, Store, UsageQuery, UsageRow, UsageSummary, UsageTotals } from "./types.js";
@@ -22,6 +22,8 @@ interface ChatRow {
   updated_at: number;
   variables: string | null;
 }
+/** A round in getChatWithRounds' JSON: user turn, assistant turn, created_at. */
+type StoredRound = [string, string, number];
 interface RoundRow {
   user_turn: string;
   assistant_turn: string;
@@ -39,6 +41,15 @@ const SQL = {
   lastRounds: {
     name: "last-rounds",
     text: `SELECT user_turn, assistant_turn, created_at FROM rounds WHERE app_id = $1 AND chat_id = $2 ORDER BY seq DESC LIMIT $3`,
+  },
+  // the chat and its last $3 rounds in one row; a chat's rounds are numbered 1..rounds without gaps
+  // (a round and its number are committed together), so they are a range of its primary key
+  getChatWithRounds: {
+    name: "get-chat-with-rounds",
+    text: `SELECT c.share_id, c.uid, c.title, c.updated_at, c.variables,
+        (SELECT json_agg(json_build_array(r.user_turn, r.assistant_turn, r.created_at) ORDER BY r.seq)
+          FROM rounds r WHERE r.app_id = $1 AND r.chat_id = $2 AND r.seq > c.rounds - $3) AS rounds
+      FROM chats c WHERE c.app_id = $1 AND c.chat_id = $2`,
   },
   // a batch's rounds, one entry per chat (its rounds counted, its first turn's title and time, its
   // last time and variables): the chat rows are created or locked in the order given and their
@@ -92,7 +103,18 @@ type RoundWrite = Omit<AppendRoundInput, "variables"> & { kind: "round"; variabl
 type BatchedWrite = RoundWrite | { kind: "usage"; row: UsageRow; scopes: string[] };
 type Writes = PgWriteBatcher<BatchedWrite>;
 
-export function createPostgresStore(url: string): Store {
+/** A chat and its last messages, read at once. */
+export interface ChatWithMessages {
+  chat: ChatInfo;
+  messages: ChatMessage[];
+}
+
+export interface PostgresStore extends Store {
+  /** getChat and loadMessages in one statement; undefined when (appId, chatId) has no chat yet. */
+  getChatWithMessages(appId: string, chatId: string, limit: number): Promise<ChatWithMessages | undefined>;
+}
+
+export function createPostgresStore(url: string): PostgresStore {
   const db = createPgPool(url);
   const writes = createPgWriteBatcher(db, statementsOf);
   return {
@@ -185,6 +207,15 @@ function createChatOps(db: PgPool, writes: Writes) {
       const messages: ChatMessage[] = [];
       for (let i = rounds.length - 1; i >= 0; i--) pushRound(messages, rounds[i]!.user_turn, rounds[i]!.assistant_turn, rounds[i]!.created_at);
       return messages.length > count ? messages.slice(-count) : messages;
+    },
+    async getChatWithMessages(appId: string, chatId: string, limit: number): Promise<ChatWithMessages | undefined> {
+      const count = Math.max(Math.floor(limit), 0) || 0;
+      // json is parsed by the driver
+      const [row] = await db.read<ChatRow & { rounds: StoredRound[] | null }>(SQL.getChatWithRounds, [appId, chatId, roundsFor(count)]);
+      if (!row) return undefined;
+      const messages: ChatMessage[] = [];
+      for (const [user, assistant, at] of row.rounds ?? []) pushRound(messages, unescapeText(user), unescapeText(assistant), at);
+      return { chat: chatInfoOf(chatId, row), messages: messages.length > count ? messages.slice(-count) : messages };
     },
     appendRound(input: AppendRoundInput): Promise<void> {
       const variables = input.variables ? JSON.stringify(input.variables) : null;
