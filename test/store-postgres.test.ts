@@ -143,6 +143,25 @@ describe("a chat and its history in one read", () => {
       await store.close();
     }
   });
+
+  it("gives each of many reads made at once its own chat, missing chats and the same chat twice included", async () => {
+    const store = createPostgresStore(await postgres.createDatabase());
+    try {
+      for (let chat = 0; chat < 6; chat++) {
+        const owner = chat % 2 ? alice : null;
+        await Promise.all(Array.from({ length: chat + 1 }, (_, i) => store.appendRound(round({ chatId: `c${chat}`, owner, user: `c${chat} u${i}`, at: T0 + i }))));
+      }
+      const reads = Array.from({ length: 60 }, (_, i) => ({ chatId: `c${i % 8}`, limit: i % 5 }));
+      const answers = await Promise.all(reads.map((r) => store.getChatWithMessages("support", r.chatId, r.limit)));
+      for (const [i, r] of reads.entries()) {
+        const chat = await store.getChat("support", r.chatId);
+        expect(answers[i]).toEqual(chat && { chat, messages: await store.loadMessages("support", r.chatId, r.limit) });
+      }
+      expect(answers.filter((a) => a === undefined)).toHaveLength(14);
+    } finally {
+      await store.close();
+    }
+  });
 });
 
 describe("PostgreSQL going away", () => {

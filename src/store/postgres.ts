@@ -4,13 +4,15 @@
 // (postgres-pool.ts): a round and its chat, a usage row and its spend counters are written whole or
 // not at all, and a write the store gave up on (503) is never committed when the server wakes up.
 // Each statement costs a round trip and a wake-up of a server process, more than the rows it reads
-// or writes: a batch's rounds go in one statement, and a chatId's chat and last rounds come in one.
+// or writes: a batch's rounds go in one statement, and a chatId's chat and last rounds come in one,
+// shared by the chatId reads made while one is in flight (postgres-read-batch.ts).
 //
 // No history cache here, unlike SQLite's: another instance may append to a chat at any time, and
 // checking a cached history for staleness costs the same round trip as reading the chat's last
 // rounds through their primary key, so every read goes to the database.
 import { createPgKeyOps } from "./postgres-keys.js";
 import { createPgPool, unescapeText, type PgPool, type PgWrite } from "./postgres-pool.js";
+import { createPgReadBatcher } from "./postgres-read-batch.js";
 import { createPgWriteBatcher, type PgWriteBatcher } from "./postgres-write-batch.js";
 import { titleFrom } from "./sqlite.js";
 import type { AppendRoundInput, ChatInfo, ChatMessage, ChatOwner, ChatSummary, Store, UsageQuery, UsageRow, UsageSummary, UsageTotals } from "./types.js";
@@ -22,8 +24,15 @@ interface ChatRow {
   updated_at: number;
   variables: string | null;
 }
-/** A round in getChatWithRounds' JSON: user turn, assistant turn, created_at. */
+/** A round in getChatsWithRounds' JSON: user turn, assistant turn, created_at. */
 type StoredRound = [string, string, number];
+/** a chat and its last rounds (json, parsed by the driver; null: no rounds) */
+type ChatWithRounds = ChatRow & { rounds: StoredRound[] | null };
+interface ChatKey {
+  appId: string;
+  chatId: string;
+  rounds: number;
+}
 interface RoundRow {
   user_turn: string;
   assistant_turn: string;
@@ -42,14 +51,16 @@ const SQL = {
     name: "last-rounds",
     text: `SELECT user_turn, assistant_turn, created_at FROM rounds WHERE app_id = $1 AND chat_id = $2 ORDER BY seq DESC LIMIT $3`,
   },
-  // the chat and its last $3 rounds in one row; a chat's rounds are numbered 1..rounds without gaps
-  // (a round and its number are committed together), so they are a range of its primary key
-  getChatWithRounds: {
-    name: "get-chat-with-rounds",
-    text: `SELECT c.share_id, c.uid, c.title, c.updated_at, c.variables,
+  // chats with their last rounds, for a batch of reads (k.i: which read); a chat's rounds are
+  // numbered 1..rounds without gaps (a round and its number are committed together), so its last
+  // rounds are a range of its primary key
+  getChatsWithRounds: {
+    name: "get-chats-with-rounds",
+    text: `SELECT k.i, c.share_id, c.uid, c.title, c.updated_at, c.variables,
         (SELECT json_agg(json_build_array(r.user_turn, r.assistant_turn, r.created_at) ORDER BY r.seq)
-          FROM rounds r WHERE r.app_id = $1 AND r.chat_id = $2 AND r.seq > c.rounds - $3) AS rounds
-      FROM chats c WHERE c.app_id = $1 AND c.chat_id = $2`,
+          FROM rounds r WHERE r.app_id = k.app_id AND r.chat_id = k.chat_id AND r.seq > c.rounds - k.rounds) AS rounds
+      FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS k (app_id, chat_id, rounds, i)
+      JOIN chats c ON c.app_id = k.app_id AND c.chat_id = k.chat_id`,
   },
   // a batch's rounds, one entry per chat (its rounds counted, its first turn's title and time, its
   // last time and variables): the chat rows are created or locked in the order given and their
@@ -195,6 +206,13 @@ function pushRound(messages: ChatMessage[], user: string, assistant: string, cre
 }
 
 function createChatOps(db: PgPool, writes: Writes) {
+  const readChat = createPgReadBatcher(async (keys: ChatKey[]): Promise<Array<ChatWithRounds | undefined>> => {
+    const columns = [keys.map((k) => k.appId), keys.map((k) => k.chatId), keys.map((k) => k.rounds)];
+    const found = await db.read<ChatWithRounds & { i: number }>(SQL.getChatsWithRounds, columns);
+    const answers = new Array<ChatWithRounds | undefined>(keys.length);
+    for (const row of found) answers[row.i - 1] = row;
+    return answers;
+  });
   return {
     async getChat(appId: string, chatId: string): Promise<ChatInfo | undefined> {
       const [row] = await db.read<ChatRow>(SQL.getChat, [appId, chatId]);
@@ -210,8 +228,7 @@ function createChatOps(db: PgPool, writes: Writes) {
     },
     async getChatWithMessages(appId: string, chatId: string, limit: number): Promise<ChatWithMessages | undefined> {
       const count = Math.max(Math.floor(limit), 0) || 0;
-      // json is parsed by the driver
-      const [row] = await db.read<ChatRow & { rounds: StoredRound[] | null }>(SQL.getChatWithRounds, [appId, chatId, roundsFor(count)]);
+      const row = await readChat({ appId, chatId, rounds: roundsFor(count) });
       if (!row) return undefined;
       const messages: ChatMessage[] = [];
       for (const [user, assistant, at] of row.rounds ?? []) pushRound(messages, unescapeText(user), unescapeText(assistant), at);
@@ -219,7 +236,8 @@ function createChatOps(db: PgPool, writes: Writes) {
     },
     appendRound(input: AppendRoundInput): Promise<void> {
       const variables = input.variables ? JSON.stringify(input.variables) : null;
-      return writes.write({ ...input, kind: "round", variables });
+      const { appId, chatId, owner, user, assistant, at } = input;
+      return writes.write({ kind: "round", appId, chatId, owner, user, assistant, at, variables });
     },
     async listChats(owner: ChatOwner, opts: { since: number; limit: number }): Promise<ChatSummary[]> {
       const count = Math.floor(opts.limit);
