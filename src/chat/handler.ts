@@ -154,12 +154,12 @@ function upstreamBody(req: ChatRequest, model: ModelConfig, limited: LimitedChat
 }
 
 async function loadChat(store: Store, caller: Caller, chatId: string, uid: string | undefined): Promise<{ history: ChatMessage[]; variables?: Variables }> {
-  // both reads at once (one round trip on a networked store); the messages are used only once the
-  // chat is known to be the caller's
-  const [chat, messages] = await Promise.all([store.getChat(caller.app.id, chatId), store.loadMessages(caller.app.id, chatId, caller.app.history * 2)]);
-  if (!chat) return { history: [] };
-  if (caller.share) assertChatOwner(chat, caller.share.link.shareId, uid, "chatId");
-  return { history: messages.map((m) => ({ role: m.role, content: m.content })), variables: chat.variables };
+  // the chat and its messages in one read (one statement on PostgreSQL); the messages are used only
+  // once the chat is known to be the caller's
+  const found = await store.getChatWithMessages(caller.app.id, chatId, caller.app.history * 2);
+  if (!found) return { history: [] };
+  if (caller.share) assertChatOwner(found.chat, caller.share.link.shareId, uid, "chatId");
+  return { history: found.messages.map((m) => ({ role: m.role, content: m.content })), variables: found.chat.variables };
 }
 
 /** The request's system messages first, then the stored history, then the rest of the request. */

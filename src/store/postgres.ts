@@ -15,7 +15,7 @@ import { createPgPool, unescapeText, type PgPool, type PgWrite } from "./postgre
 import { createPgReadBatcher } from "./postgres-read-batch.js";
 import { createPgWriteBatcher, type PgWriteBatcher } from "./postgres-write-batch.js";
 import { titleFrom } from "./sqlite.js";
-import type { AppendRoundInput, ChatInfo, ChatMessage, ChatOwner, ChatSummary, Store, UsageQuery, UsageRow, UsageSummary, UsageTotals } from "./types.js";
+import type { AppendRoundInput, ChatInfo, ChatMessage, ChatOwner, ChatSummary, ChatWithMessages, Store, UsageQuery, UsageRow, UsageSummary, UsageTotals } from "./types.js";
 
 interface ChatRow {
   share_id: string | null;
@@ -114,18 +114,8 @@ type RoundWrite = Omit<AppendRoundInput, "variables"> & { kind: "round"; variabl
 type BatchedWrite = RoundWrite | { kind: "usage"; row: UsageRow; scopes: string[] };
 type Writes = PgWriteBatcher<BatchedWrite>;
 
-/** A chat and its last messages, read at once. */
-export interface ChatWithMessages {
-  chat: ChatInfo;
-  messages: ChatMessage[];
-}
 
-export interface PostgresStore extends Store {
-  /** getChat and loadMessages in one statement; undefined when (appId, chatId) has no chat yet. */
-  getChatWithMessages(appId: string, chatId: string, limit: number): Promise<ChatWithMessages | undefined>;
-}
-
-export function createPostgresStore(url: string): PostgresStore {
+export function createPostgresStore(url: string): Store {
   const db = createPgPool(url);
   const writes = createPgWriteBatcher(db, statementsOf);
   return {

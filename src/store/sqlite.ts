@@ -170,6 +170,10 @@ function createChatOps(sql: Statements, batched: Batched) {
       }
       return messages.slice(-count);
     },
+    async getChatWithMessages(appId: string, chatId: string, limit: number) {
+      const chat = await this.getChat(appId, chatId);
+      return chat && { chat, messages: await this.loadMessages(appId, chatId, limit) };
+    },
     appendRound,
     async listChats(owner: { shareId: string; uid: string }, opts: { since: number; limit: number }): Promise<ChatSummary[]> {
       const count = Math.floor(opts.limit);

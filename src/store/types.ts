@@ -103,11 +103,19 @@ export interface KeyUse {
   lastUsedAt: number;
 }
 
+/** A chat and its last messages, read at once. */
+export interface ChatWithMessages {
+  chat: ChatInfo;
+  messages: ChatMessage[];
+}
+
 export interface Store {
   /** The chat's owner, title and variables, or undefined when (appId, chatId) has no chat yet. */
   getChat(appId: string, chatId: string): Promise<ChatInfo | undefined>;
   /** The last `limit` messages of the chat, oldest first ([] when none or limit is 0). */
   loadMessages(appId: string, chatId: string, limit: number): Promise<ChatMessage[]>;
+  /** getChat and loadMessages at once (one statement on PostgreSQL); undefined when there is no chat. */
+  getChatWithMessages(appId: string, chatId: string, limit: number): Promise<ChatWithMessages | undefined>;
   /** Stores the user turn and the assistant turn atomically; creates the chat (title from the first
    *  user turn) when it does not exist yet, moves its updatedAt and replaces its variables when
    *  given. Concurrent calls lose no turn. */

@@ -56,6 +56,16 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
         expect(await store.loadMessages("support", "nope", 10)).toEqual([]);
       });
 
+      it("reads a chat and its last messages at once as getChat and loadMessages read them", async () => {
+        expect(await store.getChatWithMessages("support", "c1", 4)).toBeUndefined();
+        for (const user of ["one", "two", "three"]) await store.appendRound(round({ user, variables: { n: user } }));
+        for (const limit of [0, 1, 2, 3, 4, 6, 7, 100, 2.9, -1]) {
+          const both = await store.getChatWithMessages("support", "c1", limit);
+          expect(both).toEqual({ chat: await store.getChat("support", "c1"), messages: await store.loadMessages("support", "c1", limit) });
+        }
+        expect(await store.getChatWithMessages("other-app", "c1", 4)).toBeUndefined();
+      });
+
       it("keeps chats apart, and the same chatId under two apps is two chats", async () => {
         await store.appendRound(round({ user: "in c1" }));
         await store.appendRound(round({ chatId: "c2", user: "in c2" }));
