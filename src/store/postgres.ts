@@ -114,7 +114,6 @@ type RoundWrite = Omit<AppendRoundInput, "variables"> & { kind: "round"; variabl
 type BatchedWrite = RoundWrite | { kind: "usage"; row: UsageRow; scopes: string[] };
 type Writes = PgWriteBatcher<BatchedWrite>;
 
-
 export function createPostgresStore(url: string): Store {
   const db = createPgPool(url);
   const writes = createPgWriteBatcher(db, statementsOf);
