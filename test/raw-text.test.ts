@@ -2,7 +2,7 @@
 // scan gives is what JSON.parse gives, byte lengths are exact, the model gets the same JSON, and
 // every malformed body still ends in the whole parse's error.
 import { beforeEach, describe, expect, it } from "vitest";
-import { HOLDS_RAW_TEXT, LARGE_BODY, LONG_TEXT, RawText, jsonBody, scanLargeBody } from "../src/http/raw-text.js";
+import { LARGE_BODY, LONG_TEXT, RawText, jsonBody, scanLargeBody } from "../src/http/raw-text.js";
 import { boundMessage } from "../src/tokens/counter.js";
 import { chat, coreConfig, userMessage } from "./support/core-config.js";
 import { useGateway } from "./support/harness.js";
@@ -98,7 +98,7 @@ describe("jsonBody", () => {
     const sent = Buffer.from(`{"messages":[{"role":"user","content":${literal(text, 1)}}]}`);
     const scan = scanLargeBody(sent, 64) as { value: { messages: Array<{ content: unknown }> } };
     const raw = scan.value.messages[0]!.content as RawText;
-    const payload = { model: "up", messages: [{ role: "system", content: "Be brief." }, { role: "user", content: raw }], max_tokens: 5, [HOLDS_RAW_TEXT]: true };
+    const payload = { model: "up", messages: [{ role: "system", content: "Be brief." }, { role: "user", content: raw }], max_tokens: 5 };
     const out = jsonBody(payload) as Buffer;
     expect(out.includes("caf\\u00e9")).toBe(true); // the client's escape, not a re-encoding
     expect(JSON.parse(out.toString())).toEqual(JSON.parse(JSON.stringify(payload)));

@@ -3,7 +3,6 @@ import type { H3Event } from "h3";
 import type { ModelConfig } from "../config/schema.js";
 import { readJsonBody, type BodyLimits } from "../http/body.js";
 import { GatewayError, toGatewayError } from "../http/errors.js";
-import { HOLDS_RAW_TEXT, RawText } from "../http/raw-text.js";
 import { HANDLED, factsOf, type RequestFacts } from "../http/facts.js";
 import { trackRequest, type Inflight } from "../http/inflight.js";
 import type { Observer } from "../observability/observer.js";
@@ -142,14 +141,13 @@ function worstCase(caller: Caller, model: ModelConfig, limited: LimitedChat): Wo
   };
 }
 
-function upstreamBody(req: ChatRequest, model: ModelConfig, limited: LimitedChat): Record<string | symbol, unknown> {
+function upstreamBody(req: ChatRequest, model: ModelConfig, limited: LimitedChat): Record<string, unknown> {
   // fields only FastGPT reads never reach the upstream (CONTRACTS §13): some upstreams reject unknown fields
   const { chatId, detail, variables, shareId, outLinkUid, appId, responseChatItemId, customUid, metadata, retainDatasetCite, max_completion_tokens, stream_options, temperature, ...rest } = req;
-  const body: Record<string | symbol, unknown> = { ...rest, model: model.model, messages: limited.messages, max_tokens: limited.maxTokens };
+  const body: Record<string, unknown> = { ...rest, model: model.model, messages: limited.messages, max_tokens: limited.maxTokens };
   if (limited.temperature !== undefined) body.temperature = limited.temperature;
   // usage is always asked for, so tokens are the model's own count; hidden later if the client did not ask
   if (req.stream) body.stream_options = { ...(stream_options ?? {}), include_usage: true };
-  if (limited.messages.some((m) => m.content instanceof RawText)) body[HOLDS_RAW_TEXT] = true;
   return body;
 }
 

@@ -242,19 +242,19 @@ function nextByte(buf: Buffer, from: number): number | undefined {
   return undefined;
 }
 
-/** Set on a payload that holds raw texts (a symbol: never serialized). */
-export const HOLDS_RAW_TEXT = Symbol("holds raw text");
-
-/** A payload as the JSON body sent to a model; raw texts are written as the client's own bytes. */
-export function jsonBody(payload: Record<string | symbol, unknown>): string | Buffer {
-  return payload[HOLDS_RAW_TEXT] ? jsonWithRawTexts(payload) : JSON.stringify(payload);
+/** A payload as the JSON body sent to a model; raw texts (only ever a `messages[i].content`) are
+ *  written as the client's own bytes. */
+export function jsonBody(payload: Record<string, unknown>): string | Buffer {
+  const { messages } = payload;
+  const holdsRaw = Array.isArray(messages) && messages.some((m: { content?: unknown } | null) => m?.content instanceof RawText);
+  return holdsRaw ? jsonWithRawTexts(payload, messages) : JSON.stringify(payload);
 }
 
-/** Raw texts live in `messages[i].content` only: there they are swapped for markers while the rest
- *  is serialized (not by a replacer: JSON.stringify calls toJSON, which decodes, before it). */
-function jsonWithRawTexts(payload: Record<string | symbol, unknown>): Buffer {
+/** The raw texts are swapped for markers while the rest is serialized (not by a replacer:
+ *  JSON.stringify calls toJSON, which decodes, before it), then the markers for their bytes. */
+function jsonWithRawTexts(payload: Record<string, unknown>, original: Array<{ content?: unknown }>): Buffer {
   const raws: RawText[] = [];
-  const messages = (payload.messages as Array<{ content?: unknown }>).map((m) => (m.content instanceof RawText ? { ...m, content: marker(raws.push(m.content) - 1) } : m));
+  const messages = original.map((m) => (m.content instanceof RawText ? { ...m, content: marker(raws.push(m.content) - 1) } : m));
   const text = JSON.stringify({ ...payload, messages });
   const chunks: Buffer[] = [];
   let at = 0;

@@ -88,13 +88,13 @@ export function createShareRoutes(deps: ShareRoutesDeps): ShareRoutes {
     async chat(event) {
       const { chatId, ...user } = await readBody(event, chatBody);
       const { link, owner } = await identify(user);
-      const info = await deps.store.getChat(link.appId, chatId);
-      if (!info) throw notFound("chat_not_found", "This chat does not exist.");
-      assertChatOwner(info, owner.shareId, owner.uid);
-      const messages = await deps.store.loadMessages(link.appId, chatId, MAX_CHAT_MESSAGES);
+      // the chat and its messages in one read; the messages are shown only to the chat's owner
+      const found = await deps.store.getChatWithMessages(link.appId, chatId, MAX_CHAT_MESSAGES);
+      if (!found) throw notFound("chat_not_found", "This chat does not exist.");
+      assertChatOwner(found.chat, owner.shareId, owner.uid);
       return {
         chatId,
-        messages: messages.map(({ role, content, createdAt }) => ({ role, content, createdAt })),
+        messages: found.messages.map(({ role, content, createdAt }) => ({ role, content, createdAt })),
       };
     },
 

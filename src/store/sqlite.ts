@@ -144,7 +144,7 @@ function createChatOps(sql: Statements, batched: Batched) {
   // serialized when issued, not inside the batch's transaction, which holds the write lock
   const appendRound = (input: AppendRoundInput) => writeRound(input, input.variables && JSON.stringify(input.variables));
 
-  return {
+  const ops = {
     async getChat(appId: string, chatId: string): Promise<ChatInfo | undefined> {
       const cached = cache.info(appId, chatId);
       if (cached !== undefined) return cached ?? undefined;
@@ -171,8 +171,8 @@ function createChatOps(sql: Statements, batched: Batched) {
       return messages.slice(-count);
     },
     async getChatWithMessages(appId: string, chatId: string, limit: number) {
-      const chat = await this.getChat(appId, chatId);
-      return chat && { chat, messages: await this.loadMessages(appId, chatId, limit) };
+      const chat = await ops.getChat(appId, chatId);
+      return chat && { chat, messages: await ops.loadMessages(appId, chatId, limit) };
     },
     appendRound,
     async listChats(owner: { shareId: string; uid: string }, opts: { since: number; limit: number }): Promise<ChatSummary[]> {
@@ -183,6 +183,7 @@ function createChatOps(sql: Statements, batched: Batched) {
         .map((c) => ({ chatId: c.chat_id, title: c.title, updatedAt: c.updated_at }));
     },
   };
+  return ops;
 }
 
 const USAGE_COLUMNS = 12;
