@@ -75,6 +75,8 @@ const modelSchema = z.strictObject({
   outputPrice: z.number().nonnegative().default(0),
   charsPointsPrice: z.number().nonnegative().default(0),
   tokenizer: z.enum(["cl100k_base", "o200k_base"]).default("cl100k_base"),
+  /** also served on the legacy `POST /v1/completions` (autocomplete and FIM tools) */
+  completions: z.boolean().default(false),
 });
 
 /** An embedding model, with FastGPT's field names (CONTRACTS §7). */
@@ -88,6 +90,35 @@ const vectorModelSchema = z.strictObject({
   /** FastGPT's search weight: kept, not used by the gateway */
   weight: z.number().nonnegative().optional(),
   inputPrice: z.number().nonnegative().default(0),
+  charsPointsPrice: z.number().nonnegative().default(0),
+});
+
+/** A rerank model (FastGPT's `reRankModels`, docs/fleet.md#rerank): served by the channels that list
+ *  it, or, with `requestUrl`, by that URL alone with `requestAuth` as its bearer key. */
+const reRankModelSchema = z.strictObject({
+  model: name,
+  name: z.string().optional(),
+  charsPointsPrice: z.number().nonnegative().default(0),
+  /** the rerank endpoint's whole URL (FastGPT: `{{host}}/v1/rerank`) */
+  requestUrl: z.url({ protocol: /^https?$/ }).optional(),
+  requestAuth: z.string().optional(),
+  /** the most documents one request may rank (400 above) */
+  maxDocuments: z.number().int().positive().default(1000),
+});
+
+/** A text-to-speech model (FastGPT's `audioSpeechModels`). `bufferId` is FastGPT's cache key: kept, unused. */
+const audioSpeechModelSchema = z.strictObject({
+  model: name,
+  name: z.string().optional(),
+  charsPointsPrice: z.number().nonnegative().default(0),
+  /** when any are listed, a request's `voice` must be one of their values */
+  voices: z.array(z.strictObject({ label: z.string(), value: z.string().min(1), bufferId: z.string().optional() })).default([]),
+});
+
+/** A speech-to-text model (FastGPT's `whisperModel`, or one of `sttModels`); priced per minute of audio. */
+const sttModelSchema = z.strictObject({
+  model: name,
+  name: z.string().optional(),
   charsPointsPrice: z.number().nonnegative().default(0),
 });
 
@@ -138,6 +169,8 @@ const serverSchema = z.strictObject({
       origins: z.array(z.string().regex(ORIGIN, 'expected "*" or an origin such as https://app.example.com')).default(() => ["*"]),
     })
     .prefault({}),
+  /** The largest audio file a transcription request may upload (413 past it, the upload cut short). */
+  audioLimitBytes: z.number().int().positive().default(25 * MIB),
   /** Processes serving the port (one is the primary when more). */
   workers: z.number().int().min(1).default(1),
 });
@@ -171,6 +204,10 @@ export const configSchema = z
     channels: z.array(channelSchema).min(1),
     llmModels: z.array(modelSchema).min(1),
     vectorModels: z.array(vectorModelSchema).default([]),
+    reRankModels: z.array(reRankModelSchema).default([]),
+    audioSpeechModels: z.array(audioSpeechModelSchema).default([]),
+    whisperModel: sttModelSchema.optional(),
+    sttModels: z.array(sttModelSchema).default([]),
     apps: z.array(appSchema).default([]),
     apiKeys: z.array(apiKeySchema).default([]),
     shareLinks: z.array(shareLinkSchema).default([]),
@@ -178,6 +215,7 @@ export const configSchema = z
   })
   .superRefine((c, ctx) => {
     checkReferences(c, ctx);
+    checkFleetReferences(c, ctx);
     checkWorkers(c, ctx);
   });
 
@@ -185,6 +223,9 @@ export type Config = z.infer<typeof configSchema>;
 export type ChannelConfig = Config["channels"][number];
 export type ModelConfig = Config["llmModels"][number];
 export type VectorModelConfig = Config["vectorModels"][number];
+export type ReRankModelConfig = Config["reRankModels"][number];
+export type AudioSpeechModelConfig = Config["audioSpeechModels"][number];
+export type SttModelConfig = NonNullable<Config["whisperModel"]>;
 export type AppConfig = Config["apps"][number];
 export type ApiKeyConfig = Config["apiKeys"][number];
 export type ShareLinkConfig = Config["shareLinks"][number];
@@ -198,7 +239,8 @@ function checkReferences(c: RefCtxValue, ctx: z.RefinementCtx) {
   const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
   const models = new Set(c.llmModels.map((m) => m.model));
   const vectors = new Set(c.vectorModels.map((m) => m.model));
-  const known = (m: string) => models.has(m) || vectors.has(m);
+  const fleet = new Set(fleetModels(c).map((f) => f.model));
+  const known = (m: string) => models.has(m) || vectors.has(m) || fleet.has(m);
   const apps = new Set(c.apps.map((a) => a.id));
   const served = new Set(c.channels.flatMap((ch) => ch.models));
 
@@ -214,7 +256,7 @@ function checkReferences(c: RefCtxValue, ctx: z.RefinementCtx) {
 
   c.channels.forEach((ch, i) =>
     ch.models.forEach((m, j) => {
-      if (!known(m)) issue(["channels", i, "models", j], `unknown model "${m}" (not in llmModels or vectorModels)`);
+      if (!known(m)) issue(["channels", i, "models", j], `unknown model "${m}" (not in llmModels, vectorModels, reRankModels, audioSpeechModels, whisperModel or sttModels)`);
     }),
   );
   c.llmModels.forEach((m, i) => {
@@ -225,7 +267,7 @@ function checkReferences(c: RefCtxValue, ctx: z.RefinementCtx) {
     if (!served.has(m.model)) issue(["vectorModels", i, "model"], `no channel serves model "${m.model}"`);
   });
   c.apps.forEach((a, i) => {
-    if (!models.has(a.model)) issue(["apps", i, "model"], vectors.has(a.model) ? `"${a.model}" is an embedding model: the default model must be in llmModels` : `unknown model "${a.model}"`);
+    if (!models.has(a.model)) issue(["apps", i, "model"], vectors.has(a.model) ? `"${a.model}" is an embedding model: the default model must be in llmModels` : fleet.has(a.model) ? `"${a.model}" is not a chat model: the default model must be in llmModels` : `unknown model "${a.model}"`);
     a.models?.forEach((m, j) => {
       if (!known(m)) issue(["apps", i, "models", j], `unknown model "${m}"`);
     });
@@ -237,6 +279,38 @@ function checkReferences(c: RefCtxValue, ctx: z.RefinementCtx) {
   c.shareLinks.forEach((s, i) => {
     if (!apps.has(s.appId)) issue(["shareLinks", i, "appId"], `unknown app "${s.appId}"`);
   });
+}
+
+/** The models of the other kinds (docs/fleet.md), each with its config path. */
+function fleetModels(c: FleetRefValue): Array<{ model: string; path: (string | number)[]; requestUrl?: string }> {
+  return [
+    ...c.reRankModels.map((m, i) => ({ model: m.model, path: ["reRankModels", i, "model"], requestUrl: m.requestUrl })),
+    ...c.audioSpeechModels.map((m, i) => ({ model: m.model, path: ["audioSpeechModels", i, "model"] })),
+    ...(c.whisperModel ? [{ model: c.whisperModel.model, path: ["whisperModel", "model"] }] : []),
+    ...c.sttModels.map((m, i) => ({ model: m.model, path: ["sttModels", i, "model"] })),
+  ];
+}
+
+/** Rerank, speech and transcription models: one name, one model across every kind (channels and
+ *  requests name them alike), and each served by a channel, or by its own `requestUrl`. */
+function checkFleetReferences(c: FleetRefValue, ctx: z.RefinementCtx): void {
+  const kinds = new Map<string, string>();
+  for (const m of c.llmModels) kinds.set(m.model, "llmModels");
+  for (const m of c.vectorModels) if (!kinds.has(m.model)) kinds.set(m.model, "vectorModels");
+  const served = new Set(c.channels.flatMap((ch) => ch.models));
+  for (const f of fleetModels(c)) {
+    const first = kinds.get(f.model);
+    if (first) ctx.addIssue({ code: "custom", path: f.path, message: `duplicate model: "${f.model}" is also in ${first}` });
+    else kinds.set(f.model, String(f.path[0]));
+    if (!f.requestUrl && !served.has(f.model)) ctx.addIssue({ code: "custom", path: f.path, message: `no channel serves model "${f.model}"` });
+  }
+  // a model with its own requestUrl is served there alone: a channel listing it would never be called
+  const ownUrl = new Set(c.reRankModels.filter((m) => m.requestUrl).map((m) => m.model));
+  c.channels.forEach((ch, i) =>
+    ch.models.forEach((m, j) => {
+      if (ownUrl.has(m)) ctx.addIssue({ code: "custom", path: ["channels", i, "models", j], message: `"${m}" has its own requestUrl in reRankModels: list it in no channel, or drop its requestUrl` });
+    }),
+  );
 }
 
 /** Several workers share one port, so their records and counters must live outside any one of them:
@@ -251,6 +325,8 @@ function checkWorkers(c: { server: { workers: number }; store: { driver: string 
   });
 }
 
+type FleetRefValue = Pick<Config, "channels" | "llmModels" | "vectorModels" | "reRankModels" | "audioSpeechModels" | "whisperModel" | "sttModels">;
+
 type RefCtxValue = {
   channels: ChannelConfig[];
   llmModels: ModelConfig[];
@@ -258,7 +334,7 @@ type RefCtxValue = {
   apps: AppConfig[];
   apiKeys: ApiKeyConfig[];
   shareLinks: ShareLinkConfig[];
-};
+} & FleetRefValue;
 
 function duplicates(values: string[]): number[] {
   const seen = new Set<string>();
