@@ -5,8 +5,10 @@
 // - POST …/v1/audio/transcriptions: multipart parsed by a streaming parser; records the fields and the
 //   file's size and sha256 (so a test can prove the bytes arrived intact), answers in the requested
 //   response_format (json with `usage.seconds`, verbose_json, text, srt, vtt).
-// Either answers an OpenAI error body with `status` on demand.
+// Either answers an OpenAI error body with `status` on demand, or never answers (`hang`). `events`
+// emits "speech" and "transcription" as each request is recorded.
 import { createHash } from "node:crypto";
+import { EventEmitter } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -25,6 +27,8 @@ export interface AudioBehaviour {
   /** transcription: the text, and the seconds the answer reports */
   text: string;
   seconds: number;
+  /** read the request, then never answer */
+  hang: boolean;
 }
 
 export interface RecordedSpeech {
@@ -43,6 +47,7 @@ export interface AudioUpstream {
   url: string;
   speech: RecordedSpeech[];
   transcriptions: RecordedTranscription[];
+  events: EventEmitter;
   behave(change: Partial<AudioBehaviour>): void;
   /** resolves when a held speech answer has sent its first piece */
   firstPieceSent(): Promise<void>;
@@ -57,7 +62,8 @@ export const SPEECH_WAV = makeWav({ seconds: 1, frequency: 660 });
 export const SPEECH_MP3 = makeMp3({ seconds: 1, frequency: 660 });
 
 export async function startAudioUpstream(initial: Partial<AudioBehaviour> = {}): Promise<AudioUpstream> {
-  let b: AudioBehaviour = { status: 200, chunks: 4, chunkDelayMs: 0, hold: false, contentType: "", text: "hello from the tone", seconds: 2.5, ...initial };
+  let b: AudioBehaviour = { status: 200, chunks: 4, chunkDelayMs: 0, hold: false, contentType: "", text: "hello from the tone", seconds: 2.5, hang: false, ...initial };
+  const events = new EventEmitter();
   const speech: RecordedSpeech[] = [];
   const transcriptions: RecordedTranscription[] = [];
   let onFirstPiece: (() => void) | undefined;
@@ -72,6 +78,8 @@ export async function startAudioUpstream(initial: Partial<AudioBehaviour> = {}):
     if (req.method === "POST" && path.endsWith("/v1/audio/speech")) {
       void readJson(req).then(async (body) => {
         speech.push({ headers: flat(req), body });
+        events.emit("speech");
+        if (b.hang) return;
         if (b.status !== 200) return fail();
         await sendSpeech(res, body, b);
       });
@@ -81,6 +89,8 @@ export async function startAudioUpstream(initial: Partial<AudioBehaviour> = {}):
       readTranscription(req).then(
         (rec) => {
           transcriptions.push(rec);
+          events.emit("transcription");
+          if (b.hang) return;
           if (b.status !== 200) return fail();
           sendTranscription(res, rec, b);
         },
@@ -112,6 +122,7 @@ export async function startAudioUpstream(initial: Partial<AudioBehaviour> = {}):
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     speech,
     transcriptions,
+    events,
     behave: (change) => (b = { ...b, ...change }),
     firstPieceSent: () => firstPiece,
     release: () => {

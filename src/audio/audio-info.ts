@@ -1,0 +1,69 @@
+// What an uploaded audio file is and how long it plays (docs/fleet.md#transcription), read by
+// music-metadata from the file on disk: its headers only, never a scan of every frame (a 12 MB
+// VBR MP3 without a Xing header takes 90 s to scan). A file it cannot read as audio is refused (400),
+// and so is one it cannot read within PARSE_BUDGET_MS: crafted bytes (256 KB of 0xFF looks like MPEG
+// frame syncs at every byte) keep the parser busy for minutes, where a real 25 MB file takes < 200 ms.
+// Some files hold no duration at all (a browser's MediaRecorder writes WebM without one), so the
+// duration may be unknown; the budget then holds a bound made from the file's size, and the answer
+// is billed by what the model reports (./transcription-answer.ts).
+import { parseFromTokenizer } from "music-metadata";
+import { fromFile } from "strtok3";
+import { badRequest } from "../http/errors.js";
+import { FILE_FIELD } from "./multipart-upload.js";
+
+export interface AudioInfo {
+  /** seconds of audio, when the file says (or its frames show) */
+  durationSeconds?: number;
+  container?: string;
+  codec?: string;
+}
+
+const PARSE_BUDGET_MS = 2_000;
+
+// Opus's lowest bitrate: no speech codec packs a second of audio into fewer bits, so a file's size
+// bounds its duration from above.
+const MIN_BITS_PER_SECOND = 6_000;
+
+/** The file's format and duration; a 400 naming `file` when it is not audio music-metadata can read. */
+export async function readAudioInfo(path: string, budgetMs = PARSE_BUDGET_MS): Promise<AudioInfo> {
+  const budget = AbortSignal.timeout(budgetMs);
+  const tokenizer = await fromFile(path);
+  let format;
+  try {
+    ({ format } = await parseFromTokenizer(withDeadline(tokenizer, budget), { duration: false, skipCovers: true }));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code && /^E[A-Z]+$/.test(code)) throw err; // the gateway's own file went wrong, not the client's
+    const why = budget.aborted ? `could not be read as audio within ${budgetMs / 1000} s` : "is not audio the gateway can read";
+    throw badRequest("invalid_audio", `file: the file ${why} (send mp3, mp4, m4a, wav, webm, ogg or flac).`, FILE_FIELD);
+  } finally {
+    await tokenizer.close();
+  }
+  if (format.hasAudio === false) throw badRequest("invalid_audio", "file: the file holds no audio track.", FILE_FIELD);
+  const duration = format.duration;
+  return {
+    durationSeconds: typeof duration === "number" && Number.isFinite(duration) && duration >= 0 ? duration : undefined,
+    container: format.container,
+    codec: format.codec,
+  };
+}
+
+/** The tokenizer, failing every call once `budget` is aborted: music-metadata's parsers check no
+ *  signal between their many small reads, but every read goes through here. */
+function withDeadline<T extends object>(tokenizer: T, budget: AbortSignal): T {
+  return new Proxy(tokenizer, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        budget.throwIfAborted();
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+/** The most seconds a file of `bytes` can play: its duration when known, else what its size allows. */
+export function durationBound(info: AudioInfo, bytes: number): number {
+  return info.durationSeconds ?? (bytes * 8) / MIN_BITS_PER_SECOND;
+}

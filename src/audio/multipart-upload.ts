@@ -1,0 +1,171 @@
+// Reads a transcription upload (docs/fleet.md#transcription): multipart/form-data parsed as it
+// arrives (@fastify/busboy), the `file` part written straight to a temporary file — never held in
+// memory — and the other fields collected. Past `limitBytes` of file the upload is refused (413) at
+// once: the parser is detached and the rest of the body is not read, so the connection must close
+// after the answer (the error carries `connection: close`). On every failure the file is removed
+// here; on success the caller removes it with `remove()` once the request is over.
+import { randomUUID } from "node:crypto";
+import { createWriteStream } from "node:fs";
+import { rm } from "node:fs/promises";
+import type { IncomingHttpHeaders } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { Busboy, type BusboyFileStream } from "@fastify/busboy";
+import type { Cancel } from "../http/cancel.js";
+import { GatewayError, badRequest } from "../http/errors.js";
+
+/** The file part's name, as OpenAI's API names it. */
+export const FILE_FIELD = "file";
+
+// Room for the fields and part headers beside the file in a declared Content-Length.
+const FIELDS_ALLOWANCE = 1024 * 1024;
+// No `files` limit: the parser's says nothing of the part, so a second file is refused by name below.
+const LIMITS = { fields: 32, parts: 34, fieldSize: 64 * 1024, fieldNameSize: 100, headerPairs: 16 };
+
+export interface UploadSource {
+  headers: IncomingHttpHeaders;
+  /** the request body */
+  body: Readable;
+}
+
+export interface UploadOptions {
+  /** the largest file accepted: `server.audioLimitBytes` */
+  limitBytes: number;
+  /** where the temporary file goes (default: the OS's temporary directory) */
+  dir?: string;
+  /** a shutdown stops an upload still arriving */
+  cancel?: Cancel;
+}
+
+export interface AudioUpload {
+  path: string;
+  bytes: number;
+  filename: string;
+  mimeType: string;
+  /** every field but the file, in the order sent (repeated names, e.g. `timestamp_granularities[]`, kept) */
+  fields: Array<[string, string]>;
+  /** removes the temporary file; safe to call more than once */
+  remove(): Promise<void>;
+}
+
+export function fileTooLarge(limit: number): GatewayError {
+  return new GatewayError(413, "file_too_large", `file: the audio file is larger than ${limit} bytes.`, { param: FILE_FIELD, headers: { connection: "close" } });
+}
+
+/** The upload, its file on disk; a 4xx GatewayError for anything that is not one audio file under the limit. */
+export function readAudioUpload(source: UploadSource, opts: UploadOptions): Promise<AudioUpload> {
+  const type = String(source.headers["content-type"] ?? "");
+  if (!/^multipart\/form-data\b/i.test(type)) {
+    return Promise.reject(new GatewayError(415, "unsupported_media_type", "Content-Type must be multipart/form-data."));
+  }
+  const declared = Number(source.headers["content-length"] ?? NaN);
+  if (declared > opts.limitBytes + FIELDS_ALLOWANCE) return Promise.reject(fileTooLarge(opts.limitBytes));
+  const path = join(opts.dir ?? tmpdir(), `sluice-audio-${randomUUID()}`);
+  const saving: { file?: SavedFile } = {};
+  return parse(source, type, path, opts, saving).catch(async (err: unknown) => {
+    // removed only once closed: a file still being opened would otherwise appear after the removal
+    saving.file?.stop();
+    await saving.file?.closed;
+    await rm(path, { force: true });
+    throw err;
+  });
+}
+
+function parse(source: UploadSource, type: string, path: string, opts: UploadOptions, saving: { file?: SavedFile }): Promise<AudioUpload> {
+  return new Promise((resolve, reject) => {
+    let parser: ReturnType<typeof Busboy>;
+    try {
+      parser = Busboy({ headers: { ...source.headers, "content-type": type }, limits: { ...LIMITS, fileSize: opts.limitBytes } });
+    } catch {
+      reject(badRequest("invalid_multipart", "The multipart body has no boundary in its Content-Type."));
+      return;
+    }
+    const fields: Array<[string, string]> = [];
+    let file: { filename: string; mimeType: string } | undefined;
+    let settled = false;
+    const fail = (err: GatewayError) => {
+      if (settled) return;
+      settled = true;
+      cleanup();
+      // the rest of the body is left unread: the answer closes the connection
+      source.body.unpipe(parser);
+      source.body.pause();
+      parser.destroy();
+      reject(err);
+    };
+    const onAbort = () => fail(opts.cancel?.reason === "shutdown" ? shuttingDown() : uploadIncomplete());
+    const onClose = () => {
+      if (!source.body.readableEnded) onAbort();
+    };
+    const cleanup = () => {
+      opts.cancel?.off("abort", onAbort);
+      source.body.off("close", onClose);
+      source.body.off("error", onAbort);
+    };
+
+    parser.on("field", (name, value, nameTruncated, valueTruncated) => {
+      if (nameTruncated || valueTruncated) fail(badRequest("invalid_request", `${name}: the field is too long (at most ${LIMITS.fieldSize} bytes).`, name));
+      else fields.push([name, value]);
+    });
+    parser.on("file", (name, stream, filename, _encoding, mimeType) => {
+      if (name !== FILE_FIELD || file) {
+        stream.resume();
+        fail(badRequest("invalid_request", `${name}: send the audio as the one \`file\` field.`, name));
+        return;
+      }
+      stream.once("limit", () => fail(fileTooLarge(opts.limitBytes)));
+      file = { filename, mimeType };
+      saving.file = saveFile(stream, path);
+      saving.file.saved.catch(() => fail(badRequest("invalid_request", "file: the upload could not be stored.", FILE_FIELD)));
+    });
+    parser.on("fieldsLimit", () => fail(badRequest("invalid_request", `Too many fields: at most ${LIMITS.fields}.`)));
+    parser.on("partsLimit", () => fail(badRequest("invalid_request", `Too many parts: at most ${LIMITS.parts}.`)));
+    parser.on("error", () => fail(badRequest("invalid_multipart", "The multipart body is malformed or incomplete.")));
+    parser.on("finish", () => {
+      const saved = saving.file;
+      if (!file || !saved) return fail(badRequest("invalid_request", "file is required: send the audio as the `file` field.", FILE_FIELD));
+      const { filename, mimeType } = file;
+      Promise.all([saved.saved, saved.closed]).then(([bytes]) => {
+        if (settled) return;
+        if (bytes === 0) return fail(badRequest("empty_file", "file: the audio file is empty.", FILE_FIELD));
+        settled = true;
+        cleanup();
+        resolve({ path, bytes, filename, mimeType, fields, remove: () => rm(path, { force: true }) });
+      }, () => undefined);
+    });
+
+    opts.cancel?.once("abort", onAbort);
+    source.body.on("close", onClose);
+    source.body.on("error", onAbort);
+    source.body.pipe(parser);
+  });
+}
+
+interface SavedFile {
+  /** the bytes written, once the part has ended */
+  saved: Promise<number>;
+  /** the file's descriptor is closed (after success, failure or stop) */
+  closed: Promise<void>;
+  stop(): void;
+}
+
+/** Writes the file part to `path`, readable by this process's user only. */
+function saveFile(stream: BusboyFileStream, path: string): SavedFile {
+  const out = createWriteStream(path, { flags: "wx", mode: 0o600 });
+  const closed = new Promise<void>((resolve) => out.once("close", resolve));
+  const saved = pipeline(stream, out).then(() => out.bytesWritten);
+  saved.catch(() => undefined); // read by the parser's handlers; a stop is not a failure to report twice
+  // both ends: the parser's file stream, once destroyed, may never tell the pipeline it closed
+  const stop = () => {
+    stream.destroy();
+    out.destroy();
+  };
+  return { saved, closed, stop };
+}
+
+const shuttingDown = () =>
+  new GatewayError(503, "shutting_down", "The gateway is shutting down; retry the request.", { type: "api_error", headers: { "Retry-After": "1" } });
+
+const uploadIncomplete = () => badRequest("upload_incomplete", "The upload ended before the multipart body was complete.");

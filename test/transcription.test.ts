@@ -1,0 +1,343 @@
+// Transcription (docs/fleet.md#transcription): the multipart upload streamed to a temporary file
+// (413 early past the limit, 400 for no, empty or non-audio files), the duration read by
+// music-metadata, the fields checked, the upstream's multipart body written around the file (a fresh
+// stream per attempt), the answer's reported seconds, points per minute. Over real sockets with the
+// openai SDK and a real WAV/MP3; the temporary file is gone after every request, however it ended.
+import { createHash } from "node:crypto";
+import { once } from "node:events";
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { request as httpRequest } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { Busboy } from "@fastify/busboy";
+import OpenAI, { toFile } from "openai";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { durationBound, readAudioInfo } from "../src/audio/audio-info.js";
+import { createMultipartBody } from "../src/audio/multipart-body.js";
+import { transcriptionPoints } from "../src/audio/points.js";
+import { answerSeconds, billedSeconds, transcriptionHeaders } from "../src/audio/transcription-answer.js";
+import { parseTranscriptionFields, transcriptionUpstreamFields } from "../src/audio/transcription-request.js";
+import type { SttModelConfig } from "../src/config/schema.js";
+import { GatewayError } from "../src/http/errors.js";
+import { startAudioUpstream, type AudioUpstream } from "./support/audio-upstream.js";
+import { makeMp3, makeWav } from "./support/tone.js";
+import { startTranscriptionRelay, type RelayOutcome, type TranscriptionRelay } from "./support/transcription-relay.js";
+
+const MODEL: SttModelConfig = { model: "whisper-large-v3", name: "Whisper", charsPointsPrice: 6 };
+const WAV = makeWav({ seconds: 2.5 });
+const MP3 = makeMp3({ seconds: 3 });
+const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "sluice-stt-test-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function refusal(fn: () => unknown): GatewayError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof GatewayError) return err;
+    throw err;
+  }
+  throw new Error("expected a refusal");
+}
+
+describe("transcription fields", () => {
+  it("checks the known fields and forwards all but model, repeated ones in order", () => {
+    const req = parseTranscriptionFields([
+      ["model", "whisper-1"],
+      ["language", "en"],
+      ["temperature", "0.2"],
+      ["timestamp_granularities[]", "word"],
+      ["timestamp_granularities[]", "segment"],
+      ["response_format", "verbose_json"],
+    ]);
+    expect(req).toMatchObject({ model: "whisper-1", language: "en", temperature: 0.2, responseFormat: "verbose_json" });
+    expect(transcriptionUpstreamFields(req, MODEL)).toEqual([
+      ["model", "whisper-large-v3"],
+      ["language", "en"],
+      ["temperature", "0.2"],
+      ["timestamp_granularities[]", "word"],
+      ["timestamp_granularities[]", "segment"],
+      ["response_format", "verbose_json"],
+    ]);
+    expect(parseTranscriptionFields([["model", "m"]]).responseFormat).toBe("json");
+  });
+
+  it.each<[Array<[string, string]>, string, string]>([
+    [[], "model", "model is required"],
+    [[["model", "m"], ["response_format", "mp3"]], "response_format", 'response_format: must be one of "json", "text", "srt", "vtt", "verbose_json"'],
+    [[["model", "m"], ["temperature", "warm"]], "temperature", "temperature: expected a number"],
+    [[["model", "m"], ["temperature", "1.5"]], "temperature", "temperature: must be at most 1"],
+    [[["model", "m"], ["stream", "true"]], "stream", "stream: streamed transcriptions are not supported; leave `stream` out."],
+  ])("refuses %j with a 400 naming %s", (fields, param, message) => {
+    expect(refusal(() => parseTranscriptionFields(fields))).toMatchObject({ status: 400, param, message });
+  });
+});
+
+describe("audio duration and points", () => {
+  it("reads a WAV's and an MP3's duration from the file", async () => {
+    await writeFile(join(dir, "t.wav"), WAV);
+    await writeFile(join(dir, "t.mp3"), MP3);
+    expect(await readAudioInfo(join(dir, "t.wav"))).toMatchObject({ durationSeconds: 2.5, container: "WAVE" });
+    const mp3 = await readAudioInfo(join(dir, "t.mp3"));
+    expect(mp3.durationSeconds).toBeGreaterThanOrEqual(3);
+    expect(mp3.durationSeconds).toBeLessThan(3.2); // the encoder pads its last frame
+    await rm(join(dir, "t.wav"));
+    await rm(join(dir, "t.mp3"));
+  });
+
+  it.each([
+    ["text", Buffer.from("hello, this is not audio at all\n".repeat(20))],
+    ["a PNG", Buffer.concat([Buffer.from("89504e470d0a1a0a0000000d49484452", "hex"), Buffer.alloc(200)])],
+  ])("refuses %s with a 400 naming file", async (_, bytes) => {
+    const path = join(dir, "not-audio");
+    await writeFile(path, bytes);
+    await expect(readAudioInfo(path)).rejects.toMatchObject({ status: 400, code: "invalid_audio", param: "file" });
+    await rm(path);
+  });
+
+  it("gives up on bytes crafted to keep the parser busy, within its time budget", async () => {
+    // 256 KB of 0xFF reads as an MPEG frame sync at every byte: minutes of parsing without a budget
+    const path = join(dir, "ff.mp3");
+    await writeFile(path, Buffer.alloc(256 * 1024, 0xff));
+    const started = performance.now();
+    await expect(readAudioInfo(path, 300)).rejects.toMatchObject({ status: 400, code: "invalid_audio", message: expect.stringContaining("within 0.3 s") });
+    expect(performance.now() - started).toBeLessThan(2_000);
+    await rm(path);
+  });
+
+  it("bounds an unknown duration by the file's size, and bills the file's, else the model's, else the bound", () => {
+    expect(durationBound({ durationSeconds: 4 }, 10_000_000)).toBe(4);
+    expect(durationBound({}, 750_000)).toBe(1000); // 6 kbit/s
+    expect(billedSeconds({ durationSeconds: 4 }, 9, 100)).toBe(4);
+    expect(billedSeconds({}, 9, 100)).toBe(9);
+    expect(billedSeconds({}, undefined, 100)).toBe(100);
+  });
+
+  it("prices per minute of audio, fractional minutes included", () => {
+    expect(transcriptionPoints(MODEL, 90)).toBe(9);
+    expect(transcriptionPoints(MODEL, 2.5)).toBe(0.25);
+  });
+});
+
+describe("transcription answer", () => {
+  it.each<[string, Parameters<typeof answerSeconds>[1], number | undefined]>([
+    ['{"text":"hi","usage":{"type":"duration","seconds":3}}', "json", 3],
+    ['{"text":"hi","usage":{"type":"tokens","input_tokens":3}}', "json", undefined],
+    ['{"task":"transcribe","duration":2.5,"text":"hi"}', "verbose_json", 2.5],
+    ["1\n00:00:00,000 --> 00:00:01,200\nhi\n\n2\n00:00:01,200 --> 01:02:03,450\nthere\n", "srt", 3723.45],
+    ["WEBVTT\n\n00:00.000 --> 00:02.500\nhi\n", "vtt", 2.5],
+    ["hi there\n", "text", undefined],
+    ["not json", "json", undefined],
+  ])("reads the seconds %j reports", (body, format, seconds) => {
+    expect(answerSeconds(body, format)).toBe(seconds);
+  });
+
+  it("keeps only the content type, the format's when the upstream gives none", () => {
+    expect(transcriptionHeaders({ "content-type": "application/json", server: "uvicorn", connection: "close" }, "json")).toEqual({ "content-type": "application/json" });
+    expect(transcriptionHeaders(new Headers(), "srt")).toEqual({ "content-type": "text/plain; charset=utf-8" });
+  });
+});
+
+describe("multipart body", () => {
+  it("writes the fields then the file, with an exact length, and the same bytes on every open()", async () => {
+    const path = join(dir, "body.wav");
+    await writeFile(path, WAV);
+    const body = createMultipartBody(
+      [
+        ["model", "whisper-large-v3"],
+        ["prompt", 'a "quoted"\r\nprompt'],
+      ],
+      { path, bytes: WAV.length, filename: 'tone "1".wav', mimeType: "audio/wav" },
+    );
+    const read = async () => Buffer.concat(await body.open().toArray());
+    const first = await read();
+    expect(first.length).toBe(body.contentLength);
+    expect((await read()).equals(first)).toBe(true);
+    // a real multipart parser reads it back whole
+    const parsed = await new Promise<{ fields: string[][]; file: Buffer; filename: string; type: string }>((resolve, reject) => {
+      const out = { fields: [] as string[][], file: Buffer.alloc(0), filename: "", type: "" };
+      const parser = Busboy({ headers: { "content-type": body.contentType } });
+      parser.on("field", (name, value) => out.fields.push([name, value]));
+      parser.on("file", (_n, stream, filename, _e, type) => {
+        Object.assign(out, { filename, type });
+        void stream.toArray().then((chunks) => (out.file = Buffer.concat(chunks as Buffer[])));
+      });
+      parser.on("finish", () => setImmediate(() => resolve(out)));
+      parser.on("error", reject);
+      parser.end(first);
+    });
+    expect(parsed.fields).toEqual([
+      ["model", "whisper-large-v3"],
+      ["prompt", 'a "quoted"\r\nprompt'],
+    ]);
+    expect(parsed).toMatchObject({ filename: "tone %221%22.wav", type: "audio/wav" });
+    expect(parsed.file.equals(WAV)).toBe(true);
+    await rm(path);
+  });
+});
+
+describe("transcription over real sockets", () => {
+  let up: AudioUpstream;
+  let down: AudioUpstream;
+  let relay: TranscriptionRelay;
+  let upstreams: string[];
+  const LIMIT = 256 * 1024;
+  const done = () => once(relay.events, "done") as Promise<[RelayOutcome]>;
+  const openai = () => new OpenAI({ apiKey: "sk-app", baseURL: `${relay.url}/v1`, maxRetries: 0 });
+
+  beforeAll(async () => {
+    up = await startAudioUpstream();
+    down = await startAudioUpstream({ status: 503 });
+    relay = await startTranscriptionRelay({ upstreams: () => upstreams, model: MODEL, limitBytes: LIMIT, dir });
+  });
+  afterAll(async () => {
+    await relay.close();
+    await up.close();
+    await down.close();
+  });
+  afterEach(async () => {
+    expect(await readdir(dir)).toEqual([]); // no temporary file outlives its request
+    upstreams = [up.url];
+    up.behave({ hang: false });
+  });
+
+  it("takes the openai SDK's WAV upload: file intact upstream, fields forwarded, billed by the file's 2.5 s", async () => {
+    upstreams = [up.url];
+    const finished = done();
+    const res = await openai()
+      .audio.transcriptions.create({ file: await toFile(WAV, "tone.wav", { type: "audio/wav" }), model: "whisper-1", language: "en", prompt: "a tone", temperature: 0.2 })
+      .withResponse();
+    expect(res.data.text).toBe("hello from the tone");
+    expect(res.response.headers.get("x-billed-seconds")).toBe("2.5");
+    expect(res.response.headers.get("x-points")).toBe("0.25");
+    const got = up.transcriptions.at(-1)!;
+    expect(got.file).toEqual({ filename: "tone.wav", mimeType: "audio/wav", bytes: WAV.length, sha256: sha(WAV) });
+    expect(Object.fromEntries(got.fields)).toEqual({ model: "whisper-large-v3", language: "en", prompt: "a tone", temperature: "0.2" });
+    expect(Number(got.headers["content-length"])).toBeGreaterThan(WAV.length);
+    await finished;
+  });
+
+  it("passes an MP3's srt answer back as text, after a failed upstream got the first attempt", async () => {
+    upstreams = [down.url, up.url];
+    const before = down.transcriptions.length;
+    const finished = done();
+    const srt = await openai().audio.transcriptions.create({ file: await toFile(MP3, "tone.mp3", { type: "audio/mpeg" }), model: "whisper-1", response_format: "srt" });
+    expect(srt).toContain("00:00:00,000 --> 00:00:02,500\nhello from the tone");
+    // both attempts sent the whole file
+    expect(down.transcriptions.length).toBe(before + 1);
+    expect(down.transcriptions.at(-1)!.file!.sha256).toBe(sha(MP3));
+    expect(up.transcriptions.at(-1)!.file!.sha256).toBe(sha(MP3));
+    await finished;
+  });
+
+  it.each([
+    ["an empty file", Buffer.alloc(0), "empty_file"],
+    ["a text file", Buffer.from("not audio\n".repeat(50)), "invalid_audio"],
+  ])("refuses %s with a 400 naming file, calling no upstream", async (_, bytes, code) => {
+    const before = up.transcriptions.length;
+    const finished = done();
+    const err = await openai()
+      .audio.transcriptions.create({ file: await toFile(bytes, "x.wav"), model: "whisper-1" })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect(err).toMatchObject({ status: 400, code, param: "file" });
+    expect(up.transcriptions.length).toBe(before);
+    await finished;
+  });
+
+  it("refuses a form with no file, and one with a second file", async () => {
+    const form = new FormData();
+    form.set("model", "whisper-1");
+    let finished = done();
+    let res = await fetch(`${relay.url}/v1/audio/transcriptions`, { method: "POST", body: form });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { param: string } }).error.param).toBe("file");
+    await finished;
+    form.set("file", new Blob([new Uint8Array(WAV)]), "a.wav");
+    form.set("audio", new Blob([new Uint8Array(WAV)]), "b.wav");
+    finished = done();
+    res = await fetch(`${relay.url}/v1/audio/transcriptions`, { method: "POST", body: form });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { param: string } }).error.param).toBe("audio");
+    await finished;
+  });
+
+  it("stops an upload past the limit with a 413, having read little more than the limit", async () => {
+    const total = 24 * 1024 * 1024;
+    const finished = done();
+    const boundary = "----test-boundary";
+    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
+    const req = httpRequest(`${relay.url}/v1/audio/transcriptions`, { method: "POST", headers: { "content-type": `multipart/form-data; boundary=${boundary}` } });
+    req.on("error", () => undefined); // the relay closes the connection with the upload unfinished
+    let sent = 0;
+    let answered = false;
+    const response = new Promise<{ status: number; body: string }>((resolve) =>
+      req.on("response", (res) => {
+        answered = true;
+        void res.toArray().then((c) => resolve({ status: res.statusCode!, body: Buffer.concat(c).toString() }), () => resolve({ status: res.statusCode!, body: "" }));
+      }),
+    );
+    void (async () => {
+      req.write(head);
+      const chunk = Buffer.alloc(64 * 1024, 1);
+      while (sent < total && !answered && !req.destroyed) {
+        sent += chunk.length;
+        if (!req.write(chunk)) await Promise.race([once(req, "drain"), once(req, "close")]);
+      }
+      if (!answered && !req.destroyed) req.end(`\r\n--${boundary}--\r\n`);
+    })();
+    const { status, body } = await response;
+    expect(status).toBe(413);
+    expect(JSON.parse(body)).toMatchObject({ error: { code: "file_too_large", param: "file" } });
+    const [outcome] = await finished;
+    expect(outcome.status).toBe(413);
+    expect(outcome.bytesRead).toBeLessThan(LIMIT + 512 * 1024);
+    expect(sent).toBeLessThan(total); // the client was stopped, not read to the end
+    req.destroy();
+  });
+
+  it("refuses at once a declared Content-Length far past the limit", async () => {
+    const finished = done();
+    const res = await fetch(`${relay.url}/v1/audio/transcriptions`, {
+      method: "POST",
+      headers: { "content-type": "multipart/form-data; boundary=x", "content-length": String(LIMIT + 4 * 1024 * 1024) },
+      body: Readable.toWeb(Readable.from([Buffer.alloc(10)])) as ReadableStream,
+      duplex: "half",
+    } as RequestInit).catch((e: unknown) => e as Error);
+    // the answer may beat the body: either the 413 or a connection closed on the unsent body
+    if (res instanceof Response) expect(res.status).toBe(413);
+    expect((await finished)[0]).toMatchObject({ status: 413, code: "file_too_large" });
+  });
+
+  it("removes the file when the client goes away mid-upload", async () => {
+    const finished = done();
+    const boundary = "b";
+    const req = httpRequest(`${relay.url}/v1/audio/transcriptions`, { method: "POST", headers: { "content-type": `multipart/form-data; boundary=${boundary}` } });
+    req.on("error", () => undefined);
+    req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
+    req.write(WAV.subarray(0, 60_000));
+    await new Promise<void>((resolve) => req.write(WAV.subarray(60_000, 80_000), () => resolve()));
+    req.destroy();
+    expect((await finished)[0]).toMatchObject({ status: 400, code: "upload_incomplete" });
+  });
+
+  it("removes the file when the client goes away while the model works", async () => {
+    up.behave({ hang: true });
+    const finished = done();
+    const arrived = once(up.events, "transcription");
+    const abort = new AbortController();
+    const call = openai().audio.transcriptions.create({ file: await toFile(WAV, "t.wav"), model: "whisper-1" }, { signal: abort.signal });
+    call.catch(() => undefined);
+    await arrived;
+    abort.abort();
+    await expect(call).rejects.toThrow();
+    await finished;
+  });
+});
