@@ -75,72 +75,103 @@ export function readAudioUpload(source: UploadSource, opts: UploadOptions): Prom
 
 function parse(source: UploadSource, type: string, path: string, opts: UploadOptions, saving: { file?: SavedFile }): Promise<AudioUpload> {
   return new Promise((resolve, reject) => {
+    if (opts.cancel?.aborted) return reject(shuttingDown());
     let parser: ReturnType<typeof Busboy>;
     try {
       parser = Busboy({ headers: { ...source.headers, "content-type": type }, limits: { ...LIMITS, fileSize: opts.limitBytes } });
     } catch {
-      reject(badRequest("invalid_multipart", "The multipart body has no boundary in its Content-Type."));
-      return;
+      return reject(badRequest("invalid_multipart", "The multipart body has no boundary in its Content-Type."));
     }
-    const fields: Array<[string, string]> = [];
-    let file: { filename: string; mimeType: string } | undefined;
-    let settled = false;
-    const fail = (err: GatewayError) => {
-      if (settled) return;
-      settled = true;
-      cleanup();
+    const upload = new UploadParts(path, opts.limitBytes, saving, (err) => {
       // the rest of the body is left unread: the answer closes the connection
       source.body.unpipe(parser);
       source.body.pause();
       parser.destroy();
+      stopWatching();
       reject(err);
-    };
-    const onAbort = () => fail(opts.cancel?.reason === "shutdown" ? shuttingDown() : uploadIncomplete());
+    });
+    const onAbort = () => upload.fail(opts.cancel?.reason === "shutdown" ? shuttingDown() : uploadIncomplete());
     const onClose = () => {
       if (!source.body.readableEnded) onAbort();
     };
-    const cleanup = () => {
+    const stopWatching = () => {
       opts.cancel?.off("abort", onAbort);
       source.body.off("close", onClose);
       source.body.off("error", onAbort);
     };
-
-    parser.on("field", (name, value, nameTruncated, valueTruncated) => {
-      if (nameTruncated || valueTruncated) fail(badRequest("invalid_request", `${name}: the field is too long (at most ${LIMITS.fieldSize} bytes).`, name));
-      else fields.push([name, value]);
-    });
-    parser.on("file", (name, stream, filename, _encoding, mimeType) => {
-      if (name !== FILE_FIELD || file) {
-        stream.resume();
-        fail(badRequest("invalid_request", `${name}: send the audio as the one \`file\` field.`, name));
-        return;
-      }
-      stream.once("limit", () => fail(fileTooLarge(opts.limitBytes)));
-      file = { filename, mimeType };
-      saving.file = saveFile(stream, path);
-      saving.file.saved.catch(() => fail(badRequest("invalid_request", "file: the upload could not be stored.", FILE_FIELD)));
-    });
-    parser.on("fieldsLimit", () => fail(badRequest("invalid_request", `Too many fields: at most ${LIMITS.fields}.`)));
-    parser.on("partsLimit", () => fail(badRequest("invalid_request", `Too many parts: at most ${LIMITS.parts}.`)));
-    parser.on("error", () => fail(badRequest("invalid_multipart", "The multipart body is malformed or incomplete.")));
-    parser.on("finish", () => {
-      const saved = saving.file;
-      if (!file || !saved) return fail(badRequest("invalid_request", "file is required: send the audio as the `file` field.", FILE_FIELD));
-      const { filename, mimeType } = file;
-      Promise.all([saved.saved, saved.closed]).then(([bytes]) => {
-        if (settled) return;
-        if (bytes === 0) return fail(badRequest("empty_file", "file: the audio file is empty.", FILE_FIELD));
-        settled = true;
-        cleanup();
-        resolve({ path, bytes, filename, mimeType, fields, remove: () => rm(path, { force: true }) });
-      }, () => undefined);
-    });
-
+    parser.on("field", (name, value, nameCut, valueCut) => upload.field(name, value, nameCut || valueCut));
+    parser.on("file", (name, stream, filename, _encoding, mimeType) => upload.file(name, stream, filename, mimeType));
+    parser.on("fieldsLimit", () => upload.fail(badRequest("invalid_request", `Too many fields: at most ${LIMITS.fields}.`)));
+    parser.on("partsLimit", () => upload.fail(badRequest("invalid_request", `Too many parts: at most ${LIMITS.parts}.`)));
+    parser.on("error", () => upload.fail(badRequest("invalid_multipart", "The multipart body is malformed or incomplete.")));
+    parser.on("finish", () =>
+      upload.finished().then((done) => {
+        if (!done) return;
+        stopWatching();
+        resolve(done);
+      }),
+    );
     opts.cancel?.once("abort", onAbort);
     source.body.on("close", onClose);
     source.body.on("error", onAbort);
     source.body.pipe(parser);
   });
+}
+
+/** The parts of one upload as the parser finds them: the fields kept, the one file saved. */
+class UploadParts {
+  readonly #fields: Array<[string, string]> = [];
+  #file: { filename: string; mimeType: string } | undefined;
+  #settled = false;
+
+  constructor(
+    readonly path: string,
+    readonly limitBytes: number,
+    readonly saving: { file?: SavedFile },
+    readonly onFail: (err: GatewayError) => void,
+  ) {}
+
+  /** Refuses the upload (once: later failures are consequences of the first). */
+  fail(err: GatewayError): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.onFail(err);
+  }
+
+  field(name: string, value: string, cut: boolean): void {
+    if (cut) this.fail(badRequest("invalid_request", `${name}: the field is too long (at most ${LIMITS.fieldSize} bytes).`, name));
+    else this.#fields.push([name, value]);
+  }
+
+  file(name: string, stream: BusboyFileStream, filename: string, mimeType: string): void {
+    if (name !== FILE_FIELD || this.#file) {
+      stream.resume();
+      this.fail(badRequest("invalid_request", `${name}: send the audio as the one \`file\` field.`, name));
+      return;
+    }
+    stream.once("limit", () => this.fail(fileTooLarge(this.limitBytes)));
+    this.#file = { filename, mimeType };
+    this.saving.file = saveFile(stream, this.path);
+    this.saving.file.saved.catch(() => this.fail(badRequest("invalid_request", "file: the upload could not be stored.", FILE_FIELD)));
+  }
+
+  /** The whole body was parsed: the upload once its file is on disk, or undefined when refused. */
+  async finished(): Promise<AudioUpload | undefined> {
+    const saved = this.saving.file;
+    if (!this.#file || !saved) {
+      this.fail(badRequest("invalid_request", "file is required: send the audio as the `file` field.", FILE_FIELD));
+      return undefined;
+    }
+    const bytes = await Promise.all([saved.saved, saved.closed]).then(([b]) => b, () => undefined);
+    if (this.#settled || bytes === undefined) return undefined;
+    if (bytes === 0) {
+      this.fail(badRequest("empty_file", "file: the audio file is empty.", FILE_FIELD));
+      return undefined;
+    }
+    this.#settled = true;
+    const path = this.path;
+    return { path, bytes, ...this.#file, fields: this.#fields, remove: () => rm(path, { force: true }) };
+  }
 }
 
 interface SavedFile {
