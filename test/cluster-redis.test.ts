@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { toNodeHandler } from "h3/node";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { createQuota } from "../src/chat/quota.js";
+import { createQuota } from "../src/metered/quota.js";
 import type { BreakerOptions } from "../src/cluster/breaker.js";
 import { createRedisClusterState } from "../src/cluster/redis.js";
 import type { ClusterState, KeyChange } from "../src/cluster/types.js";

@@ -3,7 +3,7 @@
 // asked for FastGPT's event stream; only such events are parsed. The answer's text and finish
 // reason are recovered from the kept bytes afterwards, and only when something needs them.
 import { badUpstreamReply, UpstreamError } from "../upstream/errors.js";
-import type { Usage } from "../upstream/types.js";
+import type { Usage } from "./attempt.js";
 
 const EVENT_END = "\n\n";
 const CR = 13;

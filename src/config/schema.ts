@@ -175,6 +175,8 @@ export const configSchema = z
     apiKeys: z.array(apiKeySchema).default([]),
     shareLinks: z.array(shareLinkSchema).default([]),
     routing: routingSchema.prefault({}),
+    /** Names clients use for configured models: a model name or a `*` glob → a configured model. */
+    aliases: z.record(z.string().min(1).max(200), name).default({}),
   })
   .superRefine((c, ctx) => {
     checkReferences(c, ctx);
@@ -237,6 +239,10 @@ function checkReferences(c: RefCtxValue, ctx: z.RefinementCtx) {
   c.shareLinks.forEach((s, i) => {
     if (!apps.has(s.appId)) issue(["shareLinks", i, "appId"], `unknown app "${s.appId}"`);
   });
+  for (const [alias, target] of Object.entries(c.aliases)) {
+    if (!known(target)) issue(["aliases", alias], `unknown model "${target}"`);
+    else if (known(alias)) issue(["aliases", alias], `"${alias}" is a configured model already: an alias cannot replace it`);
+  }
 }
 
 /** Several workers share one port, so their records and counters must live outside any one of them:
@@ -252,6 +258,7 @@ function checkWorkers(c: { server: { workers: number }; store: { driver: string 
 }
 
 type RefCtxValue = {
+  aliases: Record<string, string>;
   channels: ChannelConfig[];
   llmModels: ModelConfig[];
   vectorModels: VectorModelConfig[];

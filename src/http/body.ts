@@ -1,8 +1,9 @@
 // Reads a JSON request body with a size and a nesting limit, straight from the Node request stream.
 import type { IncomingMessage } from "node:http";
 import type { H3Event } from "h3";
-import type { Cancel } from "./cancel.js";
+import { cutError, type Cancel } from "./cancel.js";
 import { GatewayError, badRequest } from "./errors.js";
+import { nodeRequest } from "./node.js";
 import { scanLargeBody } from "./raw-text.js";
 
 function tooLarge(limit: number): GatewayError {
@@ -26,7 +27,7 @@ export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: 
   }
   const declared = Number(event.req.headers.get("content-length") ?? NaN);
   if (declared > limit) throw tooLarge(limit);
-  const nodeReq = event.runtime?.node?.req as IncomingMessage | undefined;
+  const nodeReq = nodeRequest(event);
   const buf = nodeReq ? await readNodeBody(nodeReq, limit, cancel) : await readWebBody(event.req, limit);
   const scan = rawTexts ? scanLargeBody(buf, limits.maxDepth) : undefined;
   if (scan && "value" in scan) return scan.value;
@@ -44,11 +45,13 @@ export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: 
 const tooDeep = (max: number) => badRequest("json_too_deep", `Request body nests arrays or objects more than ${max} levels deep.`);
 
 function readNodeBody(req: IncomingMessage, limit: number, cancel?: Cancel): Promise<Buffer> {
+  if (cancel?.aborted) return Promise.reject(cutError(cancel, "the request"));
   return new Promise((resolve, reject) => {
-    // a shutdown (or the client leaving) stops a body still arriving: a slow upload never holds exit
+    // a shutdown (or the client leaving) stops a body still arriving: a slow upload never holds exit,
+    // and a client that hung up mid-upload is a client abort (499), not the gateway's failure
     const onCancel = () => {
       cleanup();
-      reject(new GatewayError(503, "shutting_down", "The gateway is shutting down; retry the request.", { type: "api_error", headers: { "Retry-After": "1" } }));
+      reject(cancel ? cutError(cancel, "the request") : new Error("cancelled"));
     };
     const chunks: Buffer[] = [];
     let size = 0;

@@ -5,7 +5,7 @@
 // a settle the quota does not wait for is seen by the next call. describeClusterContract(name, open)
 // runs it against one implementation; a fresh state per test.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createQuota, type QuotaLimit } from "../../src/chat/quota.js";
+import { createQuota, type QuotaLimit } from "../../src/metered/quota.js";
 import type { AdmitResult, BudgetHold, ClusterState, KeyChange, RateLimit } from "../../src/cluster/types.js";
 import { GatewayError } from "../../src/http/errors.js";
 import { silentObserver } from "../../src/observability/observer.js";

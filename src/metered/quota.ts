@@ -1,4 +1,4 @@
-// Budget and rate admission for a chat request (CONTRACTS §10): refuses it when an app, key or share
+// Budget and rate admission for a metered request (docs/api.md#budgets): refuses it when an app, key or share
 // link would pass its points budget with the request's worst-case points, or has used up its
 // requests per minute; otherwise holds the worst case until the request settles to its actual
 // points (answered or cut) or releases it (nothing generated). Holds live in the cluster state,
