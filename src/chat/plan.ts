@@ -2,6 +2,7 @@
 // operator's before-chat check for share-link users, the conversation's history and variables, the
 // model's limits, and the body the upstream gets. Nothing here reaches a channel.
 import type { ModelConfig } from "../config/schema.js";
+import { badRequest } from "../http/errors.js";
 import { jsonBody } from "../http/raw-text.js";
 import type { Caller } from "../metered/caller.js";
 import { computePoints } from "../tokens/points.js";
@@ -14,10 +15,15 @@ import { lastUserText } from "../tokens/counter.js";
 import { historyCounts } from "../tokens/history-counts.js";
 import { applyLimits, type LimitedChat } from "./limits.js";
 import type { ChatMessage, ChatRequest } from "./request-schema.js";
+import { shareRequest, upstreamBody } from "./upstream-body.js";
 import { createPromptFiller, mergeVariables, type Variables } from "./variables.js";
 
 export interface ChatPlan extends PlanBase {
+  /** the request as it is served: a share-link user's reduced to FastGPT's share-link request */
+  req: ChatRequest;
   limited: LimitedChat;
+  /** choices asked for (`n`): every one can write max_tokens */
+  choices: number;
   /** the upstream's JSON body */
   body: string | Buffer;
   stream: boolean;
@@ -28,6 +34,8 @@ export interface ChatPlan extends PlanBase {
   variables: Variables;
   /** share-link users: the uid the operator (or the localId) gave */
   uid: string | undefined;
+  /** the upstream gets FastGPT's share-link request only */
+  shareUpstream: boolean;
 }
 
 export interface PlanDeps {
@@ -40,11 +48,16 @@ export interface PlanDeps {
 export type ChatCall = Call<ChatRequest, ModelConfig>;
 
 export async function planChat(deps: PlanDeps, call: ChatCall): Promise<ChatPlan> {
-  const { req, caller, model } = call;
-  // 1. Share-link users: the operator's before-chat check gives the uid.
+  const { caller, model } = call;
+  const req = caller.share ? shareRequest(call.req) : call.req;
+  // 1. Choices: each can write max_tokens, so they are bounded by the model (docs/api.md#budgets).
+  const choices = req.n ?? 1;
+  if (choices > model.maxChoices) throw badRequest("invalid_request", `n: ${model.model} answers at most ${model.maxChoices} choices per request.`, "n");
+
+  // 2. Share-link users: the operator's before-chat check gives the uid.
   const uid = caller.share ? await deps.shareAuth.start(caller.share.link, caller.share.token, lastUserText(req.messages)) : undefined;
 
-  // 2. Conversation history and variables, then the model's limits (with the system prompt filled in).
+  // 3. Conversation history and variables, then the model's limits (with the system prompt filled in).
   const stored = req.chatId ? await loadChat(deps.store, caller, req.chatId, uid) : undefined;
   const variables = mergeVariables(stored?.variables, req.variables, deps.maxBytes);
   const fillIn = createPromptFiller(variables, { now: new Date(call.time), maxBytes: deps.maxBytes });
@@ -52,36 +65,52 @@ export async function planChat(deps: PlanDeps, call: ChatCall): Promise<ChatPlan
   const limited = await applyLimits(req, mergeHistory(stored?.history ?? [], req.messages), model, caller.app, { renderPrompt: fillIn, known });
 
   return {
+    req,
     limited,
-    body: jsonBody(upstreamBody(req, model, limited)),
+    choices,
+    body: jsonBody(upstreamBody(req, model, limited, caller.share !== undefined)),
     stream: req.stream === true,
     detail: req.detail === true && (!caller.share || caller.share.link.responseDetail),
     includeUsage: req.stream_options?.include_usage === true,
     variables,
     uid,
+    shareUpstream: caller.share !== undefined,
     chatId: req.chatId,
-    worstCase: worstCase(caller, model, limited),
+    worstCase: worstCase(caller, model, limited, choices),
   };
 }
 
-/** The most the request can cost: its prompt and all of max_tokens (the prompt counted only when its
- *  bound does not fit a budget). */
-function worstCase(caller: Caller, model: ModelConfig, limited: LimitedChat): WorstCase | number {
+/** The most the request can cost: its prompt and all of max_tokens for every choice, and the least it
+ *  can be served for: the prompt and one token each (the prompt counted only when its bound does not
+ *  fit a budget). */
+function worstCase(caller: Caller, model: ModelConfig, limited: LimitedChat, choices: number): WorstCase | number {
   if (!caller.limits.some((l) => l.maxUsagePoints >= 0)) return 0;
+  const maxOut = choices * limited.maxTokens;
   return {
-    bound: computePoints(model, limited.promptBound, limited.maxTokens),
-    counted: async () => computePoints(model, await limited.countPrompt(), limited.maxTokens),
+    bound: computePoints(model, limited.promptBound, maxOut),
+    least: computePoints(model, limited.promptBound, choices),
+    counted: async () => {
+      const prompt = await limited.countPrompt();
+      return { most: computePoints(model, prompt, maxOut), least: computePoints(model, prompt, choices) };
+    },
   };
 }
 
-function upstreamBody(req: ChatRequest, model: ModelConfig, limited: LimitedChat): Record<string, unknown> {
-  // fields only FastGPT reads never reach the upstream (docs/api.md#chat): some upstreams reject unknown fields
-  const { chatId, detail, variables, shareId, outLinkUid, appId, responseChatItemId, customUid, metadata, retainDatasetCite, max_completion_tokens, stream_options, temperature, ...rest } = req;
-  const body: Record<string, unknown> = { ...rest, model: model.model, messages: limited.messages, max_tokens: limited.maxTokens };
-  if (limited.temperature !== undefined) body.temperature = limited.temperature;
-  // usage is always asked for, so tokens are the model's own count; hidden later if the client did not ask
-  if (req.stream) body.stream_options = { ...(stream_options ?? {}), include_usage: true };
-  return body;
+/**
+ * Serve until spent (docs/api.md#budgets): when the budgets held less than the worst case, max_tokens
+ * is lowered to what the hold pays for with the prompt counted exactly (the answer then ends
+ * `length`). The hold always covers the prompt and one token per choice.
+ */
+export async function affordChat(plan: ChatPlan, model: ModelConfig, held: number): Promise<void> {
+  const { limited, choices } = plan;
+  const perToken = computePoints(model, 0, choices);
+  if (perToken <= 0 || held >= computePoints(model, limited.promptBound, choices * limited.maxTokens)) return;
+  const prompt = computePoints(model, await limited.countPrompt(), 0);
+  // a hair under the exact quotient: a float just below a whole number must not round the answer up
+  const tokens = Math.floor((held - prompt) / perToken + 1e-9);
+  if (tokens >= limited.maxTokens) return;
+  limited.maxTokens = Math.max(1, tokens);
+  plan.body = jsonBody(upstreamBody(plan.req, model, limited, plan.shareUpstream));
 }
 
 async function loadChat(store: Store, caller: Caller, chatId: string, uid: string | undefined): Promise<{ history: ChatMessage[]; variables?: Variables }> {

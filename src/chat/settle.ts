@@ -36,8 +36,8 @@ export interface SettleDeps {
 }
 
 export async function settleChat(deps: SettleDeps, call: ChatCall, plan: ChatPlan, meter: Meter, out: AnswerOutcome): Promise<Settled> {
-  const { model, caller, req } = call;
-  const { limited } = plan;
+  const { model, caller } = call;
+  const { limited, req } = plan;
   // 1. Tokens: the upstream's usage wins; otherwise count (what the limits counted is not counted again).
   // counted in slices that yield to the event loop: an answer may be up to maxAnswerBytes long
   const inputTokens = out.usage?.prompt_tokens ?? (await limited.countPrompt());

@@ -5,8 +5,9 @@ import type { ModelConfig } from "../config/schema.js";
 import type { Aliases } from "../metered/models.js";
 import { appAllows, resolveModel } from "../metered/models.js";
 import type { MeteredSpec } from "../metered/spec.js";
+import { computePoints } from "../tokens/points.js";
 import { attemptChat, type ChatAnswer } from "./attempt.js";
-import { planChat, type ChatPlan, type PlanDeps } from "./plan.js";
+import { affordChat, planChat, type ChatPlan, type PlanDeps } from "./plan.js";
 import { parseChatRequest, type ChatRequest } from "./request-schema.js";
 import { respondJson } from "./respond-json.js";
 import { completionAsSse, streamChat } from "./respond-stream.js";
@@ -25,9 +26,11 @@ export function createChatSpec(deps: ChatSpecDeps): MeteredSpec<ChatRequest, Mod
     parse: parseChatRequest,
     streams: (req) => req.stream === true,
     share: (req) => req,
-    // absent: the app's default model
-    model: (req, caller) => resolveModel(deps.models, deps.aliases, req.model ?? caller.app.model, (m) => appAllows(caller.app, m), deps.serves),
+    // absent: the app's default model, which is also the only one a share link's users chat with
+    model: (req, caller) => resolveModel(deps.models, deps.aliases, (!caller.share && req.model) || caller.app.model, (m) => appAllows(caller.app, m), deps.serves),
+    least: (model) => computePoints(model, 0, 1),
     prepare: (call) => planChat(deps, call),
+    afford: (plan, call, held) => affordChat(plan, call.model, held),
     attempt: attemptChat,
     async respond(answer, plan, call, meter) {
       // a whole answer was read whole by the attempt (attemptChat)

@@ -19,8 +19,17 @@ export interface RateLimit {
   limit: number;
 }
 
+/** Serve until spent (docs/api.md#budgets): hold `max` where every budget has room for it, else
+ *  what the tightest budget has left, but never less than `min`. `max` below `min` holds `max`
+ *  after checking `min` fits (a check that holds nothing: `{min, max: 0}`). */
+export interface PointRange {
+  min: number;
+  max: number;
+}
+
 export type AdmitResult =
-  | { ok: true }
+  /** `held`: the points now held in every budget (the range's max when there are no budgets) */
+  | { ok: true; held: number }
   | { ok: false; refused: "budget"; scope: string }
   /** `retryAfterMs`: until the window's oldest hit leaves it */
   | { ok: false; refused: "rate"; scope: string; retryAfterMs: number };
@@ -45,13 +54,14 @@ export type KeyChange =
   | { change: "resync" };
 
 export interface ClusterState {
-  /** Admits a request in one atomic step, all or nothing: holds `points` in every budget of `holds`
-   *  and counts one hit at `now` in every 60-second window of `rates`. Refused for a budget when
-   *  spent + held + points would pass its max (checked first: a request refused for its budget counts
-   *  no hit); refused for a rate when a window already has `limit` hits. A refused request holds no
+  /** Admits a request in one atomic step, all or nothing: holds points (`points`, or as much of the
+   *  range as every budget has room for) in every budget of `holds` and counts one hit at `now` in
+   *  every 60-second window of `rates`. Refused for a budget when it is spent, or spent + held + the
+   *  least points would pass its max (checked first: a request refused for its budget counts no
+   *  hit); refused for a rate when a window already has `limit` hits. A refused request holds no
    *  budget and counts no hit in any window. `spent` loads a scope's settled points when the state
    *  does not know them. */
-  admit(holds: BudgetHold[], points: number, rates: RateLimit[], now: number, spent: (scope: string) => Promise<number>): Promise<AdmitResult>;
+  admit(holds: BudgetHold[], points: number | PointRange, rates: RateLimit[], now: number, spent: (scope: string) => Promise<number>): Promise<AdmitResult>;
   /** Ends a hold: `points` held leave, `actual` points are added to each scope's spent. */
   settle(scopes: string[], held: number, actual: number): Promise<void>;
   /** May a request (or health check) be sent to the channel now? An open breaker past its

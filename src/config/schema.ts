@@ -75,6 +75,10 @@ const modelSchema = z.strictObject({
   outputPrice: z.number().nonnegative().default(0),
   charsPointsPrice: z.number().nonnegative().default(0),
   tokenizer: z.enum(["cl100k_base", "o200k_base"]).default("cl100k_base"),
+  /** the most choices (`n`) a key's request may ask for; share-link users always get one */
+  maxChoices: z.number().int().min(1).max(128).default(4),
+  /** vendor sampling fields (beyond OpenAI's) that reach this model: top_k, min_p, … */
+  passThrough: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, "expected a field name")).default([]),
 });
 
 /** An embedding model, with FastGPT's field names (CONTRACTS §7). */
@@ -221,6 +225,10 @@ function checkReferences(c: RefCtxValue, ctx: z.RefinementCtx) {
   );
   c.llmModels.forEach((m, i) => {
     if (!served.has(m.model)) issue(["llmModels", i, "model"], `no channel serves model "${m.model}"`);
+    m.passThrough.forEach((field, j) => {
+      const why = passThroughRefusal(field);
+      if (why) issue(["llmModels", i, "passThrough", j], why);
+    });
     if (m.maxResponse >= m.maxContext) issue(["llmModels", i, "maxResponse"], "must be below maxContext");
   });
   c.vectorModels.forEach((m, i) => {
@@ -243,6 +251,15 @@ function checkReferences(c: RefCtxValue, ctx: z.RefinementCtx) {
     if (!known(target)) issue(["aliases", alias], `unknown model "${target}"`);
     else if (known(alias)) issue(["aliases", alias], `"${alias}" is a configured model already: an alias cannot replace it`);
   }
+}
+
+/** Fields a model may never be sent: each sets the output's length (or multiplies it) under a name
+ *  the budget does not see (docs/configuration.md#models). */
+export const LENGTH_FIELDS = new Set(["best_of", "max_length", "max_new_tokens", "min_tokens", "min_length", "max_output_tokens", "max_gen_len", "num_predict", "num_return_sequences", "num_beams", "use_beam_search", "beam_width", "length_penalty", "ignore_eos"]);
+
+function passThroughRefusal(field: string): string | undefined {
+  if (LENGTH_FIELDS.has(field)) return `"${field}" sets the answer's length under another name than max_tokens: it never reaches a model`;
+  return undefined;
 }
 
 /** Several workers share one port, so their records and counters must live outside any one of them:

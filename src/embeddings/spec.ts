@@ -65,5 +65,5 @@ function countOnce(input: EmbeddingInput): () => Promise<number> {
 /** The most the input can cost: its bound, or its count when a budget cannot hold the bound. */
 function worstCase(caller: Caller, model: VectorModelConfig, bound: number, tokens: () => Promise<number>): WorstCase | number {
   if (!caller.limits.some((l) => l.maxUsagePoints >= 0)) return 0;
-  return { bound: computePoints(model, bound, 0), counted: async () => computePoints(model, await tokens(), 0) };
+  return { bound: computePoints(model, bound, 0), counted: async () => ({ most: computePoints(model, await tokens(), 0) }) };
 }

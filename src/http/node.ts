@@ -21,10 +21,14 @@ export function nodeResponse(event: H3Event): ServerResponse | undefined {
   return event.runtime?.node?.res as ServerResponse | undefined;
 }
 
-/** Hands the Node response to `write`; h3 ends it once `write` has resolved. `write` must not throw. */
+/** Hands the Node response to `write`; h3 ends it once `write` has resolved. `write` must not throw.
+ *  Resolves when `write` is done, even when the client left before (h3 itself is done at its close). */
 export async function writeToNode(event: H3Event, write: (res: ServerResponse) => void | Promise<void>): Promise<Written> {
+  let writing: Promise<void> = Promise.resolve();
   // http/1.1 only: the response is always a ServerResponse
-  return (await fromNodeHandler((_req, res) => write(res as ServerResponse))(event)) as Written;
+  const handled = await fromNodeHandler((_req, res) => (writing = Promise.resolve(write(res as ServerResponse))))(event);
+  await writing;
+  return handled as Written;
 }
 
 /** A header on the answer whichever way it is written (a Response's headers are merged into the

@@ -62,15 +62,21 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     facts.model = model.model;
     const call: Call<Req, Model> = { event, req, caller, model, time, started, cancel, facts };
 
-    // 4. The kind's limits and input checks: what will be asked of the channel, at most what cost.
+    // 4. The cheap refusals before any costly work (an operator's callback, a history read, token
+    //    counting): every QPM window counts the request, and a budget must have room for its least.
+    await deps.quota.precheck(caller.limits, spec.least?.(model) ?? 0, time);
+
+    // 5. The kind's limits and input checks: what will be asked of the channel, at most what cost.
     const plan = await spec.prepare(call);
 
-    // 5. Budgets and rates: the worst case is held before the call and settled to the actual after.
-    const reservation = await deps.quota.admit(caller.limits, plan.worstCase, time);
+    // 6. Budgets: the worst case (or what is left of it) is held before the call and settled to the
+    //    actual after; a plan the budgets cannot pay in full shrinks to what they hold.
+    const reservation = await deps.quota.admit(caller.limits, plan.worstCase, time, { ratesCounted: true });
     meter = new Meter(deps, caller, model.model, reservation, facts, { time, started, chatId: plan.chatId });
     const m = meter;
+    await spec.afford?.(plan, call, reservation.held);
 
-    // 6. An answer from some channel of the model; each attempt runs under its channel's total deadline.
+    // 7. An answer from some channel of the model; each attempt runs under its channel's total deadline.
     const { result } = await withFailover(
       deps.router,
       deps.observer,
@@ -88,11 +94,11 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
       (client) => spec.attempt(client, plan, call),
     );
 
-    // 7. The answer in the kind's shape: whole (settled before it is returned) or streamed.
+    // 8. The answer in the kind's shape: whole (settled before it is returned) or streamed.
     const answer = await spec.respond(result, plan, call, meter);
     return isStreamed(answer) ? await stream(event, answer, meter, cancel) : answer;
   } catch (err) {
-    // 8. The failure path: nothing generated reached the client.
+    // 9. The failure path: nothing generated reached the client.
     if (err instanceof UpstreamError && err.detail) facts.upstreamMessage = err.detail;
     await meter?.fail(err instanceof GatewayError ? err.status : 500);
     throw err;

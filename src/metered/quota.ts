@@ -3,7 +3,7 @@
 // requests per minute; otherwise holds the worst case until the request settles to its actual
 // points (answered or cut) or releases it (nothing generated). Holds live in the cluster state,
 // so concurrent requests — on one instance or several — cannot overshoot a budget together.
-import type { ClusterState } from "../cluster/types.js";
+import type { AdmitResult, ClusterState } from "../cluster/types.js";
 import { GatewayError } from "../http/errors.js";
 import type { Observer } from "../observability/observer.js";
 import type { Store } from "../store/types.js";
@@ -20,6 +20,8 @@ export interface QuotaLimit {
 }
 
 export interface Reservation {
+  /** the points held: the worst case, or less when a budget could pay only for less (serve until spent) */
+  readonly held: number;
   /** The request was answered (or cut): its actual points count against every budgeted scope. */
   settle(points: number): void;
   /** The request failed before anything was generated: it spends nothing. */
@@ -27,41 +29,65 @@ export interface Reservation {
 }
 
 /** A request's worst-case points known two ways: a bound that costs nothing to know, and the counted
- *  worst case (CONTRACTS §10), worked out only when the bound does not fit a budget. */
+ *  worst case (docs/api.md#budgets), worked out only when the bound does not fit a budget. Serve
+ *  until spent: with `least` (the prompt and one output token), a budget that cannot pay for the
+ *  whole worst case holds what it has left, down to `least`; without, all or nothing. */
 export interface WorstCase {
   bound: number;
-  counted(): Promise<number>;
+  least?: number;
+  counted(): Promise<{ most: number; least?: number }>;
 }
 
 export interface Quota {
-  /** Throws a 429 GatewayError when a budget cannot hold the worst case or a rate is exceeded. The
-   *  hold is a WorstCase's bound when that fits every budget, else its counted worst case. */
-  admit(limits: QuotaLimit[], worstCase: number | WorstCase, now: number): Promise<Reservation>;
+  /** The cheap refusals, before any costly work (docs/api.md#budgets): every QPM window counts a hit,
+   *  and every budget must still have room for `least` points (nothing is held). Throws a 429. */
+  precheck(limits: QuotaLimit[], least: number, now: number): Promise<void>;
+  /** Holds the worst case (or what the budgets have left of it, down to its least); throws a 429
+   *  GatewayError when a budget cannot hold even that, or — unless `precheck` counted them already —
+   *  a rate is exceeded. The hold is made from a WorstCase's bound when that fits, else its count. */
+  admit(limits: QuotaLimit[], worstCase: number | WorstCase, now: number, opts?: { ratesCounted?: boolean }): Promise<Reservation>;
 }
 
 export function createQuota(store: Store, state: ClusterState, observer: Observer): Quota {
   const spent = (scope: string) => store.getSpent(scope);
+  const budgets = (limits: QuotaLimit[]) => limits.filter((l) => l.maxUsagePoints >= 0).map((l) => ({ scope: l.scope, max: l.maxUsagePoints }));
+  const windows = (limits: QuotaLimit[]) => limits.filter((l) => l.qpm > 0).map((l) => ({ scope: l.scope, limit: l.qpm }));
+
+  /** The 429 for a refusal; share-link users are the public: what they are told names no app and no configured number. */
+  function refused(limits: QuotaLimit[], admitted: Exclude<AdmitResult, { ok: true }>): GatewayError {
+    const forPublic = limits.some((l) => scopeKind(l.scope) === "share");
+    const limit = limits.find((l) => l.scope === admitted.scope)!;
+    if (admitted.refused === "rate") return rateExceeded(limit, admitted.retryAfterMs, forPublic);
+    observer.budgetRefused(scopeKind(limit.scope));
+    return budgetSpent(limit, forPublic);
+  }
+
   return {
-    async admit(limits, worstCase, now) {
-      const holds = limits.filter((l) => l.maxUsagePoints >= 0).map((l) => ({ scope: l.scope, max: l.maxUsagePoints }));
-      const rates = limits.filter((l) => l.qpm > 0).map((l) => ({ scope: l.scope, limit: l.qpm }));
-      let worstCasePoints = typeof worstCase === "number" ? worstCase : worstCase.bound;
+    async precheck(limits, least, now) {
+      const holds = budgets(limits);
+      const rates = windows(limits);
+      if (holds.length === 0 && rates.length === 0) return;
+      const admitted = await state.admit(holds, { min: least, max: 0 }, rates, now, spent);
+      if (!admitted.ok) throw refused(limits, admitted);
+    },
+
+    async admit(limits, worstCase, now, opts = {}) {
+      const holds = budgets(limits);
+      const rates = opts.ratesCounted ? [] : windows(limits);
       const scopes = holds.map((h) => h.scope);
-      if (holds.length === 0 && rates.length === 0) return hold(state, scopes, worstCasePoints);
+      const wc: { bound: number; least?: number } = typeof worstCase === "number" ? { bound: worstCase } : worstCase;
+      let range = { min: wc.least ?? wc.bound, max: wc.bound };
+      if (holds.length === 0 && rates.length === 0) return hold(state, scopes, range.max);
       // one step: every budget and every rate window, all or nothing (a refused request uses neither)
-      let admitted = await state.admit(holds, worstCasePoints, rates, now, spent);
+      let admitted = await state.admit(holds, range, rates, now, spent);
       if (!admitted.ok && admitted.refused === "budget" && typeof worstCase !== "number") {
         // refused only when the counted worst case does not fit either
         const counted = await worstCase.counted();
-        if (counted < worstCasePoints) admitted = await state.admit(holds, (worstCasePoints = counted), rates, now, spent);
+        const exact = { min: counted.least ?? counted.most, max: counted.most };
+        if (exact.min < range.min) admitted = await state.admit(holds, (range = exact), rates, now, spent);
       }
-      if (admitted.ok) return hold(state, scopes, worstCasePoints);
-      // share-link users are the public: what they are told names no app and no configured number
-      const forPublic = limits.some((l) => scopeKind(l.scope) === "share");
-      const limit = limits.find((l) => l.scope === admitted.scope)!;
-      if (admitted.refused === "rate") throw rateExceeded(limit, admitted.retryAfterMs, forPublic);
-      observer.budgetRefused(scopeKind(limit.scope));
-      throw budgetSpent(limit, forPublic);
+      if (!admitted.ok) throw refused(limits, admitted);
+      return hold(state, scopes, holds.length > 0 ? admitted.held : range.max);
     },
   };
 }
@@ -73,7 +99,7 @@ function hold(state: ClusterState, scopes: string[], held: number): Reservation 
     open = false;
     if (scopes.length > 0) void state.settle(scopes, held, Math.max(0, actual));
   };
-  return { settle: end, release: () => end(0) };
+  return { held, settle: end, release: () => end(0) };
 }
 
 /** `app`, `key` or `share`: the bounded label of the refusals metric. */

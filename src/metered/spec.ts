@@ -58,10 +58,14 @@ export interface MeteredSpec<Req, Model extends { model: string }, Plan extends 
   share?(req: Req): { shareId?: string; outLinkUid?: string };
   /** the model the request names, among what the caller may use (404 model_not_found otherwise) */
   model(req: Req, caller: Caller): Model;
+  /** the least a request of this model can cost, known before any work (one output token): a budget
+   *  with less left is refused before `prepare` (docs/api.md#budgets) */
+  least?(model: Model): number;
   /** limits and input checks, before any budget is held: what will be asked of the channel */
   prepare(call: Call<Req, Model>): Promise<Plan>;
-  /** the hold was made: the plan may shrink to what it pays for (docs/api.md#budgets) */
-  afford?(plan: Plan, heldPoints: number): void;
+  /** the hold was made: the plan shrinks to what it pays for when the budgets held less than its
+   *  worst case (serve until spent, docs/api.md#budgets) */
+  afford?(plan: Plan, call: Call<Req, Model>, heldPoints: number): Promise<void>;
   /** one attempt on one channel: rejects with the channel's failure to move to the next */
   attempt(client: ChannelClient, plan: Plan, call: Call<Req, Model>): Promise<Answer>;
   /** the answer, whole (settled through `meter` before it is returned) or streamed */
