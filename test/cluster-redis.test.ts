@@ -145,6 +145,18 @@ describe("Redis state: breakers shared through a mirror on each instance", () =>
     await waitFor(() => expect(a.breaker("local")).toMatchObject({ phase: "open", retryAt: failedAt + 2 * cooldownMs }));
     await waitFor(() => expect(b.breaker("local")).toMatchObject({ phase: "open", retryAt: failedAt + 2 * cooldownMs }));
   });
+
+  it("caps an upstream's Retry-After at maxCooldownMs (default 5 minutes) for every instance", async () => {
+    const [a, b] = await pair();
+    const now = Date.now();
+    for (let i = 0; i < 3; i++) a.channelResult("local", false, now, 999_999_000);
+    await waitFor(() => expect(b.breaker("local")).toMatchObject({ phase: "open", retryAt: now + 300_000 }));
+    expect(a.breaker("local").retryAt).toBe(now + 300_000);
+
+    const [c, d] = await pair({ failures: 1, cooldownMs: 1_000, maxCooldownMs: 5_000 });
+    c.channelResult("local", false, now, 60_000);
+    await waitFor(() => expect(d.breaker("local")).toMatchObject({ phase: "open", retryAt: now + 5_000 }));
+  });
 });
 
 describe("Redis state: key changes and reloads reach every instance", () => {

@@ -187,7 +187,7 @@ describe("config: hardening fields", () => {
       maxAnswerBytes: 16 * 1024 * 1024,
       healthCheck: { intervalMs: 15_000, timeoutMs: 5_000 },
     });
-    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 5, cooldownMs: 30_000 } });
+    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 5, cooldownMs: 30_000, maxCooldownMs: 300_000 } });
     expect(c.cluster).toBeUndefined();
   });
 
@@ -198,7 +198,7 @@ describe("config: hardening fields", () => {
     expect(c.server.cors.origins).toEqual([]);
     expect(c.server.headersTimeoutMs).toBe(10_000);
     expect(c.channels[0]!.healthCheck).toEqual({ intervalMs: 0, timeoutMs: 5_000 });
-    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 2, cooldownMs: 30_000 } });
+    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 2, cooldownMs: 30_000, maxCooldownMs: 300_000 } });
   });
 
   it("accepts a postgres store and a cluster redisUrl", () => {
@@ -206,6 +206,13 @@ describe("config: hardening fields", () => {
     const c = parseConfig(raw, ENV);
     expect(c.store).toEqual({ driver: "postgres", url: "postgres://u:p@db:5432/sluice" });
     expect(c.cluster).toEqual({ redisUrl: "redis://cache:6379" });
+  });
+
+  it("refuses a breaker cooldown above its cap, routing.breaker.maxCooldownMs", () => {
+    const raw = { ...minimal(), routing: { breaker: { cooldownMs: 600_000 } } };
+    expect(problemsOf(raw, ENV)).toEqual(["routing.breaker.cooldownMs: cooldownMs must not exceed maxCooldownMs"]);
+    const c = parseConfig({ ...minimal(), routing: { breaker: { cooldownMs: 600_000, maxCooldownMs: 900_000 } } }, ENV);
+    expect(c.routing.breaker.maxCooldownMs).toBe(900_000);
   });
 
   it("reports invalid values of the new fields by their path", () => {

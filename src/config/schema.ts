@@ -150,7 +150,10 @@ const routingSchema = z.strictObject({
     .strictObject({
       failures: z.number().int().positive().default(5),
       cooldownMs: z.number().int().positive().default(30_000),
+      /** The longest a breaker stays open at once: the doubling and an upstream's Retry-After stop here. */
+      maxCooldownMs: z.number().int().positive().default(300_000),
     })
+    .refine((b) => b.cooldownMs <= b.maxCooldownMs, { message: "cooldownMs must not exceed maxCooldownMs", path: ["cooldownMs"] })
     .prefault({}),
 });
 
