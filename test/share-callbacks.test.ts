@@ -1,4 +1,6 @@
 // The operator identity callbacks against a real operator server on 127.0.0.1.
+import { createServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ShareLinkConfig } from "../src/config/schema.js";
 import { GatewayError } from "../src/http/errors.js";
@@ -234,5 +236,44 @@ describe("finish callback", () => {
     auth.finish(link(), "tok-24-late", "Support bot", report);
     expect(count("finish:error")).toBe(8);
     expect(count("finish:dropped")).toBe(3);
+  });
+});
+
+describe("redirects", () => {
+  /** A server that records every request and answers as `answer` says. */
+  async function recorder(answer: (res: ServerResponse) => void): Promise<{ url: string; paths: string[]; close(): Promise<void> }> {
+    const paths: string[] = [];
+    const server = createServer((req, res) => {
+      paths.push(`${req.method} ${req.url}`);
+      req.resume();
+      req.on("end", () => answer(res));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      paths,
+      close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+    };
+  }
+
+  it("are never followed: a 3xx from the operator is an identity failure, and its target receives nothing", async () => {
+    const json = (res: ServerResponse) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ success: true, data: { uid: "elsewhere" } }));
+    const target = await recorder(json);
+    const redirector = await recorder((res) => res.writeHead(302, { location: `${target.url}/shareAuth/init` }).end());
+    const permanent = await recorder((res) => res.writeHead(308, { location: `${target.url}/collect` }).end());
+    try {
+      const auth = makeAuth({ finishRetries: 1 });
+      const err = await failure(auth.init(link({ authHost: redirector.url }), "tok-30"), "tok-30");
+      expect([err.status, err.code]).toEqual([502, "share_auth_unavailable"]);
+      expect((await failure(auth.start(link({ authHost: permanent.url }), "tok-31", "hi"), "tok-31")).code).toBe("share_auth_unavailable");
+      auth.finish(link({ authHost: permanent.url }), "tok-32", "Support bot", []);
+      await auth.drain();
+      expect(redirector.paths).toEqual(["POST /shareAuth/init"]);
+      expect(permanent.paths).toEqual(["POST /shareAuth/start", "POST /shareAuth/finish"]);
+      expect(target.paths).toEqual([]);
+      expect(reports).toEqual(["init:error", "start:error", "finish:error"]);
+    } finally {
+      await Promise.all([target.close(), redirector.close(), permanent.close()]);
+    }
   });
 });

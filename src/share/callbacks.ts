@@ -83,6 +83,8 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
         baseURL: link.authHost,
         method: "POST",
         body,
+        // a redirect would send the token to whatever host it names: it is a failed check, never followed
+        redirect: "manual",
         retry: false,
         ignoreResponseError: true,
         parseResponse: JSON.parse, // a reply that is not JSON is a broken server, not a rejection
@@ -118,10 +120,11 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
 
   async function sendFinish(job: FinishJob): Promise<void> {
     try {
-      await $fetch.raw("/shareAuth/finish", {
+      const res = await $fetch.raw("/shareAuth/finish", {
         baseURL: job.link.authHost,
         method: "POST",
         body: job.body,
+        redirect: "manual",
         responseType: "text",
         retry: retries,
         // ofetch calls this once per retry it is about to make: the one place to count retries
@@ -136,7 +139,7 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
           ctx.options.signal = callSignal(job.link);
         },
       });
-      observer.shareCallback("finish", "success");
+      observer.shareCallback("finish", isRedirect(res.status) ? "error" : "success");
     } catch {
       observer.shareCallback("finish", "error");
     }
@@ -193,6 +196,7 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
  * operator refused, or "broken" when the reply is no verification answer at all.
  */
 function readVerdict(status: number, reply: unknown): Verdict {
+  if (isRedirect(status)) return { kind: "broken" };
   const ok = status >= 200 && status < 300;
   if (!isRecord(reply)) return { kind: "broken" };
   if (reply.success === true) {
@@ -202,6 +206,8 @@ function readVerdict(status: number, reply: unknown): Verdict {
   if (!ok && reply.success !== false) return { kind: "broken" };
   return { kind: "rejected", message: pickMessage(reply.message) ?? pickMessage(reply.msg) ?? GENERIC_REJECTION };
 }
+
+const isRedirect = (status: number) => status >= 300 && status < 400;
 
 function pickMessage(value: unknown): string | undefined {
   if (typeof value !== "string" || value.trim() === "") return undefined;
