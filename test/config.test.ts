@@ -99,6 +99,8 @@ describe("config", () => {
     const c = parseConfig(raw, {});
     expect(c.channels.map((ch) => ch.baseUrl)).toContain("http://127.0.0.1:6006");
     expect(c.channels.some((ch) => ch.type === "echo")).toBe(true);
+    // browsers: the gateway's own pages only, never every origin
+    expect(c.server.cors.origins).toEqual(["http://127.0.0.1:3000", "http://localhost:3000"]);
   });
 });
 

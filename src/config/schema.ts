@@ -132,7 +132,9 @@ const serverSchema = z.strictObject({
       destination: z.string().default("stdout"),
     })
     .prefault({}),
-  /** Origins allowed to call from a browser; `[]` turns CORS off. */
+  /** Origins whose pages may call /v1/* and /api/v1/* from a browser; `[]` turns CORS off. The
+   *  default `["*"]` lets any page read the answers to the calls it can make: list your apps'
+   *  origins where share links without authHost are reachable (docs/config.md#cors). */
   cors: z
     .strictObject({
       origins: z.array(z.string().regex(ORIGIN, 'expected "*" or an origin such as https://app.example.com')).default(() => ["*"]),
