@@ -175,7 +175,7 @@ describe("config: hardening fields", () => {
     expect(c.server).toMatchObject({
       headersTimeoutMs: 10_000,
       bodyTimeoutMs: 30_000,
-      shutdownTimeoutMs: 30_000,
+      shutdownTimeoutMs: 25_000,
       maxJsonDepth: 64,
       cors: { origins: ["*"] },
       workers: 1,

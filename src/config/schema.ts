@@ -123,7 +123,9 @@ const serverSchema = z.strictObject({
   headersTimeoutMs: z.number().int().positive().default(10_000),
   /** Time allowed for the whole request body. */
   bodyTimeoutMs: z.number().int().positive().default(30_000),
-  shutdownTimeoutMs: z.number().int().nonnegative().default(30_000),
+  /** Time requests in flight get to finish on SIGTERM: 25 s, so a gateway exits within the 30 s a
+   *  Kubernetes pod is given by default (docs/operations.md#shutdown). */
+  shutdownTimeoutMs: z.number().int().nonnegative().default(25_000),
   maxJsonDepth: z.number().int().positive().default(64),
   log: z
     .strictObject({
