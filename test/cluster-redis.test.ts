@@ -366,6 +366,21 @@ describe("two gateways on one Redis", () => {
     expect(upstream.requests).toHaveLength(2);
   });
 
+  it("hold one share API window per link: calls to either instance count against shareLinks[].apiQpm", async () => {
+    const d = await deploy({ extra: { shareLinks: [{ shareId: "s1", appId: "a1", apiQpm: 3 }] } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await fetch(`${(i % 2 ? d.b : d.a).url}/api/share/chats`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ shareId: "s1", outLinkUid: `local-${i}` }),
+      });
+      await res.text();
+      statuses.push(res.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 429, 429, 429]);
+  });
+
   it("reload together: a reload asked of one instance reloads the other", async () => {
     const d = await deploy({});
     expect((await admin(d.a.url, "POST", "/api/admin/reload")).status).toBe(200);

@@ -11,7 +11,8 @@ export interface BudgetHold {
 }
 
 export interface RateLimit {
-  /** `app:<id>`, `key:<name>` or `share:<shareId>` */
+  /** `app:<id>`, `key:<name>` or `share:<shareId>`; the share API's `share-api:<shareId>` and
+   *  `share-api-client:<address>` */
   scope: string;
   /** hits allowed in a 60-second sliding window */
   limit: number;

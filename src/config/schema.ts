@@ -113,6 +113,8 @@ const shareLinkSchema = z.strictObject({
   expiresAt: z.iso.datetime({ offset: true }).nullable().default(null),
   responseDetail: z.boolean().default(false),
   callbackTimeoutMs: z.number().int().positive().default(5_000),
+  /** Calls a minute to /api/share/init|chats|chat for this link, all its users together (0 = no limit). */
+  apiQpm: z.number().int().min(0).default(600),
 });
 
 const serverSchema = z.strictObject({
@@ -142,6 +144,11 @@ const serverSchema = z.strictObject({
       origins: z.array(z.string().regex(ORIGIN, 'expected "*" or an origin such as https://app.example.com')).default(() => ["*"]),
     })
     .prefault({}),
+  /** Proxies in front of the gateway whose X-Forwarded-For entry names the client (1 behind one
+   *  nginx); 0 takes the socket's address. The gateway must then be reachable through them only. */
+  trustProxy: z.number().int().min(0).default(0),
+  /** Calls a minute to /api/share/init|chats|chat from one client address, all links together (0 = no limit). */
+  shareApiQpm: z.number().int().min(0).default(60),
   /** Processes serving the port (one is the primary when more). */
   workers: z.number().int().min(1).default(1),
 });

@@ -1,6 +1,7 @@
 // The operator's identity callbacks for share links (CONTRACTS §6, seed 4.2–4.3): `init` and
 // `start` ask the operator's server whether a user may go on and who they are; `finish` reports
 // each answer in the background, bounded and retried. Errors never carry the token or the host.
+import { hash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { createFetch } from "ofetch";
 import type { ShareLinkConfig } from "../config/schema.js";
@@ -10,7 +11,8 @@ import { createWorkQueue } from "./finish-queue.js";
 import { isValidUid, validateUid } from "./links.js";
 
 export interface ShareAuth {
-  /** The user's uid for a share-link initialisation (cached briefly per link and token). */
+  /** The user's uid for a share-link initialisation (cached briefly per link and token; a failure
+   *  is remembered more briefly, and one token asked about many times at once is one call). */
   init(link: ShareLinkConfig, token: string): Promise<string>;
   /** Asks the operator before each chat; the uid to store the chat under. */
   start(link: ShareLinkConfig, token: string, question: string): Promise<string>;
@@ -32,12 +34,23 @@ export interface ShareAuthOptions {
   finishBackoffMs?: number;
   /** how long a successful init is remembered (default 60 s) */
   initCacheTtlMs?: number;
+  /** how long a failed init (refused, unanswered, a bad uid) is remembered (default 10 s) */
+  failedInitTtlMs?: number;
+  /** the clock of those memories (default performance.now) */
+  now?: () => number;
   fetch?: typeof globalThis.fetch;
 }
 
 interface FinishJob {
   link: ShareLinkConfig;
   body: { token: string; appName: string; responseData: unknown[] };
+}
+
+/** What a failed init answered, to answer a repeat with (no stack, no token). */
+interface FailedInit {
+  status: number;
+  code: string;
+  message: string;
 }
 
 interface VerifyData {
@@ -48,6 +61,7 @@ type Verdict = { kind: "passed"; data: VerifyData } | { kind: "rejected"; messag
 
 const FINISH_CONCURRENCY = 8;
 const INIT_CACHE_MAX = 5000;
+const FAILED_INIT_TTL_MS = 10_000;
 const INIT_UID_TTL_MS = 24 * 60 * 60 * 1000;
 const MAX_MESSAGE_CHARS = 500;
 const GENERIC_REJECTION = "Identity verification failed";
@@ -66,7 +80,13 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
   const retries = opts.finishRetries ?? 3;
   const backoffMs = opts.finishBackoffMs ?? 500;
   const $fetch = createFetch({ fetch: opts.fetch ?? globalThis.fetch });
-  const initCache = new LRUCache<string, string>({ max: INIT_CACHE_MAX, ttl: opts.initCacheTtlMs ?? 60_000 });
+  const clock = opts.now && { perf: { now: opts.now }, ttlResolution: 0 };
+  const initCache = new LRUCache<string, string>({ max: INIT_CACHE_MAX, ttl: opts.initCacheTtlMs ?? 60_000, ...clock });
+  // a made-up token sent again is answered from here, not by another call to the operator; keyed by
+  // the token's digest, so the memory of a failure holds no token
+  const failedInits = new LRUCache<string, FailedInit>({ max: INIT_CACHE_MAX, ttl: opts.failedInitTtlMs ?? FAILED_INIT_TTL_MS, ...clock });
+  /** inits in flight: the same token sent many times at once is one call */
+  const asking = new Map<string, Promise<string>>();
   // what init answered for a token, kept longer than the init cache: a start without uid falls back to it
   const initUids = new LRUCache<string, string>({ max: INIT_CACHE_MAX * 4, ttl: INIT_UID_TTL_MS });
   const uidKey = (link: ShareLinkConfig, token: string) => `${link.shareId}\n${token}`;
@@ -145,6 +165,15 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
     }
   }
 
+  /** The operator's uid for a token, remembered for the init cache and start's fallback. */
+  async function askInit(link: ShareLinkConfig, token: string, key: string): Promise<string> {
+    const data = await verify("init", link, "/shareAuth/init", { token });
+    const uid = acceptUid("init", data.uid);
+    initCache.set(key, uid);
+    initUids.set(uidKey(link, token), uid);
+    return uid;
+  }
+
   const finishQueue = createWorkQueue(sendFinish, {
     max: opts.finishQueueMax ?? 1000,
     concurrency: FINISH_CONCURRENCY,
@@ -156,11 +185,19 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
       const key = `${link.shareId}\n${link.authHost}\n${token}`;
       const cached = initCache.get(key);
       if (cached !== undefined) return cached;
-      const data = await verify("init", link, "/shareAuth/init", { token });
-      const uid = acceptUid("init", data.uid);
-      initCache.set(key, uid);
-      initUids.set(uidKey(link, token), uid);
-      return uid;
+      const failedKey = `${link.shareId}\n${link.authHost}\n${hash("sha256", token, "base64url")}`;
+      const failed = failedInits.get(failedKey);
+      if (failed) throw new GatewayError(failed.status, failed.code, failed.message);
+      let pending = asking.get(failedKey);
+      if (!pending) {
+        pending = askInit(link, token, key).catch((err: unknown) => {
+          if (err instanceof GatewayError) failedInits.set(failedKey, { status: err.status, code: err.code, message: err.message });
+          throw err;
+        });
+        asking.set(failedKey, pending);
+        pending.finally(() => asking.delete(failedKey)).catch(() => {});
+      }
+      return pending;
     },
 
     async start(link, token, question) {
