@@ -5,7 +5,12 @@
 // from X-Forwarded-For only as far as `server.trustProxy` says), refused with 429
 // rate_limit_exceeded and Retry-After; a failed init is remembered briefly, so repeating a token
 // does not ask the operator again.
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { H3 } from "h3";
+import { toNodeHandler } from "h3/node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { clientAddress } from "../src/http/client-address.js";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
 import { coreConfig } from "./support/core-config.js";
 import { startOperatorServer, type OperatorServer } from "./support/operator-server.js";
@@ -128,5 +133,32 @@ describe("per link", () => {
     for (let i = 0; i < 61; i++) answers.push(await call(gw, "chats", { shareId: "open", outLinkUid: "local-1" }));
     expect(answers.slice(0, 60).every((a) => a.status === 200)).toBe(true);
     expect(refused(answers[60]!)).toBe(true);
+  });
+});
+
+describe("the client address", () => {
+  it("is the socket's peer, or the X-Forwarded-For entry server.trustProxy hops away", async () => {
+    const app = new H3().get("/", (event) => clientAddress(event, Number(event.url.searchParams.get("hops"))));
+    const server = createServer(toNodeHandler(app));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const ask = async (hops: number, forwarded?: string) =>
+      (await fetch(`${base}/?hops=${hops}`, { headers: forwarded ? { "x-forwarded-for": forwarded } : {} })).text();
+    try {
+      expect(await ask(0)).toBe("127.0.0.1");
+      expect(await ask(0, "203.0.113.9")).toBe("127.0.0.1");
+      expect(await ask(1)).toBe("127.0.0.1"); // no proxy in between after all
+      expect(await ask(1, "192.0.2.1, 203.0.113.9")).toBe("203.0.113.9");
+      expect(await ask(2, "192.0.2.1, 203.0.113.9")).toBe("192.0.2.1");
+      expect(await ask(5, "192.0.2.1, 203.0.113.9")).toBe("192.0.2.1");
+      expect(await ask(1, "::ffff:203.0.113.9")).toBe("203.0.113.9");
+      expect(await ask(1, "2001:DB8:a::1")).toBe("2001:db8:a:0::/64");
+      expect(await ask(1, "fe80::1%eth0")).toBe("fe80:0:0:0::/64");
+      // what a trusted proxy would never write is not an address: the peer's is taken
+      expect(await ask(1, "not-an-address")).toBe("127.0.0.1");
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
