@@ -2,6 +2,7 @@
 // real operator server on 127.0.0.1.
 import { H3, type H3Event } from "h3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createMemoryClusterState } from "../src/cluster/memory.js";
 import type { ShareLinkConfig } from "../src/config/schema.js";
 import { errorResponse, toGatewayError } from "../src/http/errors.js";
 import { silentObserver } from "../src/observability/observer.js";
@@ -20,7 +21,7 @@ let auth: ShareAuth;
 let app: H3;
 
 function shareLink(shareId: string, over: Partial<ShareLinkConfig> = {}): ShareLinkConfig {
-  return { shareId, appId: "support", qpm: 0, maxUsagePoints: -1, expiresAt: null, responseDetail: false, callbackTimeoutMs: 2000, ...over };
+  return { shareId, appId: "support", qpm: 0, maxUsagePoints: -1, expiresAt: null, responseDetail: false, callbackTimeoutMs: 2000, apiQpm: 0, ...over };
 }
 
 beforeEach(async () => {
@@ -42,6 +43,9 @@ beforeEach(async () => {
     auth,
     now: () => NOW,
     readJson: (event: H3Event) => event.req.json(),
+    // the API's rate limits are test/share-api-limits.test.ts's
+    state: createMemoryClusterState({ failures: 5, cooldownMs: 30_000 }),
+    server: { trustProxy: 0, shareApiQpm: 0 },
   });
   const handle = (fn: (e: H3Event) => unknown) => async (e: H3Event) => {
     try {

@@ -182,8 +182,8 @@ local function current()
 end
 `;
 
-/** ARGV[4..]: ok 0|1, now, retryAfterMs, failures to open, cooldown, max cooldown.
- *  Returns the new view, or false when nothing changed. */
+/** ARGV[4..]: ok 0|1, now, retryAfterMs, failures to open, cooldown, max cooldown (the cap of both
+ *  the doubling and an upstream's Retry-After). Returns the new view, or false when nothing changed. */
 const BREAKER_RESULT = `${BREAKER_PRELUDE}
 local now, base = tonumber(ARGV[5]), tonumber(ARGV[8])
 local cooldown = tonumber(stored[4] or ARGV[8])
@@ -198,7 +198,7 @@ if phase == 'half_open' then
 elseif failures < tonumber(ARGV[7]) then
   return save(phase, failures, retryAt, cooldown)
 end
-return save('open', failures, now + math.max(cooldown, tonumber(ARGV[6])), cooldown)
+return save('open', failures, now + math.min(math.max(cooldown, tonumber(ARGV[6])), tonumber(ARGV[9])), cooldown)
 `;
 
 /** ARGV[4..]: instance, now, cooldown (the config's, when the hash has none).

@@ -3,8 +3,6 @@
 // interface; `memory.ts` implements it for a single instance, `redis.ts` (for `cluster.redisUrl`)
 // for several.
 
-import type { CreatedKeyRow } from "../store/types.js";
-
 export interface BudgetHold {
   /** `app:<id>`, `key:<name>` or `share:<shareId>` */
   scope: string;
@@ -13,7 +11,8 @@ export interface BudgetHold {
 }
 
 export interface RateLimit {
-  /** `app:<id>`, `key:<name>` or `share:<shareId>` */
+  /** `app:<id>`, `key:<name>` or `share:<shareId>`; the share API's `share-api:<shareId>` and
+   *  `share-api-client:<address>` */
   scope: string;
   /** hits allowed in a 60-second sliding window */
   limit: number;
@@ -45,11 +44,10 @@ export interface BreakerView {
 }
 
 /** A key created through the operations API was added or revoked; `resync`: changes may have been
- *  missed (a reconnect), so every listener re-reads the created keys from the store. */
-/** A created key travels with its row (digest, never the key), so the other instances accept it as
- *  soon as they hear of it, without waiting for a read of the store. */
+ *  missed (a reconnect), so every listener re-reads the created keys from the store. A notice names
+ *  the key only: what a key may do is read from the store, never taken from the channel. */
 export type KeyChange =
-  | { change: "created"; name: string; row?: CreatedKeyRow }
+  | { change: "created"; name: string }
   | { change: "revoked"; name: string }
   | { change: "resync" };
 

@@ -117,6 +117,8 @@ const shareLinkSchema = z.strictObject({
   expiresAt: z.iso.datetime({ offset: true }).nullable().default(null),
   responseDetail: z.boolean().default(false),
   callbackTimeoutMs: z.number().int().positive().default(5_000),
+  /** Calls a minute to /api/share/init|chats|chat for this link, all its users together (0 = no limit). */
+  apiQpm: z.number().int().min(0).default(600),
 });
 
 const serverSchema = z.strictObject({
@@ -127,7 +129,9 @@ const serverSchema = z.strictObject({
   headersTimeoutMs: z.number().int().positive().default(10_000),
   /** Time allowed for the whole request body. */
   bodyTimeoutMs: z.number().int().positive().default(30_000),
-  shutdownTimeoutMs: z.number().int().nonnegative().default(30_000),
+  /** Time requests in flight get to finish on SIGTERM: 25 s, so a gateway exits within the 30 s a
+   *  Kubernetes pod is given by default (docs/operations.md#shutdown). */
+  shutdownTimeoutMs: z.number().int().nonnegative().default(25_000),
   maxJsonDepth: z.number().int().positive().default(64),
   log: z
     .strictObject({
@@ -136,12 +140,19 @@ const serverSchema = z.strictObject({
       destination: z.string().default("stdout"),
     })
     .prefault({}),
-  /** Origins allowed to call from a browser; `[]` turns CORS off. */
+  /** Origins whose pages may call /v1/* and /api/v1/* from a browser; `[]` turns CORS off. The
+   *  default `["*"]` lets any page read the answers to the calls it can make: list your apps'
+   *  origins where share links without authHost are reachable (docs/config.md#cors). */
   cors: z
     .strictObject({
       origins: z.array(z.string().regex(ORIGIN, 'expected "*" or an origin such as https://app.example.com')).default(() => ["*"]),
     })
     .prefault({}),
+  /** Proxies in front of the gateway whose X-Forwarded-For entry names the client (1 behind one
+   *  nginx); 0 takes the socket's address. The gateway must then be reachable through them only. */
+  trustProxy: z.number().int().min(0).default(0),
+  /** Calls a minute to /api/share/init|chats|chat from one client address, all links together (0 = no limit). */
+  shareApiQpm: z.number().int().min(0).default(60),
   /** Processes serving the port (one is the primary when more). */
   workers: z.number().int().min(1).default(1),
 });
@@ -154,7 +165,10 @@ const routingSchema = z.strictObject({
     .strictObject({
       failures: z.number().int().positive().default(5),
       cooldownMs: z.number().int().positive().default(30_000),
+      /** The longest a breaker stays open at once: the doubling and an upstream's Retry-After stop here. */
+      maxCooldownMs: z.number().int().positive().default(300_000),
     })
+    .refine((b) => b.cooldownMs <= b.maxCooldownMs, { message: "cooldownMs must not exceed maxCooldownMs", path: ["cooldownMs"] })
     .prefault({}),
 });
 

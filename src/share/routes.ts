@@ -2,10 +2,12 @@
 // window page. Tokens travel in JSON bodies so they stay out of URLs and access logs.
 import type { H3Event } from "h3";
 import { z } from "zod";
-import type { ShareLinkConfig } from "../config/schema.js";
+import type { ClusterState } from "../cluster/types.js";
+import type { ServerConfig, ShareLinkConfig } from "../config/schema.js";
 import { notFound } from "../http/errors.js";
 import { parseBody } from "../http/validation.js";
 import type { ChatOwner, Store } from "../store/types.js";
+import { createShareApiRate } from "./api-rate.js";
 import type { ShareAuth } from "./callbacks.js";
 import { assertChatOwner, resolveShareLink } from "./links.js";
 import { sharePageResponse } from "./page.js";
@@ -18,6 +20,10 @@ export interface ShareRoutesDeps {
   now?: () => number;
   /** The request body as JSON (the gateway's body limit and parse errors apply). */
   readJson: (event: H3Event) => Promise<unknown>;
+  /** holds the API's rate windows, per link and per client address */
+  state: ClusterState;
+  /** `trustProxy` finds the client's address, `shareApiQpm` is its calls a minute */
+  server: Pick<ServerConfig, "trustProxy" | "shareApiQpm">;
 }
 
 export interface ShareRoutes {
@@ -59,10 +65,13 @@ const chatBody = userBody.extend({ chatId: z.string().min(1).max(255) });
 
 export function createShareRoutes(deps: ShareRoutesDeps): ShareRoutes {
   const now = deps.now ?? Date.now;
+  const admitCall = createShareApiRate({ state: deps.state, server: deps.server });
 
   /** The link and the user's uid; the operator's init callback (cached) maps a token to a uid. */
-  async function identify(body: z.infer<typeof userBody>) {
+  async function identify(event: H3Event, body: z.infer<typeof userBody>) {
     const link = resolveShareLink(deps.links, body.shareId, now());
+    // counted before the operator is asked: made-up tokens must not make the gateway a token oracle
+    await admitCall(event, link, now());
     const uid = await deps.auth.init(link, body.outLinkUid);
     const owner: ChatOwner = { shareId: link.shareId, uid };
     return { link, owner };
@@ -75,19 +84,19 @@ export function createShareRoutes(deps: ShareRoutesDeps): ShareRoutes {
 
   return {
     async init(event) {
-      const { link, owner } = await identify(await readBody(event, userBody));
+      const { link, owner } = await identify(event, await readBody(event, userBody));
       const appName = deps.apps.get(link.appId)?.name ?? link.appId;
       return { shareId: link.shareId, appName, uid: owner.uid, chats: await listChats(owner) };
     },
 
     async chats(event) {
-      const { owner } = await identify(await readBody(event, userBody));
+      const { owner } = await identify(event, await readBody(event, userBody));
       return { chats: await listChats(owner) };
     },
 
     async chat(event) {
       const { chatId, ...user } = await readBody(event, chatBody);
-      const { link, owner } = await identify(user);
+      const { link, owner } = await identify(event, user);
       // the chat and its messages in one read; the messages are shown only to the chat's owner
       const found = await deps.store.getChatWithMessages(link.appId, chatId, MAX_CHAT_MESSAGES);
       if (!found) throw notFound("chat_not_found", "This chat does not exist.");

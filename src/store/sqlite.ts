@@ -1,13 +1,12 @@
 // The SQLite Store: conversations, share-link chat lists, usage rows and spend counters persist in
 // one database file (or `:memory:`); rate windows live in process memory, as they need not survive
 // a restart.
-import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { migrate } from "./migrations.js";
 import { CACHED_MESSAGES, createChatCache } from "./chat-cache.js";
 import { createWriteBatcher, type Batched, type Gathered } from "./write-batch.js";
 import { createKeyOps } from "./sqlite-keys.js";
+import { createPrivateFile } from "./private-file.js";
 import type {
   AppendRoundInput,
   ChatInfo,
@@ -66,7 +65,8 @@ export function createSqliteStore(path: string): Store {
 
 function openDatabase(path: string): Database.Database {
   const inMemory = path === ":memory:" || path === "";
-  if (!inMemory && !path.startsWith("file:")) mkdirSync(dirname(path), { recursive: true });
+  // SQLite gives the -wal and -shm files the database file's mode: 0600 for all three
+  if (!inMemory && !path.startsWith("file:")) createPrivateFile(path);
   const db = new Database(path);
   db.pragma("journal_mode = WAL");
   // In WAL mode with synchronous=NORMAL a commit has written its frames to the WAL file (the OS
