@@ -16,8 +16,19 @@ const document = z.looseObject({ type: z.literal("document"), source: z.looseObj
 const toolUse = z.looseObject({ type: z.literal("tool_use"), id: z.string().min(1), name: z.string().min(1), input: z.unknown() });
 const thinking = z.looseObject({ type: z.enum(["thinking", "redacted_thinking"]) });
 
+/** Blocks of a type outside `known` become `{type: "other"}` before validation: accepted, and
+ *  dropped by the translation (server_tool_use, web_search_tool_result, container_upload, …). */
+function withOthers<const T extends readonly [z.core.$ZodTypeDiscriminable, ...z.core.$ZodTypeDiscriminable[]]>(known: readonly string[], options: T) {
+  const other = z.object({ type: z.literal("other") });
+  const mapped = (b: unknown) => {
+    const type = (b as { type?: unknown } | null)?.type;
+    return typeof type === "string" && !known.includes(type) ? { type: "other" } : b;
+  };
+  return z.preprocess(mapped, z.discriminatedUnion("type", [...options, other]));
+}
+
 /** What a tool_result may hold: text, images, documents; anything else is dropped. */
-const resultBlock = z.union([text, image, document, z.looseObject({ type: z.string() })]);
+const resultBlock = withOthers(["text", "image", "document"], [text, image, document]);
 const toolResult = z.looseObject({
   type: z.literal("tool_result"),
   tool_use_id: z.string().min(1),
@@ -25,11 +36,8 @@ const toolResult = z.looseObject({
   is_error: z.boolean().nullish(),
 });
 
-const KNOWN_BLOCKS = new Set(["text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking"]);
-/** server_tool_use, web_search_tool_result, container_upload, … : accepted, not sent upstream */
-const otherBlock = z.looseObject({ type: z.string().refine((t) => !KNOWN_BLOCKS.has(t)) });
-
-const block = z.union([z.discriminatedUnion("type", [text, image, document, toolUse, toolResult, thinking]), otherBlock]);
+const BLOCKS = ["text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking"];
+const block = withOthers(BLOCKS, [text, image, document, toolUse, toolResult, thinking]);
 
 const message = z.looseObject({
   role: z.enum(["user", "assistant", "system"]),
@@ -40,12 +48,20 @@ const message = z.looseObject({
 /** A tool the client runs: `name` + `input_schema`. Anthropic-defined tools (`web_search_*`,
  *  `bash_*`, `code_execution_*`, …) carry a `type` and no schema: not offered to a chat model. */
 const customTool = z.looseObject({
-  type: z.literal("custom").optional(),
+  type: z.literal("custom"),
   name: z.string().min(1),
   description: z.string().optional(),
   input_schema: z.looseObject({}),
+  strict: z.boolean().optional(),
 });
-const definedTool = z.looseObject({ type: z.string().refine((t) => t !== "custom"), name: z.string().optional() });
+const tool = z.preprocess(
+  (t) => {
+    if (t === null || typeof t !== "object" || Array.isArray(t)) return t;
+    const type = (t as { type?: unknown }).type;
+    return type === undefined ? { ...t, type: "custom" } : typeof type === "string" && type !== "custom" ? { type: "anthropic_defined" } : t;
+  },
+  z.discriminatedUnion("type", [customTool, z.object({ type: z.literal("anthropic_defined") })]),
+);
 
 const toolChoice = z.discriminatedUnion("type", [
   z.looseObject({ type: z.literal("auto"), disable_parallel_tool_use: z.boolean().optional() }),
@@ -59,7 +75,7 @@ export const messagesRequestSchema = z.looseObject({
   max_tokens: z.number().int().positive(),
   messages: z.array(message).min(1),
   system: z.union([z.string(), z.custom<RawText>((v) => v instanceof RawText), z.array(text)]).optional(),
-  tools: z.array(z.union([customTool, definedTool])).optional(),
+  tools: z.array(tool).optional(),
   tool_choice: toolChoice.optional(),
   stop_sequences: z.array(z.string()).optional(),
   temperature: z.number().optional(),

@@ -154,7 +154,7 @@ function joinText(parts: UserPart[]): string {
 
 function addTools(chat: ChatRequest, tools: AnthropicTool[] | undefined, choice: ToolChoice | undefined): void {
   const functions = (tools ?? []).flatMap((t) => {
-    if (!("input_schema" in t) || (t.type !== undefined && t.type !== "custom")) return [];
+    if (t.type !== "custom") return [];
     const fn: Record<string, unknown> = { name: t.name, parameters: t.input_schema };
     if (typeof t.description === "string") fn.description = t.description;
     if (typeof t.strict === "boolean") fn.strict = t.strict;
