@@ -37,14 +37,16 @@ export function createStreamTranslator(ctx: MessagesCtx): StreamTranslator {
     block !== undefined && (block.kind === "tool" ? seg.kind === "tool" && seg.call === block.call : block.kind === seg.kind);
   const blocksOthers = () => open?.kind === "tool" && !isCompleteJson(open.call.written);
 
+  /** A delta event: the hot path, written as a template around the one string that needs escaping. */
   function write(seg: Segment): string {
     if (seg.text.length === 0) return "";
+    const head = `event: content_block_delta\ndata: {"type":"content_block_delta","index":${open!.index},"delta":`;
     if (seg.kind === "tool") {
       seg.call.written += seg.text;
-      return event("content_block_delta", { type: "content_block_delta", index: open!.index, delta: { type: "input_json_delta", partial_json: seg.text } });
+      return `${head}{"type":"input_json_delta","partial_json":${JSON.stringify(seg.text)}}}\n\n`;
     }
-    const delta = seg.kind === "text" ? { type: "text_delta", text: seg.text } : { type: "thinking_delta", thinking: seg.text };
-    return event("content_block_delta", { type: "content_block_delta", index: open!.index, delta });
+    if (seg.kind === "text") return `${head}{"type":"text_delta","text":${JSON.stringify(seg.text)}}}\n\n`;
+    return `${head}{"type":"thinking_delta","thinking":${JSON.stringify(seg.text)}}}\n\n`;
   }
 
   function close(): string {
