@@ -25,6 +25,12 @@ describe("Anthropic SDK against the dialect", () => {
     expect(message.content).toEqual([{ type: "text", text: "Whole answer." }]);
     expect(message).toMatchObject({ model: "claude-haiku-4-5", stop_reason: "end_turn", usage: { input_tokens: 9, output_tokens: 3 } });
     expect(server!.calls[0]!.chat).toMatchObject({ model: "claude-haiku-4-5", max_tokens: 50, stream: false });
+    // what SDK 1.14 sends: no ?beta=true, its own API version, the key as Authorization: Bearer
+    // (older SDKs, and the one inside Claude Code, send x-api-key and anthropic-version 2023-06-01)
+    const [req] = server!.requests;
+    expect([req!.path, req!.query]).toEqual(["/v1/messages", ""]);
+    expect(req!.headers).toMatchObject({ "anthropic-version": "2026-10-21", authorization: "<redacted>", "x-stainless-retry-count": "0" });
+    expect(req!.headers).not.toHaveProperty("x-api-key");
   });
 
   it("messages.stream gets text events and the final message", async () => {
@@ -75,6 +81,7 @@ describe("Anthropic SDK against the dialect", () => {
     expect(counted.input_tokens).toBe(await countInputTokens(toCountChat(body).chat, "cl100k_base"));
     expect(counted.input_tokens).toBeGreaterThan(5);
     expect(modelCalls).toBe(0);
+    expect(server!.requests.map((r) => r.path)).toEqual(["/v1/messages/count_tokens"]);
   });
 
   it("raises the SDK's typed errors", async () => {

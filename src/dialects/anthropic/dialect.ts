@@ -29,8 +29,8 @@ export const anthropicDialect: ChatDialect<MessagesCtx> = {
   error: anthropicError,
 };
 
-/** The SDKs send `x-api-key`; Claude Code sends `Authorization: Bearer` when given
- *  ANTHROPIC_AUTH_TOKEN instead of ANTHROPIC_API_KEY. */
+/** Claude Code (and SDKs before 1.x) send `x-api-key`; the 1.x SDKs, and Claude Code given
+ *  ANTHROPIC_AUTH_TOKEN, send `Authorization: Bearer`. */
 export function readAnthropicKey(headers: Headers): string | undefined {
   const apiKey = headers.get("x-api-key")?.trim();
   if (apiKey) return apiKey;
