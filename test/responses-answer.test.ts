@@ -66,6 +66,33 @@ describe("Responses answer translation", () => {
     expect(r.usage?.output_tokens_details).toEqual({ reasoning_tokens: 4 });
   });
 
+  it("gives a call of a freeform tool as a custom_tool_call with its input", () => {
+    const { ctx } = toChat({ input: "patch", tools: [{ type: "custom", name: "apply_patch" }, { type: "custom", name: "note" }] });
+    const r = toResponse(
+      completion(
+        {
+          content: null,
+          tool_calls: [
+            { id: "call_p", type: "function", function: { name: "apply_patch", arguments: JSON.stringify({ input: "*** Begin Patch\n*** End Patch\n" }) } },
+            { id: "call_n", type: "function", function: { name: "note", arguments: "plain text, not JSON" } },
+          ],
+        },
+        "tool_calls",
+      ),
+      usage,
+      ctx,
+    );
+    expect(r.output).toMatchObject([
+      { type: "custom_tool_call", call_id: "call_p", name: "apply_patch", input: "*** Begin Patch\n*** End Patch\n", status: "completed" },
+      { type: "custom_tool_call", call_id: "call_n", name: "note", input: "plain text, not JSON" },
+    ]);
+    expect(r.output[0]!.id).toMatch(/^ctc_/);
+    // the next turn sends it back as the same tool call
+    const row = storedRow(ctx, r, { appId: "a", keyName: null }, { now: 0, retentionDays: 1 })!;
+    const next = toChat({ input: [{ type: "custom_tool_call_output", call_id: "call_p", output: "Done." }], tools: [{ type: "custom", name: "apply_patch" }] }, conversationOf(row));
+    expect(next.chat.messages[1]).toMatchObject({ role: "assistant", tool_calls: [{ id: "call_p", function: { name: "apply_patch", arguments: JSON.stringify({ input: "*** Begin Patch\n*** End Patch\n" }) } }, { id: "call_n" }] });
+  });
+
   it("marks an answer cut at the length limit incomplete, reason max_output_tokens", () => {
     const { ctx } = toChat({ input: "long story", max_output_tokens: 5 });
     const r = toResponse(completion({ content: "Once upon a" }, "length"), usage, ctx);

@@ -9,14 +9,16 @@ import { runCodex } from "./support/codex-cli.js";
 import { startResponsesProbe, type ModelTurn, type ResponsesProbe } from "./support/responses-probe.js";
 
 const MARKER = "sluice-marker-123";
+const PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hello from a private model\n*** End Patch\n";
 
 /** The scripted model: the prompt (Codex's last user message) says what to do. */
 function model(chat: ChatRequest): ModelTurn {
   const tool = chat.messages.findLast((m) => m.role === "tool");
   const prompt = String(chat.messages.findLast((m) => m.role === "user")?.content ?? "");
-  if (tool) return { text: `Codex ran it: ${String(tool.content).includes(MARKER) ? MARKER : "no marker"}` };
+  if (tool) return { text: `Codex ran it: ${String(tool.content).includes(MARKER) ? MARKER : String(tool.content).trim()}` };
   // `login: false`: a login shell here reads profiles that take seconds
   if (prompt.includes("run the marker")) return { calls: [{ name: "exec_command", arguments: JSON.stringify({ cmd: `echo ${MARKER}`, login: false }) }] };
+  if (prompt.includes("add the file")) return { calls: [{ name: "apply_patch", arguments: JSON.stringify({ input: PATCH }) }] };
   if (prompt.includes("too long")) return { error: badRequest("context_length_exceeded", "This model's maximum context length is 100 tokens; the prompt has 120.", "input") };
   if (prompt.includes("cut")) return { text: "This answer will be cut off", cutAfterChunks: 2 };
   return { reasoning: "A greeting is asked for.", text: "Hello from the probe model." };
@@ -94,6 +96,23 @@ describe("Codex CLI on the Responses dialect", () => {
       { role: "assistant", content: null, tool_calls: [{ id: call.call_id, function: { name: "exec_command" } }] },
       { role: "tool", tool_call_id: call.call_id },
     ]);
+  });
+
+  it("with an OpenAI model name, edits a file through its freeform apply_patch tool, offered as a function", { timeout: 60_000 }, async () => {
+    const from = probe.calls.length;
+    const out = await runCodex({ baseURL: probe.baseURL, prompt: "add the file hello.txt", model: "gpt-5.5" });
+    expect(out.code, out.stderr).toBe(0);
+    expect(out.files["hello.txt"]).toBe("hello from a private model\n");
+
+    const bodies = probe.calls.slice(from).map((c) => c.body);
+    expect(bodies[0]).toMatchObject({ model: "gpt-5.5", reasoning: { effort: "medium" }, text: { verbosity: "low" } });
+    expect(bodies[0].tools.find((t: { name?: string }) => t.name === "apply_patch")).toMatchObject({ type: "custom", format: { type: "grammar", syntax: "lark" } });
+    expect(bodies[0].tools.map((t: { type: string }) => t.type)).toContain("tool_search");
+    const [call, output] = bodies[1].input.slice(-2);
+    expect(call).toMatchObject({ type: "custom_tool_call", name: "apply_patch", input: PATCH });
+    expect(output).toMatchObject({ type: "custom_tool_call_output", call_id: call.call_id });
+    expect(out.stdout).toContain("Codex ran it:");
+    expect(probe.chats.at(-2)!.reasoning_effort).toBe("medium");
   });
 
   it("tells its user the context window is full on a 400 context_length_exceeded, without retrying", { timeout: 60_000 }, async () => {

@@ -128,13 +128,34 @@ describe("Responses request → chat request", () => {
   it("never refuses a built-in tool: with only built-ins, no tools and no tool_choice go upstream", () => {
     const { chat } = toChat({
       input: "search",
-      tools: [{ type: "web_search" }, { type: "file_search", vector_store_ids: ["v"] }, { type: "code_interpreter", container: { type: "auto" } }, { type: "computer_use_preview" }, { type: "image_generation" }, { type: "mcp", server_label: "x" }, { type: "local_shell" }, { type: "custom", name: "apply_patch" }],
+      tools: [{ type: "web_search" }, { type: "file_search", vector_store_ids: ["v"] }, { type: "code_interpreter", container: { type: "auto" } }, { type: "computer_use_preview" }, { type: "image_generation" }, { type: "mcp", server_label: "x" }, { type: "local_shell" }, { type: "tool_search", execution: "client" }],
       tool_choice: { type: "web_search" },
       parallel_tool_calls: false,
     });
     expect(chat).not.toHaveProperty("tools");
     expect(chat).not.toHaveProperty("tool_choice");
     expect(chat).not.toHaveProperty("parallel_tool_calls");
+  });
+
+  it("offers a freeform (custom) tool as a function of one string, its grammar in the description", () => {
+    const grammar = 'start: "*** Begin Patch" LF';
+    const { chat } = toChat({
+      input: [
+        { role: "user", content: "patch it" },
+        { type: "custom_tool_call", call_id: "c1", name: "apply_patch", input: "*** Begin Patch\n" },
+        { type: "custom_tool_call_output", call_id: "c1", output: "Success." },
+      ],
+      tools: [{ type: "custom", name: "apply_patch", description: "Edits files. FREEFORM.", format: { type: "grammar", syntax: "lark", definition: grammar } }],
+    });
+    const [offered] = chat.tools as Array<{ function: { name: string; description: string; parameters: unknown } }>;
+    expect(offered!.function.name).toBe("apply_patch");
+    expect(offered!.function.description).toContain("Edits files. FREEFORM.");
+    expect(offered!.function.description).toContain(grammar);
+    expect(offered!.function.parameters).toMatchObject({ type: "object", properties: { input: { type: "string" } }, required: ["input"] });
+    expect(chat.messages.slice(1)).toEqual([
+      { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "apply_patch", arguments: '{"input":"*** Begin Patch\\n"}' } }] },
+      { role: "tool", tool_call_id: "c1", content: "Success." },
+    ]);
   });
 
   it("maps tool_choice: a function by name, allowed_tools narrowing the offer, a built-in to auto", () => {

@@ -114,6 +114,22 @@ describe("Responses stream translation", () => {
     expect(done[2]).toMatchObject({ name: "wait_agent", namespace: "multi_agent_v1", arguments: '{"targets":[]}' });
   });
 
+  it("sends a freeform tool's input whole when its call closes", async () => {
+    const ctx = ctxOf({ tools: [{ type: "custom", name: "apply_patch", format: { type: "grammar", syntax: "lark", definition: "start: x" } }] });
+    const input = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n";
+    const args = JSON.stringify({ input });
+    const { sse } = run([call(0, { id: "call_P", name: "apply_patch", arguments: args.slice(0, 10) }), call(0, { arguments: args.slice(10) })], "tool_calls", ctx);
+    expect(types(sse).slice(2)).toEqual([
+      "response.output_item.added",
+      "response.custom_tool_call_input.delta",
+      "response.custom_tool_call_input.done",
+      "response.output_item.done",
+      "response.completed",
+    ]);
+    const { final } = await readWithSdk(sse);
+    expect(final.output).toMatchObject([{ type: "custom_tool_call", call_id: "call_P", name: "apply_patch", input, status: "completed" }]);
+  });
+
   it("ends with response.incomplete (max_output_tokens) when the upstream stopped at its length", async () => {
     const { sse } = run([text("cut sh")], "length");
     expect(types(sse).at(-1)).toBe("response.incomplete");

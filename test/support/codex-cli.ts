@@ -5,7 +5,7 @@
 // bubblewrap Codex bundles, but what is tested is the wire, not Codex's sandbox), no plugin sync (it
 // would reach for GitHub and chatgpt.com), no analytics.
 import { spawn } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,6 +16,8 @@ export interface CodexRun {
   code: number | null;
   stdout: string;
   stderr: string;
+  /** the files Codex left in its (temporary, empty at start) working folder, by name */
+  files: Record<string, string>;
 }
 
 export interface CodexOptions {
@@ -72,7 +74,9 @@ export async function runCodex(opts: CodexOptions): Promise<CodexRun> {
       child.on("error", reject);
       child.on("close", (c) => resolve(c));
     }).finally(() => clearTimeout(timer));
-    return { code, stdout, stderr };
+    const files: Record<string, string> = {};
+    for (const e of await readdir(work, { withFileTypes: true })) if (e.isFile()) files[e.name] = await readFile(join(work, e.name), "utf8");
+    return { code, stdout, stderr, files };
   } finally {
     await rm(home, { recursive: true, force: true });
     await rm(work, { recursive: true, force: true });

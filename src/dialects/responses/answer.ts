@@ -1,9 +1,9 @@
 // The upstream's whole chat.completion → the Response object (docs/codex.md#what-sluice-answers):
 // its reasoning as a reasoning item with a summary, its text as a message item, its tool calls as
-// function_call items named the way the client named the tools.
+// function_call (or custom_tool_call) items named the way the client named the tools.
 import type { CompletionJson } from "../../upstream/types.js";
 import { newId } from "./ids.js";
-import { finishStatus, functionCallItem, messageItem, reasoningItem, responseObject, responseUsage, type OutputItem, type ResponseObject } from "./response-object.js";
+import { finishStatus, messageItem, reasoningItem, responseObject, responseUsage, toolCallItem, type OutputItem, type ResponseObject } from "./response-object.js";
 import { clientName } from "./tools.js";
 import type { ResponsesCtx } from "./to-chat.js";
 import type { ChatAnswerMessage, DialectUsage } from "./types.js";
@@ -19,7 +19,7 @@ export function toResponse(completion: CompletionJson, usage: DialectUsage, ctx:
   if (message.content) output.push(messageItem(newId("msg"), message.content, status));
   for (const call of message.tool_calls ?? []) {
     const name = clientName(ctx.tools, call.function?.name ?? "");
-    output.push(functionCallItem(newId("fc"), call.id || newId("call"), name, call.function?.arguments ?? "", "completed"));
+    output.push(toolCallItem(call.id || newId("call"), name, call.function?.arguments ?? "", "completed"));
   }
   return responseObject(ctx, { status, output, usage: responseUsage(usage), incomplete_details });
 }

@@ -84,14 +84,22 @@ const functionTool = z.looseObject({
   parameters: z.record(z.string(), z.unknown()).nullish(),
   strict: z.boolean().nullish(),
 });
-const otherTool = z.looseObject({ type: z.string() }).refine((t) => t.type !== "function" && t.type !== "namespace", { message: "unexpected tool", abort: true });
+/** A freeform tool (Codex's `apply_patch` for OpenAI model names): its input is text, maybe of a grammar. */
+const customTool = z.looseObject({
+  type: z.literal("custom"),
+  name: z.string().min(1),
+  description: z.string().nullish(),
+  format: z.looseObject({ type: z.string(), syntax: z.string().nullish(), definition: z.string().nullish() }).nullish(),
+});
+const OFFERED_TOOLS = new Set(["function", "namespace", "custom"]);
+const otherTool = z.looseObject({ type: z.string() }).refine((t) => !OFFERED_TOOLS.has(t.type), { message: "unexpected tool", abort: true });
 const namespaceTool = z.looseObject({
   type: z.literal("namespace"),
   name: z.string().min(1),
   description: z.string().nullish(),
-  tools: z.array(z.union([functionTool, otherTool])),
+  tools: z.array(z.union([z.discriminatedUnion("type", [functionTool, customTool]), otherTool])),
 });
-const tool = z.union([z.discriminatedUnion("type", [functionTool, namespaceTool]), otherTool]);
+const tool = z.union([z.discriminatedUnion("type", [functionTool, namespaceTool, customTool]), otherTool]);
 
 const toolChoice = z.union([
   z.enum(["auto", "none", "required"]),
@@ -149,6 +157,7 @@ export type ContentPart = z.infer<typeof contentPart>;
 export type OutputPart = z.infer<typeof outputPart>;
 export type Tool = z.infer<typeof tool>;
 export type FunctionTool = z.infer<typeof functionTool>;
+export type CustomTool = z.infer<typeof customTool>;
 export type ToolChoice = z.infer<typeof toolChoice>;
 export type TextFormat = z.infer<typeof textFormat>;
 

@@ -2,7 +2,8 @@
 // stored copy (docs/codex.md#what-sluice-answers). Usage always carries both detail objects with
 // their counts: Codex refuses a `response.completed` whose `input_tokens_details` lacks `cached_tokens`.
 import type { GatewayError } from "../../http/errors.js";
-import type { ClientToolName } from "./tools.js";
+import { newId } from "./ids.js";
+import { customInput, type ClientToolName } from "./tools.js";
 import type { ResponsesCtx } from "./to-chat.js";
 import type { DialectUsage } from "./types.js";
 
@@ -33,13 +34,25 @@ export interface FunctionCallOutput {
   arguments: string;
 }
 
+export interface CustomToolCallOutput {
+  id: string;
+  type: "custom_tool_call";
+  status: ItemStatus;
+  call_id: string;
+  name: string;
+  namespace?: string;
+  input: string;
+}
+
+export type ToolCallOutput = FunctionCallOutput | CustomToolCallOutput;
+
 export interface ReasoningOutput {
   id: string;
   type: "reasoning";
   summary: Array<{ type: "summary_text"; text: string }>;
 }
 
-export type OutputItem = MessageOutput | FunctionCallOutput | ReasoningOutput;
+export type OutputItem = MessageOutput | ToolCallOutput | ReasoningOutput;
 
 export interface ResponseUsage {
   input_tokens: number;
@@ -70,8 +83,11 @@ export function messageItem(id: string, text: string | null, status: ItemStatus)
   return { id, type: "message", status, role: "assistant", content: text === null ? [] : [outputText(text)] };
 }
 
-export function functionCallItem(id: string, callId: string, name: ClientToolName, args: string, status: ItemStatus): FunctionCallOutput {
-  const item: FunctionCallOutput = { id, type: "function_call", status, call_id: callId, name: name.name, arguments: args };
+/** The model's call of the client's tool `name`: a function_call, or a custom_tool_call for a freeform tool. */
+export function toolCallItem(callId: string, name: ClientToolName, args: string, status: ItemStatus): ToolCallOutput {
+  const item: ToolCallOutput = name.custom
+    ? { id: newId("ctc"), type: "custom_tool_call", status, call_id: callId, name: name.name, input: customInput(args) }
+    : { id: newId("fc"), type: "function_call", status, call_id: callId, name: name.name, arguments: args };
   if (name.namespace) item.namespace = name.namespace;
   return item;
 }

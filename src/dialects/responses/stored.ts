@@ -69,6 +69,10 @@ function outputAsInput(item: OutputItem): InputItem[] {
       const call: InputItem = { type: "function_call", call_id: item.call_id, name: item.name, arguments: item.arguments };
       return item.namespace ? [{ ...call, namespace: item.namespace }] : [call];
     }
+    case "custom_tool_call": {
+      const call: InputItem = { type: "custom_tool_call", call_id: item.call_id, name: item.name, input: item.input };
+      return item.namespace ? [{ ...call, namespace: item.namespace }] : [call];
+    }
     case "reasoning":
       // never sent upstream again
       return [];

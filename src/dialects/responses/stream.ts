@@ -2,27 +2,28 @@
 // Every event carries `sequence_number`. Output items open as their first piece arrives — reasoning
 // (a summary), text (a message), each tool call (a function_call, once its name is known) — and are
 // closed, in order, when the next kind starts or at the end; calls stay open until the end, since
-// upstreams may interleave their argument pieces. A failure after the first byte is answered with
-// `response.failed` and `error`, never `response.completed`.
+// upstreams may interleave their argument pieces. A freeform (custom) tool's input is the `input`
+// of the JSON the model writes: it is sent whole when the call closes. A failure after the first
+// byte is answered with `response.failed` and `error`, never `response.completed`.
 import type { GatewayError } from "../../http/errors.js";
 import { newId } from "./ids.js";
 import {
   finishStatus,
-  functionCallItem,
   messageItem,
   outputText,
   reasoningItem,
   responseObject,
   responseUsage,
-  type FunctionCallOutput,
+  toolCallItem,
   type ItemStatus,
   type MessageOutput,
   type OutputItem,
   type ReasoningOutput,
   type ResponseObject,
   type ResponseState,
+  type ToolCallOutput,
 } from "./response-object.js";
-import { clientName } from "./tools.js";
+import { clientName, customInput } from "./tools.js";
 import type { ResponsesCtx } from "./to-chat.js";
 import type { ChatChunk, DialectUsage, StreamTranslator } from "./types.js";
 
@@ -37,9 +38,9 @@ interface OpenCall {
   index: number;
   id?: string;
   name?: string;
-  /** arguments that came before the name (the item opens once it is known) */
-  pending: string;
-  item?: FunctionCallOutput;
+  /** the arguments so far (a function call's open item holds them too) */
+  args: string;
+  item?: ToolCallOutput;
 }
 
 export interface ResponsesStream extends StreamTranslator {
@@ -96,6 +97,7 @@ class ResponsesEvents implements ResponsesStream {
     // items cut short stay in the failed response as they were, marked incomplete
     if (this.#message) this.#message.item.content = [outputText(this.#message.text)];
     if (this.#reasoning) this.#reasoning.item.summary = [{ type: "summary_text", text: this.#reasoning.text }];
+    for (const call of this.#calls.values()) if (call.item?.type === "custom_tool_call") call.item.input = customInput(call.args);
     for (const item of this.#output) if ("status" in item && item.status === "in_progress") item.status = "incomplete";
     const response = this.#finish({ status: "failed", output: this.#output, usage: null, error: err });
     return this.#event("response.failed", { response }) + this.#event("error", { code: err.code, message: err.message, param: err.param });
@@ -168,30 +170,28 @@ class ResponsesEvents implements ResponsesStream {
   #callDelta(delta: ToolDelta): string {
     let call = this.#calls.get(delta.index);
     if (!call) {
-      call = { index: -1, pending: "" };
+      call = { index: -1, args: "" };
       this.#calls.set(delta.index, call);
     }
     if (delta.id && !call.id) call.id = delta.id;
     if (delta.function?.name && !call.name) call.name = delta.function.name;
     const args = delta.function?.arguments ?? "";
-    if (!call.item) {
-      call.pending += args;
-      return call.name ? this.#openCall(call) : "";
-    }
-    if (!args) return "";
+    call.args += args;
+    if (!call.item) return call.name ? this.#openCall(call) : "";
+    if (!args || call.item.type !== "function_call") return "";
     call.item.arguments += args;
     return this.#event("response.function_call_arguments.delta", { item_id: call.item.id, output_index: call.index, delta: args });
   }
 
   #openCall(call: OpenCall): string {
     let out = this.#closeReasoning() + this.#closeMessage("completed");
-    const item = functionCallItem(newId("fc"), call.id ?? newId("call"), clientName(this.#ctx.tools, call.name ?? ""), "", "in_progress");
+    const item = toolCallItem(call.id ?? newId("call"), clientName(this.#ctx.tools, call.name ?? ""), "", "in_progress");
     call.item = item;
     call.index = this.#add(item);
     out += this.#event("response.output_item.added", { output_index: call.index, item });
-    if (call.pending) {
-      item.arguments = call.pending;
-      out += this.#event("response.function_call_arguments.delta", { item_id: item.id, output_index: call.index, delta: call.pending });
+    if (call.args && item.type === "function_call") {
+      item.arguments = call.args;
+      out += this.#event("response.function_call_arguments.delta", { item_id: item.id, output_index: call.index, delta: call.args });
     }
     return out;
   }
@@ -205,7 +205,14 @@ class ResponsesEvents implements ResponsesStream {
     for (const call of calls.sort((a, b) => a.index - b.index)) {
       const item = call.item!;
       item.status = status;
-      out += this.#event("response.function_call_arguments.done", { item_id: item.id, output_index: call.index, name: item.name, arguments: item.arguments });
+      const at = { item_id: item.id, output_index: call.index };
+      if (item.type === "function_call") {
+        out += this.#event("response.function_call_arguments.done", { ...at, name: item.name, arguments: item.arguments });
+      } else {
+        item.input = customInput(call.args);
+        out += this.#event("response.custom_tool_call_input.delta", { ...at, delta: item.input });
+        out += this.#event("response.custom_tool_call_input.done", { ...at, input: item.input });
+      }
       out += this.#event("response.output_item.done", { output_index: call.index, item });
     }
     return out;

@@ -1,13 +1,17 @@
-// Responses tools → chat tools (docs/codex.md#tools). Function tools pass as they are; a `namespace`
-// tool's functions are offered by their own names (its namespace prefixed only when two would clash),
-// and the model's calls are named back the way the client named them. Built-in tools (web_search,
-// file_search, code_interpreter, local_shell, mcp, …) are tools a private model cannot run: not offered.
+// Responses tools → chat tools (docs/codex.md#what-sluice-reads). Function tools pass as they are; a
+// `namespace` tool's functions are offered by their own names (its namespace prefixed only when two
+// would clash), and the model's calls are named back the way the client named them. A freeform
+// (`custom`) tool is offered as a function of one string, `input`, and its calls go back as
+// custom_tool_call items. Built-in tools (web_search, file_search, code_interpreter, local_shell, mcp,
+// tool_search, …) are tools a private model cannot run: not offered.
 import { badRequest } from "../../http/errors.js";
-import type { FunctionTool, Tool, ToolChoice } from "./request-schema.js";
+import type { CustomTool, FunctionTool, Tool, ToolChoice } from "./request-schema.js";
 
 export interface ClientToolName {
   name: string;
   namespace?: string;
+  /** a freeform tool: the call's `input` is the function's `input` argument */
+  custom?: true;
 }
 
 export interface ChatTool {
@@ -28,19 +32,22 @@ const key = (name: string, namespace?: string | null) => (namespace ? `${namespa
 /** The chat tools offered for `tools`, and the names both ways. */
 export function mapTools(tools: Tool[] | null | undefined): ToolMapping {
   const mapping: ToolMapping = { tools: [], toClient: new Map(), toChat: new Map() };
-  const offer = (fn: FunctionTool, namespace?: string) => {
+  const offer = (fn: FunctionTool | CustomTool, namespace?: string) => {
     const taken = mapping.toClient.has(fn.name);
     const chatName = taken && namespace ? `${namespace}__${fn.name}` : fn.name;
     if (mapping.toClient.has(chatName)) return; // the same function twice: the first one stands
-    mapping.toClient.set(chatName, namespace ? { name: fn.name, namespace } : { name: fn.name });
+    const client: ClientToolName = { name: fn.name };
+    if (namespace) client.namespace = namespace;
+    if (fn.type === "custom") client.custom = true;
+    mapping.toClient.set(chatName, client);
     mapping.toChat.set(key(fn.name, namespace), chatName);
-    mapping.tools.push(chatTool(chatName, fn));
+    mapping.tools.push(fn.type === "custom" ? customChatTool(chatName, fn) : chatTool(chatName, fn));
   };
-  // top-level functions first, so they keep their names when a namespace holds the same one
-  for (const t of tools ?? []) if (isFunction(t)) offer(t);
+  // top-level tools first, so they keep their names when a namespace holds the same one
+  for (const t of tools ?? []) if (isOffered(t)) offer(t);
   for (const t of tools ?? []) {
     if (t.type !== "namespace" || !("tools" in t) || !Array.isArray(t.tools)) continue;
-    for (const fn of t.tools) if (isFunction(fn)) offer(fn, t.name as string);
+    for (const fn of t.tools) if (isOffered(fn)) offer(fn, t.name as string);
   }
   return mapping;
 }
@@ -59,7 +66,7 @@ export function clientName(mapping: ToolMapping, name: string): ClientToolName {
 export function chatToolChoice(choice: ToolChoice | null | undefined, mapping: ToolMapping): { toolChoice?: unknown; tools: ChatTool[] } {
   const all = mapping.tools;
   if (choice == null || typeof choice === "string") return { toolChoice: choice ?? undefined, tools: all };
-  if (choice.type === "function") {
+  if (choice.type === "function" || choice.type === "custom") {
     const name = chatName(mapping, choice.name ?? "", choice.namespace);
     if (!mapping.toClient.has(name)) {
       throw badRequest("invalid_request", "tool_choice.name: must name a function of tools", "tool_choice.name");
@@ -67,15 +74,15 @@ export function chatToolChoice(choice: ToolChoice | null | undefined, mapping: T
     return { toolChoice: { type: "function", function: { name } }, tools: all };
   }
   if (choice.type === "allowed_tools" && choice.tools) {
-    const allowed = new Set(choice.tools.flatMap((t) => (t.type === "function" && t.name ? [chatName(mapping, t.name)] : [])));
+    const allowed = new Set(choice.tools.flatMap((t) => ((t.type === "function" || t.type === "custom") && t.name ? [chatName(mapping, t.name)] : [])));
     return { toolChoice: choice.mode ?? "auto", tools: all.filter((t) => allowed.has(t.function.name)) };
   }
   // a built-in tool (web_search, …), not offered: the model chooses among what it has
   return { toolChoice: "auto", tools: all };
 }
 
-function isFunction(t: { type: string }): t is FunctionTool {
-  return t.type === "function";
+function isOffered(t: { type: string }): t is FunctionTool | CustomTool {
+  return t.type === "function" || t.type === "custom";
 }
 
 function chatTool(name: string, fn: FunctionTool): ChatTool {
@@ -84,4 +91,23 @@ function chatTool(name: string, fn: FunctionTool): ChatTool {
   if (fn.parameters != null) f.parameters = fn.parameters;
   if (fn.strict != null) f.strict = fn.strict;
   return { type: "function", function: f };
+}
+
+/** A freeform tool as a function of one string; its grammar, if any, told in the description. */
+function customChatTool(name: string, tool: CustomTool): ChatTool {
+  const grammar = tool.format?.type === "grammar" && tool.format.definition ? `\n\nThe input follows this ${tool.format.syntax ?? ""} grammar:\n${tool.format.definition}` : "";
+  const description = `${tool.description ?? ""}${grammar}\n\nCall it with the whole input, as text, in the \`input\` argument.`.trim();
+  const parameters = { type: "object", properties: { input: { type: "string", description: "The tool's input." } }, required: ["input"], additionalProperties: false };
+  return { type: "function", function: { name, description, parameters } };
+}
+
+/** The freeform input of a custom tool's call: the function's `input` argument (the text as it is when not that). */
+export function customInput(args: string): string {
+  try {
+    const parsed = JSON.parse(args) as unknown;
+    if (parsed && typeof parsed === "object" && typeof (parsed as { input?: unknown }).input === "string") return (parsed as { input: string }).input;
+  } catch {
+    // a model that wrote the input itself, not as JSON
+  }
+  return args;
 }
