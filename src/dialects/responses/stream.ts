@@ -33,6 +33,8 @@ type ToolDelta = NonNullable<Delta["tool_calls"]>[number];
 interface OpenText {
   index: number;
   text: string;
+  /** the JSON fields that place its deltas (`"item_id":…,"output_index":…`), written once */
+  at: string;
 }
 interface OpenCall {
   index: number;
@@ -114,13 +116,13 @@ class ResponsesEvents implements ResponsesStream {
       out += this.#closeMessage("completed");
       const item = reasoningItem(newId("rs"), null);
       const index = this.#add(item);
-      this.#reasoning = { index, text: "", item };
+      this.#reasoning = { index, text: "", item, at: placeOf(item.id, index, "summary_index") };
       out += this.#event("response.output_item.added", { output_index: index, item });
       out += this.#event("response.reasoning_summary_part.added", { item_id: item.id, output_index: index, summary_index: 0, part: { type: "summary_text", text: "" } });
     }
     const r = this.#reasoning!;
     r.text += delta;
-    return out + this.#event("response.reasoning_summary_text.delta", { item_id: r.item.id, output_index: r.index, summary_index: 0, delta });
+    return out + this.#delta("response.reasoning_summary_text.delta", r.at, delta, "");
   }
 
   #closeReasoning(): string {
@@ -143,13 +145,13 @@ class ResponsesEvents implements ResponsesStream {
       out += this.#closeReasoning();
       const item = messageItem(newId("msg"), null, "in_progress");
       const index = this.#add(item);
-      this.#message = { index, text: "", item };
+      this.#message = { index, text: "", item, at: placeOf(item.id, index, "content_index") };
       out += this.#event("response.output_item.added", { output_index: index, item });
       out += this.#event("response.content_part.added", { item_id: item.id, output_index: index, content_index: 0, part: outputText("") });
     }
     const m = this.#message!;
     m.text += delta;
-    return out + this.#event("response.output_text.delta", { item_id: m.item.id, output_index: m.index, content_index: 0, delta, logprobs: [] });
+    return out + this.#delta("response.output_text.delta", m.at, delta, ',"logprobs":[]');
   }
 
   #closeMessage(status: ItemStatus): string {
@@ -180,7 +182,7 @@ class ResponsesEvents implements ResponsesStream {
     if (!call.item) return call.name ? this.#openCall(call) : "";
     if (!args || call.item.type !== "function_call") return "";
     call.item.arguments += args;
-    return this.#event("response.function_call_arguments.delta", { item_id: call.item.id, output_index: call.index, delta: args });
+    return this.#delta("response.function_call_arguments.delta", placeOf(call.item.id, call.index), args, "");
   }
 
   #openCall(call: OpenCall): string {
@@ -223,8 +225,18 @@ class ResponsesEvents implements ResponsesStream {
     return this.#output.length - 1;
   }
 
+  /** A delta event, the hot path of a stream: written as text around the one value that changes. */
+  #delta(type: string, at: string, delta: string, tail: string): string {
+    return `event: ${type}\ndata: {"type":"${type}","sequence_number":${this.#seq++},${at},"delta":${JSON.stringify(delta)}${tail}}\n\n`;
+  }
+
   #event(type: string, fields: Record<string, unknown>): string {
     const data = JSON.stringify({ type, sequence_number: this.#seq++, ...fields });
     return `event: ${type}\ndata: ${data}\n\n`;
   }
+}
+
+/** `"item_id":"msg_…","output_index":1` and, for a part of the item, `,"content_index":0`. */
+function placeOf(itemId: string, index: number, part?: "content_index" | "summary_index"): string {
+  return `"item_id":"${itemId}","output_index":${index}${part ? `,"${part}":0` : ""}`;
 }
