@@ -17,7 +17,7 @@ function model(chat: ChatRequest): ModelTurn {
   const prompt = String(chat.messages.findLast((m) => m.role === "user")?.content ?? "");
   if (tool) return { text: `Codex ran it: ${String(tool.content).includes(MARKER) ? MARKER : String(tool.content).trim()}` };
   // `login: false`: a login shell here reads profiles that take seconds
-  if (prompt.includes("run the marker")) return { calls: [{ name: "exec_command", arguments: JSON.stringify({ cmd: `echo ${MARKER}`, login: false }) }] };
+  if (prompt.includes("run the marker")) return { reasoning: "Run it.", calls: [{ name: "exec_command", arguments: JSON.stringify({ cmd: `echo ${MARKER}`, login: false }) }] };
   if (prompt.includes("add the file")) return { calls: [{ name: "apply_patch", arguments: JSON.stringify({ input: PATCH }) }] };
   if (prompt.includes("too long")) return { error: badRequest("context_length_exceeded", "This model's maximum context length is 100 tokens; the prompt has 120.", "input") };
   if (prompt.includes("cut")) return { text: "This answer will be cut off", cutAfterChunks: 2 };
@@ -83,7 +83,8 @@ describe("Codex CLI on the Responses dialect", () => {
     const bodies = probe.calls.slice(from).map((c) => c.body);
     expect(bodies).toHaveLength(2);
     // the second request sends the whole conversation again, the call (with the item id it was given) and its output
-    const [call, output] = bodies[1].input.slice(-2);
+    const [reasoning, call, output] = bodies[1].input.slice(-3);
+    expect(reasoning).toMatchObject({ type: "reasoning", summary: [{ type: "summary_text", text: "Run it." }] }); // sent back, not upstream
     expect(call).toMatchObject({ type: "function_call", name: "exec_command", status: "completed" });
     expect(call.id).toMatch(/^fc_/);
     expect(JSON.parse(call.arguments)).toEqual({ cmd: `echo ${MARKER}`, login: false });
