@@ -8,7 +8,7 @@ import { toChat, type MessagesCtx } from "../src/dialects/anthropic/to-chat.js";
 import { GatewayError, badRequest } from "../src/http/errors.js";
 import { channelBusy, streamCut, upstreamStatus, upstreamTimeout } from "../src/upstream/errors.js";
 import { countMessages, countText } from "../src/tokens/counter.js";
-import type { CompletionJson } from "../src/upstream/types.js";
+import type { CompletionJson } from "../src/chat/attempt.js";
 import { applyLimits } from "../src/chat/limits.js";
 import type { ModelConfig } from "../src/config/schema.js";
 

@@ -2,7 +2,7 @@
 // `store: true` keeps for a chain of previous_response_id (src/dialects/responses/stored.ts).
 import { describe, expect, it } from "vitest";
 import { conversationOf, storedResponse, storedRow, toChat, toResponse } from "../src/dialects/responses/index.js";
-import type { CompletionJson } from "../src/upstream/types.js";
+import type { CompletionJson } from "../src/chat/attempt.js";
 
 const completion = (message: Record<string, unknown>, finish_reason = "stop"): CompletionJson => ({
   id: "chatcmpl-1",

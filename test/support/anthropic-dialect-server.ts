@@ -9,7 +9,7 @@ import type { MessagesCtx } from "../../src/dialects/anthropic/to-chat.js";
 import type { ChatChunk } from "../../src/dialects/anthropic/types.js";
 import type { ChatRequest } from "../../src/chat/request-schema.js";
 import { GatewayError, toGatewayError } from "../../src/http/errors.js";
-import type { CompletionJson } from "../../src/upstream/types.js";
+import type { CompletionJson } from "../../src/chat/attempt.js";
 import { startProbe, type Probe, type ProbeReply } from "./anthropic-probe.js";
 
 export interface ModelTurn {

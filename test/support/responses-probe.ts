@@ -24,7 +24,7 @@ import {
   type StoredResponseRow,
 } from "../../src/dialects/responses/index.js";
 import type { ChatChunk, DialectUsage } from "../../src/dialects/responses/types.js";
-import type { CompletionJson } from "../../src/upstream/types.js";
+import type { CompletionJson } from "../../src/chat/attempt.js";
 
 export interface RecordedCall {
   method: string;

@@ -1,6 +1,6 @@
 // The upstream's whole chat.completion → an Anthropic message (docs/claude-code.md#answers):
 // reasoning as a thinking block, the text, each tool call as a tool_use block.
-import type { CompletionJson } from "../../upstream/types.js";
+import type { CompletionJson } from "../../chat/attempt.js";
 import { messageId, toolUseId } from "./ids.js";
 import { stopOf, usageOf, type Stop } from "./stop.js";
 import type { MessagesCtx } from "./to-chat.js";

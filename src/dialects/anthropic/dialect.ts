@@ -4,7 +4,7 @@
 // the chat path's.
 import type { ChatRequest } from "../../chat/request-schema.js";
 import type { GatewayError } from "../../http/errors.js";
-import type { CompletionJson } from "../../upstream/types.js";
+import type { CompletionJson } from "../../chat/attempt.js";
 import { toAnswer } from "./answer.js";
 import { anthropicError } from "./errors.js";
 import { createStreamTranslator } from "./stream.js";

@@ -1,7 +1,7 @@
 // The upstream's whole chat.completion → the Response object (docs/codex.md#what-sluice-answers):
 // its reasoning as a reasoning item with a summary, its text as a message item, its tool calls as
 // function_call (or custom_tool_call) items named the way the client named the tools.
-import type { CompletionJson } from "../../upstream/types.js";
+import type { CompletionJson } from "../../chat/attempt.js";
 import { newId } from "./ids.js";
 import { finishStatus, messageItem, reasoningItem, responseObject, responseUsage, toolCallItem, type OutputItem, type ResponseObject } from "./response-object.js";
 import { clientName } from "./tools.js";

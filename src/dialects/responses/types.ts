@@ -3,7 +3,7 @@
 // and a stream translation out of the upstream's Chat Completions answer.
 import type { ChatRequest } from "../../chat/request-schema.js";
 import type { GatewayError } from "../../http/errors.js";
-import type { CompletionJson } from "../../upstream/types.js";
+import type { CompletionJson } from "../../chat/attempt.js";
 
 /** The upstream's streamed chunk, parsed: OpenAI `chat.completion.chunk`. */
 export interface ChatChunk {
