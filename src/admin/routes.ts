@@ -48,7 +48,9 @@ export function createAdminRoutes(deps: AdminDeps) {
     const q = event.url.searchParams;
     const appId = q.get("appId") || undefined;
     if (appId && !deps.apps.has(appId)) throw badRequest("invalid_request", `Unknown app ${JSON.stringify(appId.slice(0, 64))}.`, "appId");
-    const summary = await deps.store.summarizeUsage({ from: parseTime(q.get("from"), "from"), to: parseTime(q.get("to"), "to"), appId });
+    const groupBy = q.get("groupBy") ?? undefined;
+    if (groupBy !== undefined && groupBy !== "finishReason") throw badRequest("invalid_request", `groupBy must be "finishReason".`, "groupBy");
+    const summary = await deps.store.summarizeUsage({ from: parseTime(q.get("from"), "from"), to: parseTime(q.get("to"), "to"), appId, groupBy });
     return jsonResponse(summary);
   }
 

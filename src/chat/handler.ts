@@ -6,7 +6,7 @@ import { GatewayError, toGatewayError } from "../http/errors.js";
 import { HANDLED, factsOf, type RequestFacts } from "../http/facts.js";
 import { trackRequest, type Inflight } from "../http/inflight.js";
 import type { Observer } from "../observability/observer.js";
-import { assertChatOwner } from "../share/links.js";
+import { chatNotOwned } from "../share/links.js";
 import type { Store } from "../store/types.js";
 import { lastUserText } from "../tokens/counter.js";
 import { historyCounts } from "../tokens/history-counts.js";
@@ -152,11 +152,12 @@ function upstreamBody(req: ChatRequest, model: ModelConfig, limited: LimitedChat
 }
 
 async function loadChat(store: Store, caller: Caller, chatId: string, uid: string | undefined): Promise<{ history: ChatMessage[]; variables?: Variables }> {
-  // the chat and its messages in one read (one statement on PostgreSQL); the messages are used only
-  // once the chat is known to be the caller's
-  const found = await store.getChatWithMessages(caller.app.id, chatId, caller.app.history * 2);
-  if (!found) return { history: [] };
-  if (caller.share) assertChatOwner(found.chat, caller.share.link.shareId, uid, "chatId");
+  // the chat and its messages in one read (one statement on PostgreSQL); a share-link user's chat is
+  // checked to be theirs before any message is read; app keys use any chat of their app
+  const who = caller.share ? { shareId: caller.share.link.shareId, uid: uid! } : null;
+  const found = await store.openChat(caller.app.id, chatId, who, { limit: caller.app.history * 2, maxBytes: Number.POSITIVE_INFINITY, create: false });
+  if (found.status === "missing") return { history: [] };
+  if (found.status === "not_owned") throw chatNotOwned("chatId");
   return { history: found.messages.map((m) => ({ role: m.role, content: m.content })), variables: found.chat.variables };
 }
 

@@ -89,19 +89,21 @@ export async function settleAnswer(deps: SettleDeps, ex: Exchange, out: AnswerOu
 
   // 2. The conversation's new round and the usage row, issued together so they share one commit;
   //    both are on disk before the client sees the end.
-  const writes = [recordUsage(deps, ex, { status: out.status ?? 200, inputTokens, outputTokens, points, durationMs })];
+  const writes = [recordUsage(deps, ex, { status: out.status ?? 200, inputTokens, outputTokens, points, durationMs, finishReason: out.finishReason() })];
   if (ex.chatId && (!cut || out.text() !== "")) {
     writes.push(
       deps.store.appendRound({
         appId: ex.caller.app.id,
         chatId: ex.chatId,
-        owner: ex.caller.share ? { shareId: ex.caller.share.link.shareId, uid: ex.uid! } : null,
+        // app keys write into any chat of their app, as they read any (docs/store.md#chat-ownership)
+        owner: ex.caller.share ? { shareId: ex.caller.share.link.shareId, uid: ex.uid! } : { keyName: ex.caller.key?.name ?? "" },
+        shared: !ex.caller.share,
         user: lastUserText(ex.req.messages),
         assistant: out.text(),
         at: Date.now(),
         // only a request that sent variables changes the chat's
         variables: ex.req.variables ? ex.variables : undefined,
-      }),
+      }).then(() => {}),
     );
   }
   await Promise.all(writes);
@@ -115,13 +117,13 @@ export async function settleAnswer(deps: SettleDeps, ex: Exchange, out: AnswerOu
 
 export async function settleFailure(deps: SettleDeps, ex: Exchange, status: number): Promise<void> {
   ex.reservation.release();
-  await recordUsage(deps, ex, { status, inputTokens: 0, outputTokens: 0, points: 0, durationMs: performance.now() - ex.started }).catch(() => {});
+  await recordUsage(deps, ex, { status, inputTokens: 0, outputTokens: 0, points: 0, durationMs: performance.now() - ex.started, finishReason: null }).catch(() => {});
 }
 
 async function recordUsage(
   deps: SettleDeps,
   ex: Exchange,
-  r: { status: number; inputTokens: number; outputTokens: number; points: number; durationMs: number },
+  r: { status: number; inputTokens: number; outputTokens: number; points: number; durationMs: number; finishReason: string | null },
 ): Promise<void> {
   await deps.store.recordUsage(
     {
@@ -137,6 +139,7 @@ async function recordUsage(
       status: r.status,
       durationMs: Math.round(r.durationMs),
       chatId: ex.chatId ?? null,
+      finishReason: r.finishReason,
     },
     ex.caller.limits.map((l) => l.scope),
   );

@@ -155,6 +155,7 @@ function recordUsage(store: Store, m: Metering, status: number, inputTokens: num
       status,
       durationMs: Math.round(performance.now() - m.started),
       chatId: null,
+      finishReason: null,
     },
     m.caller.limits.map((l) => l.scope),
   );
