@@ -33,20 +33,25 @@ const ifAllowed = (expression: string, as: string) => `CASE WHEN a.allowed THEN 
 const mayUse = (c: string, w: string) => `((${c}.share_id IS NOT NULL AND ${c}.share_id = ${w}.share_id AND ${c}.uid = ${w}.uid)
   OR (${c}.share_id IS NULL AND ${w}.key_name IS NOT NULL AND (${c}.key_name IS NULL OR ${c}.key_name = ${w}.key_name)))`;
 
+const JSON_ROUND = "json_build_array(r.user_turn, r.assistant_turn, r.created_at)";
+
 /** exported for the test that the owner is checked before any round is read */
 export const CHAT_SQL = {
   // chats with their last rounds, for a batch of reads (k.i: which read), the rounds and the chat's
   // details only when the reader may use it; a chat's rounds are numbered 1..rounds without gaps (a
   // round and its number are committed together), so its last rounds are a range of its primary
-  // key, of which only the newest within the byte bound are sent
+  // key, of which, for a read with a byte bound, only the newest within it are sent (the running
+  // sum costs a reader without a bound nothing: CASE runs one of the two)
   readChats: {
     name: "read-chats",
     text: `SELECT k.i, a.allowed, ${["share_id", "uid", "key_name", "title", "updated_at", "variables"].map((c) => ifAllowed(`c.${c}`, c)).join(", ")},
-        ${ifAllowed(`(SELECT json_agg(json_build_array(r.user_turn, r.assistant_turn, r.created_at) ORDER BY r.seq)
-          FROM (SELECT seq, user_turn, assistant_turn, created_at,
-              sum(octet_length(user_turn) + octet_length(assistant_turn)) OVER (ORDER BY seq DESC) AS bytes
-            FROM rounds WHERE app_id = k.app_id AND chat_id = k.chat_id AND seq > c.rounds - k.rounds) r
-          WHERE r.bytes <= k.stored_bytes)`, "rounds")}
+        ${ifAllowed(`CASE WHEN k.stored_bytes >= ${Number.MAX_SAFE_INTEGER} THEN (SELECT json_agg(${JSON_ROUND} ORDER BY r.seq)
+            FROM rounds r WHERE r.app_id = k.app_id AND r.chat_id = k.chat_id AND r.seq > c.rounds - k.rounds)
+          ELSE (SELECT json_agg(${JSON_ROUND} ORDER BY r.seq)
+            FROM (SELECT seq, user_turn, assistant_turn, created_at,
+                sum(octet_length(user_turn) + octet_length(assistant_turn)) OVER (ORDER BY seq DESC) AS bytes
+              FROM rounds WHERE app_id = k.app_id AND chat_id = k.chat_id AND seq > c.rounds - k.rounds) r
+            WHERE r.bytes <= k.stored_bytes) END`, "rounds")}
       FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::boolean[], $6::text[], $7::text[], $8::text[])
         WITH ORDINALITY AS k (app_id, chat_id, rounds, stored_bytes, shared, share_id, uid, key_name, i)
       JOIN chats c ON c.app_id = k.app_id AND c.chat_id = k.chat_id
