@@ -97,7 +97,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     resolveShareLink: (shareId: unknown, now: number) => resolveShareLink(links, shareId, now),
   };
   const serves = router.serves;
-  const chat = createChatSpec({ models, aliases, serves, store: shared.store, shareAuth: shared.shareAuth, maxBytes: body.maxBytes });
+  const chat = createChatSpec({ models, aliases, serves, store: shared.store, shareAuth: shared.shareAuth, maxBytes: body.maxBytes, maxTurnBytes: config.server.maxTurnBytes });
   const embeddings = createEmbeddingsSpec({ vectorModels, aliases, serves });
 
   // 3. The other routes.

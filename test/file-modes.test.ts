@@ -22,7 +22,7 @@ describe("files the gateway creates", () => {
     const path = join(dir, "data", "nested", "sluice.db");
     const store = await openStore({ driver: "sqlite", path });
     try {
-      await store.appendRound({ appId: "a", chatId: "c", owner: null, user: "q", assistant: "a", at: Date.now() });
+      await store.appendRound({ appId: "a", chatId: "c", owner: { keyName: "k" }, user: "q", assistant: "a", at: Date.now() });
       for (const file of [path, `${path}-wal`, `${path}-shm`, `${path}.lock`]) expect([file, modeOf(file)]).toEqual([file, "600"]);
       expect(modeOf(join(dir, "data"))).toBe("700");
       expect(modeOf(join(dir, "data", "nested"))).toBe("700");

@@ -9,8 +9,8 @@ import { computePoints } from "../tokens/points.js";
 import type { WorstCase } from "../metered/quota.js";
 import type { Call, PlanBase } from "../metered/spec.js";
 import type { ShareAuth } from "../share/callbacks.js";
-import { assertChatOwner } from "../share/links.js";
-import type { Store } from "../store/types.js";
+import { chatNotOwned } from "../share/links.js";
+import type { ChatOwner, Store } from "../store/types.js";
 import { lastUserText } from "../tokens/counter.js";
 import { historyCounts } from "../tokens/history-counts.js";
 import { applyLimits, type LimitedChat } from "./limits.js";
@@ -36,12 +36,14 @@ export interface ChatPlan extends PlanBase {
   uid: string | undefined;
   /** the upstream gets FastGPT's share-link request only */
   shareUpstream: boolean;
+  /** who the conversation (chatId) belongs to: its creator */
+  owner: ChatOwner;
 }
 
 export interface PlanDeps {
   store: Store;
   shareAuth: ShareAuth;
-  /** the most bytes a filled-in system prompt or a chat's variables may take */
+  /** the most bytes a filled-in system prompt, a chat's variables or the history read may take */
   maxBytes: number;
 }
 
@@ -58,7 +60,8 @@ export async function planChat(deps: PlanDeps, call: ChatCall): Promise<ChatPlan
   const uid = caller.share ? await deps.shareAuth.start(caller.share.link, caller.share.token, lastUserText(req.messages)) : undefined;
 
   // 3. Conversation history and variables, then the model's limits (with the system prompt filled in).
-  const stored = req.chatId ? await loadChat(deps.store, caller, req.chatId, uid) : undefined;
+  const owner: ChatOwner = caller.share ? { shareId: caller.share.link.shareId, uid: uid! } : { keyName: caller.key?.name ?? "" };
+  const stored = req.chatId ? await openChat(deps, caller, req.chatId, owner) : undefined;
   const variables = mergeVariables(stored?.variables, req.variables, deps.maxBytes);
   const fillIn = createPromptFiller(variables, { now: new Date(call.time), maxBytes: deps.maxBytes });
   const known = req.chatId ? historyCounts.forChat(caller.app.id, req.chatId, model.tokenizer) : undefined;
@@ -75,6 +78,7 @@ export async function planChat(deps: PlanDeps, call: ChatCall): Promise<ChatPlan
     variables,
     uid,
     shareUpstream: caller.share !== undefined,
+    owner,
     chatId: req.chatId,
     worstCase: worstCase(caller, model, limited, choices),
   };
@@ -113,13 +117,17 @@ export async function affordChat(plan: ChatPlan, model: ModelConfig, held: numbe
   plan.body = jsonBody(upstreamBody(plan.req, model, limited, plan.shareUpstream));
 }
 
-async function loadChat(store: Store, caller: Caller, chatId: string, uid: string | undefined): Promise<{ history: ChatMessage[]; variables?: Variables }> {
-  // the chat and its messages in one read (one statement on PostgreSQL); the messages are used only
-  // once the chat is known to be the caller's
-  const found = await store.getChatWithMessages(caller.app.id, chatId, caller.app.history * 2);
-  if (!found) return { history: [] };
-  if (caller.share) assertChatOwner(found.chat, caller.share.link.shareId, uid, "chatId");
-  return { history: found.messages.map((m) => ({ role: m.role, content: m.content })), variables: found.chat.variables };
+/**
+ * The conversation's stored turns and variables (docs/api.md#conversations): the chat is the
+ * caller's (created as theirs, atomically, when new), or the caller gets 403 before any of it is
+ * read; its history bounded by the app's rounds and by bytes.
+ */
+async function openChat(deps: PlanDeps, caller: Caller, chatId: string, owner: ChatOwner): Promise<{ history: ChatMessage[]; variables?: Variables }> {
+  const who = caller.app.sharedChats && !caller.share ? null : owner;
+  const opened = await deps.store.openChat(caller.app.id, chatId, who, { limit: caller.app.history * 2, maxBytes: deps.maxBytes, create: true });
+  if (opened.status === "not_owned") throw chatNotOwned("chatId");
+  if (opened.status === "missing") return { history: [] };
+  return { history: opened.messages.map((m) => ({ role: m.role, content: m.content })), variables: opened.chat.variables };
 }
 
 /** The request's system messages first, then the stored history, then the rest of the request. */

@@ -33,6 +33,19 @@ export interface Settled {
 export interface SettleDeps {
   store: Store;
   shareAuth: ShareAuth;
+  /** a stored turn longer than this is cut (and says so) */
+  maxTurnBytes: number;
+}
+
+/** A turn as stored: whole, or its first `maxBytes` (at a character boundary) and a line saying how
+ *  much was left out, so a huge turn can never make a chat too large to read (docs/api.md#conversations). */
+export function cutTurn(text: string, maxBytes: number): string {
+  if (text.length <= maxBytes / 3 || Buffer.byteLength(text, "utf8") <= maxBytes) return text;
+  const bytes = Buffer.from(text, "utf8");
+  const note = (left: number) => `\n\n[… ${left} bytes of this turn were not stored]`;
+  let end = maxBytes - Buffer.byteLength(note(bytes.length), "utf8");
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--; // not inside a character
+  return bytes.toString("utf8", 0, Math.max(0, end)) + note(bytes.length - Math.max(0, end));
 }
 
 export async function settleChat(deps: SettleDeps, call: ChatCall, plan: ChatPlan, meter: Meter, out: AnswerOutcome): Promise<Settled> {
@@ -71,9 +84,11 @@ export async function settleChat(deps: SettleDeps, call: ChatCall, plan: ChatPla
       ? deps.store.appendRound({
           appId: caller.app.id,
           chatId: plan.chatId,
-          owner: caller.share ? { shareId: caller.share.link.shareId, uid: plan.uid! } : null,
-          user: lastUserText(req.messages),
-          assistant: out.text(),
+          owner: plan.owner,
+          // an app that shares its chats: any of its keys writes into any of them (docs/api.md#conversations)
+          shared: caller.app.sharedChats,
+          user: cutTurn(lastUserText(req.messages), deps.maxTurnBytes),
+          assistant: cutTurn(out.text(), deps.maxTurnBytes),
           at: Date.now(),
           // only a request that sent variables changes the chat's
           variables: req.variables ? plan.variables : undefined,

@@ -104,6 +104,8 @@ const appSchema = z.strictObject({
   temperature: z.number().nonnegative().optional(),
   maxToken: z.number().int().positive().optional(),
   history: z.number().int().min(0).default(6),
+  /** true: every key of the app reads and continues every chat of the app; false: a chat is its creator's */
+  sharedChats: z.boolean().default(false),
   maxUsagePoints: points,
   qpm,
 });
@@ -125,6 +127,8 @@ const serverSchema = z.strictObject({
   port: z.number().int().min(0).max(65535).default(3000),
   host: z.string().default("127.0.0.1"),
   bodyLimitBytes: z.number().int().positive().default(2 * MIB),
+  /** a stored conversation turn longer than this is stored cut (and marked) */
+  maxTurnBytes: z.number().int().min(1024).default(256 * 1024),
   metricsToken: z.string().optional(),
   headersTimeoutMs: z.number().int().positive().default(10_000),
   /** Time allowed for the whole request body. */

@@ -67,7 +67,7 @@ export class Meter {
     if (this.channel) await this.#row(status, { inputTokens: 0, points: 0 }).catch(() => {});
   }
 
-  #row(status: number, t: Pick<Tally, "inputTokens" | "outputTokens" | "points">): Promise<void> {
+  #row(status: number, t: Pick<Tally, "inputTokens" | "outputTokens" | "points" | "finishReason">): Promise<void> {
     const { caller } = this;
     return this.deps.store.recordUsage(
       {
@@ -83,6 +83,7 @@ export class Meter {
         status,
         durationMs: Math.round(performance.now() - this.at.started),
         chatId: this.at.chatId ?? null,
+        finishReason: t.finishReason ?? null,
       },
       caller.limits.map((l) => l.scope),
     );

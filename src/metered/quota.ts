@@ -20,7 +20,8 @@ export interface QuotaLimit {
 }
 
 export interface Reservation {
-  /** the points held: the worst case, or less when a budget could pay only for less (serve until spent) */
+  /** the points held: the worst case, or less when a budget could pay only for less (serve until
+   *  spent); infinite when no budget applies */
   readonly held: number;
   /** The request was answered (or cut): its actual points count against every budgeted scope. */
   settle(points: number): void;
@@ -77,7 +78,8 @@ export function createQuota(store: Store, state: ClusterState, observer: Observe
       const scopes = holds.map((h) => h.scope);
       const wc: { bound: number; least?: number } = typeof worstCase === "number" ? { bound: worstCase } : worstCase;
       let range = { min: wc.least ?? wc.bound, max: wc.bound };
-      if (holds.length === 0 && rates.length === 0) return hold(state, scopes, range.max);
+      // no budget: nothing is held, and nothing limits what the request may spend
+      if (holds.length === 0 && rates.length === 0) return hold(state, scopes, Number.POSITIVE_INFINITY);
       // one step: every budget and every rate window, all or nothing (a refused request uses neither)
       let admitted = await state.admit(holds, range, rates, now, spent);
       if (!admitted.ok && admitted.refused === "budget" && typeof worstCase !== "number") {
@@ -87,7 +89,7 @@ export function createQuota(store: Store, state: ClusterState, observer: Observe
         if (exact.min < range.min) admitted = await state.admit(holds, (range = exact), rates, now, spent);
       }
       if (!admitted.ok) throw refused(limits, admitted);
-      return hold(state, scopes, holds.length > 0 ? admitted.held : range.max);
+      return hold(state, scopes, holds.length > 0 ? admitted.held : Number.POSITIVE_INFINITY);
     },
   };
 }

@@ -6,10 +6,10 @@ import type { ClusterState } from "../cluster/types.js";
 import type { ServerConfig, ShareLinkConfig } from "../config/schema.js";
 import { notFound } from "../http/errors.js";
 import { parseBody } from "../http/validation.js";
-import type { ChatOwner, Store } from "../store/types.js";
+import type { ShareUser, Store } from "../store/types.js";
 import { createShareApiRate } from "./api-rate.js";
 import type { ShareAuth } from "./callbacks.js";
-import { assertChatOwner, resolveShareLink } from "./links.js";
+import { chatNotOwned, resolveShareLink } from "./links.js";
 import { sharePageResponse } from "./page.js";
 
 export interface ShareRoutesDeps {
@@ -56,6 +56,9 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 const LIST_LIMIT = 20;
 const LIST_WINDOW_MS = 30 * DAY_MS;
 const MAX_CHAT_MESSAGES = 1000;
+// docs/store.md#record-pull: a pulled chat's messages hold at most 8 MiB of text (the newest whole
+// rounds), so one pull cannot make the gateway read and send a history of any size
+const MAX_CHAT_BYTES = 8 * 1024 * 1024;
 
 const userBody = z.object({
   shareId: z.string().min(1).max(64),
@@ -73,13 +76,13 @@ export function createShareRoutes(deps: ShareRoutesDeps): ShareRoutes {
     // counted before the operator is asked: made-up tokens must not make the gateway a token oracle
     await admitCall(event, link, now());
     const uid = await deps.auth.init(link, body.outLinkUid);
-    const owner: ChatOwner = { shareId: link.shareId, uid };
+    const owner: ShareUser = { shareId: link.shareId, uid };
     return { link, owner };
   }
   const readBody = async <S extends z.ZodType>(event: H3Event, schema: S) =>
     parseBody(schema, await deps.readJson(event));
 
-  const listChats = (owner: ChatOwner) =>
+  const listChats = (owner: ShareUser) =>
     deps.store.listChats(owner, { since: now() - LIST_WINDOW_MS, limit: LIST_LIMIT });
 
   return {
@@ -97,10 +100,10 @@ export function createShareRoutes(deps: ShareRoutesDeps): ShareRoutes {
     async chat(event) {
       const { chatId, ...user } = await readBody(event, chatBody);
       const { link, owner } = await identify(event, user);
-      // the chat and its messages in one read; the messages are shown only to the chat's owner
-      const found = await deps.store.getChatWithMessages(link.appId, chatId, MAX_CHAT_MESSAGES);
-      if (!found) throw notFound("chat_not_found", "This chat does not exist.");
-      assertChatOwner(found.chat, owner.shareId, owner.uid);
+      // the chat and its messages in one read; the owner is checked before any message is read
+      const found = await deps.store.openChat(link.appId, chatId, owner, { limit: MAX_CHAT_MESSAGES, maxBytes: MAX_CHAT_BYTES, create: false });
+      if (found.status === "missing") throw notFound("chat_not_found", "This chat does not exist.");
+      if (found.status === "not_owned") throw chatNotOwned();
       return {
         chatId,
         messages: found.messages.map(({ role, content, createdAt }) => ({ role, content, createdAt })),

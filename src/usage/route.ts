@@ -1,5 +1,5 @@
-// GET /api/v1/usage (docs/api.md#usage): totals and per-app, per-model usage of a time range, for
-// global and admin keys.
+// GET /api/v1/usage (docs/api.md#usage): totals and per-app, per-model usage of a time range (and
+// per finish reason with `groupBy=finishReason`), for global and admin keys.
 import type { H3Event } from "h3";
 import type { Keyring } from "../auth/keys.js";
 import { GatewayError, badRequest } from "../http/errors.js";
@@ -19,7 +19,9 @@ export function createUsageRoute(deps: UsageDeps) {
     const q = event.url.searchParams;
     const appId = q.get("appId") || undefined;
     if (appId && !deps.apps.has(appId)) throw badRequest("invalid_request", `Unknown app ${JSON.stringify(appId.slice(0, 64))}.`, "appId");
-    const summary = await deps.store.summarizeUsage({ from: parseTime(q.get("from"), "from"), to: parseTime(q.get("to"), "to"), appId });
+    const groupBy = q.get("groupBy") ?? undefined;
+    if (groupBy !== undefined && groupBy !== "finishReason") throw badRequest("invalid_request", `groupBy must be "finishReason".`, "groupBy");
+    const summary = await deps.store.summarizeUsage({ from: parseTime(q.get("from"), "from"), to: parseTime(q.get("to"), "to"), appId, groupBy });
     return jsonResponse(summary);
   };
 }
