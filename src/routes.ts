@@ -1,6 +1,7 @@
 // The route table (docs/api.md#endpoints): every route once — method, paths, the label its metrics
 // and request log use, whether it is metered, its error dialect, and its handler in the current
 // runtime. src/gateway.ts registers them in one loop.
+import { anthropicError } from "./dialects/anthropic/errors.js";
 import type { ErrorFormat } from "./http/errors.js";
 import type { Handlers } from "./runtime.js";
 
@@ -22,6 +23,12 @@ export const ROUTES: RouteDef[] = [
   { method: "POST", paths: V1("/chat/completions"), metered: true, handler: "chat" },
   // one label for both prefixes: dashboards select sluice_requests_total{route="embeddings"}
   { method: "POST", paths: V1("/embeddings"), label: "embeddings", metered: true, handler: "embeddings" },
+  // the dialects (docs/api.md#dialects): Anthropic's Messages, with its own error shape, and Responses
+  { method: "POST", paths: V1("/messages"), label: "messages", metered: true, errors: anthropicError, handler: "messages" },
+  { method: "POST", paths: V1("/messages/count_tokens"), label: "count_tokens", errors: anthropicError, handler: "countTokens" },
+  { method: "POST", paths: V1("/responses"), label: "responses", metered: true, handler: "responses" },
+  { method: "GET", paths: V1("/responses/:id"), label: "response_get", handler: "responseGet" },
+  { method: "DELETE", paths: V1("/responses/:id"), label: "response_delete", handler: "responseDelete" },
   { method: "GET", paths: V1("/models"), handler: "models" },
   { method: "GET", paths: V1("/models/:id"), handler: "model" },
   { method: "GET", paths: ["/api/v1/usage"], handler: "usage" },

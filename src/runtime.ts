@@ -8,7 +8,11 @@ import { createAdminRoutes, type ReloadResult } from "./admin/routes.js";
 import type { CreatedKeys } from "./auth/created-keys.js";
 import { createKeyring } from "./auth/keys.js";
 import { createCatalogRoutes } from "./catalog/routes.js";
+import { createDialectSpec } from "./chat/dialect-spec.js";
 import { createChatSpec } from "./chat/spec.js";
+import { createCountTokensRoute } from "./dialects/anthropic/count-route.js";
+import { anthropicDialect } from "./dialects/anthropic/dialect.js";
+import { createResponseRoutes, createResponsesDialect } from "./dialects/responses/index.js";
 import type { ClusterState } from "./cluster/types.js";
 import type { Config } from "./config/schema.js";
 import { createEmbeddingsSpec } from "./embeddings/spec.js";
@@ -50,6 +54,11 @@ export type Handler = (event: H3Event) => Promise<Reply>;
 export type Handlers = Record<
   | "chat"
   | "embeddings"
+  | "messages"
+  | "countTokens"
+  | "responses"
+  | "responseGet"
+  | "responseDelete"
   | "models"
   | "model"
   | "usage"
@@ -99,6 +108,10 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const serves = router.serves;
   const chat = createChatSpec({ models, aliases, serves, store: shared.store, shareAuth: shared.shareAuth, maxBytes: body.maxBytes, maxTurnBytes: config.server.maxTurnBytes });
   const embeddings = createEmbeddingsSpec({ vectorModels, aliases, serves });
+  const chatDeps = { models, aliases, serves, store: shared.store, shareAuth: shared.shareAuth, maxBytes: body.maxBytes, maxTurnBytes: config.server.maxTurnBytes };
+  const messages = createDialectSpec(chatDeps, anthropicDialect);
+  const responses = createDialectSpec(chatDeps, createResponsesDialect({ store: shared.store, retentionDays: config.responses.retentionDays, maxStoredBytes: body.maxBytes }));
+  const storedResponses = createResponseRoutes({ keyring, store: shared.store });
 
   // 3. The other routes.
   const readJson = (event: H3Event) => readJsonBody(event, body);
@@ -113,6 +126,11 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     handlers: {
       chat: (e) => runMetered(e, metered, chat),
       embeddings: (e) => runMetered(e, metered, embeddings),
+      messages: (e) => runMetered(e, metered, messages),
+      countTokens: createCountTokensRoute({ keyring, apps, models, aliases, serves, body }),
+      responses: (e) => runMetered(e, metered, responses),
+      responseGet: storedResponses.get,
+      responseDelete: storedResponses.delete,
       models: catalog.models,
       model: catalog.model,
       usage: createUsageRoute({ keyring, apps, store: shared.store }),

@@ -13,6 +13,7 @@ import { chatNotOwned } from "../share/links.js";
 import type { ChatOwner, Store } from "../store/types.js";
 import { lastUserText } from "../tokens/counter.js";
 import { historyCounts } from "../tokens/history-counts.js";
+import type { KnownCounts } from "../tokens/tally.js";
 import { applyLimits, type LimitedChat } from "./limits.js";
 import type { ChatMessage, ChatRequest } from "./request-schema.js";
 import { shareRequest, upstreamBody } from "./upstream-body.js";
@@ -49,7 +50,14 @@ export interface PlanDeps {
 
 export type ChatCall = Call<ChatRequest, ModelConfig>;
 
-export async function planChat(deps: PlanDeps, call: ChatCall): Promise<ChatPlan> {
+/** How a dialect's chat is limited: an agent's history is never trimmed, and its counts are kept
+ *  per caller (docs/api.md#limits). */
+export interface PlanOptions {
+  trim?: boolean;
+  known?: KnownCounts;
+}
+
+export async function planChat(deps: PlanDeps, call: ChatCall, opts: PlanOptions = {}): Promise<ChatPlan> {
   const { caller, model } = call;
   const req = caller.share ? shareRequest(call.req) : call.req;
   // 1. Choices: each can write max_tokens, so they are bounded by the model (docs/api.md#budgets).
@@ -64,8 +72,8 @@ export async function planChat(deps: PlanDeps, call: ChatCall): Promise<ChatPlan
   const stored = req.chatId ? await openChat(deps, caller, req.chatId, owner) : undefined;
   const variables = mergeVariables(stored?.variables, req.variables, deps.maxBytes);
   const fillIn = createPromptFiller(variables, { now: new Date(call.time), maxBytes: deps.maxBytes });
-  const known = req.chatId ? historyCounts.forChat(caller.app.id, req.chatId, model.tokenizer) : undefined;
-  const limited = await applyLimits(req, mergeHistory(stored?.history ?? [], req.messages), model, caller.app, { renderPrompt: fillIn, known });
+  const known = req.chatId ? historyCounts.forChat(caller.app.id, req.chatId, model.tokenizer) : opts.known;
+  const limited = await applyLimits(req, mergeHistory(stored?.history ?? [], req.messages), model, caller.app, { renderPrompt: fillIn, known, trim: opts.trim });
 
   return {
     req,

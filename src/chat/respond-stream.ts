@@ -9,7 +9,8 @@ import { cutError, cutFinishReason } from "../http/cancel.js";
 import { GatewayError } from "../http/errors.js";
 import type { Meter } from "../metered/meter.js";
 import type { Streamed } from "../metered/spec.js";
-import { answerTooLarge, mapTransportError, streamCut } from "../upstream/errors.js";
+import { mapTransportError, streamCut } from "../upstream/errors.js";
+import { pump } from "./pump.js";
 import type { CompletionJson } from "./attempt.js";
 import type { ChatCall, ChatPlan } from "./plan.js";
 import { SseRelay } from "./sse-relay.js";
@@ -71,74 +72,6 @@ async function relayStream(deps: SettleDeps, call: ChatCall, plan: ChatPlan, met
   // no res.end() here: h3 ends the response once the writer is done
 }
 
-/** Feeds every chunk of `body` to the relay, pausing while the client is slow; resolves at the end. */
-function pump(body: Readable, res: ServerResponse, relay: SseRelay, maxBytes: number, model: string): Promise<void> {
-  return new Promise((resolve, reject) => new BodyPump(body, res, relay, maxBytes, model, resolve, reject).start());
-}
-
-// A class with bound methods rather than a handful of closures: one is made per streamed request.
-class BodyPump {
-  readonly #onData = this.#data.bind(this);
-  readonly #onEnd = this.#end.bind(this);
-  readonly #onError = this.#fail.bind(this);
-  readonly #onDrain = () => this.body.resume();
-  #bytes = 0;
-
-  constructor(
-    private readonly body: Readable,
-    private readonly res: ServerResponse,
-    private readonly relay: SseRelay,
-    private readonly maxBytes: number,
-    private readonly model: string,
-    private readonly resolve: () => void,
-    private readonly reject: (err: unknown) => void,
-  ) {}
-
-  start(): void {
-    this.body.on("data", this.#onData);
-    this.body.once("end", this.#onEnd);
-    this.body.once("error", this.#onError);
-  }
-
-  #data(chunk: Buffer): void {
-    this.#bytes += chunk.length;
-    if (this.#bytes > this.maxBytes) return this.#fail(answerTooLarge(this.model, this.maxBytes));
-    try {
-      if (!this.relay.push(chunk)) {
-        this.body.pause();
-        this.res.once("drain", this.#onDrain);
-      }
-      // the answer is complete: stop here; the rest of the body drains on its own
-      if (this.relay.done) this.#end();
-    } catch (err) {
-      this.#fail(err);
-    }
-  }
-
-  #end(): void {
-    this.#detach();
-    this.body.resume(); // keep the pooled connection reusable
-    this.resolve();
-  }
-
-  #fail(err: unknown): void {
-    this.#detach();
-    // undici answers destroy() with an `error` event (UND_ERR_ABORTED): it must find a listener
-    this.body.destroy();
-    this.reject(err);
-  }
-
-  #detach(): void {
-    this.body.off("data", this.#onData);
-    this.body.off("end", this.#onEnd);
-    this.body.off("error", this.#onError);
-    // whatever the body still emits (a late socket error, the abort of destroy()) changes nothing now
-    this.body.on("error", ignore);
-    this.res.off("drain", this.#onDrain);
-  }
-}
-
-function ignore(): void {}
 
 /** A whole completion as SSE bytes, for an upstream that answered a stream request with JSON. */
 export function completionAsSse(completion: CompletionJson): Readable {

@@ -20,6 +20,8 @@ export interface AnswerOutcome {
   /** set when the answer was cut: the usage row carries its status, and a non-empty partial answer
    *  is still stored as the chat's turn */
   cut?: GatewayError;
+  /** a dialect's own record of the answer (made once its tokens are known), written with the usage row */
+  keep?: (tokens: { inputTokens: number; outputTokens: number }) => Promise<unknown> | undefined;
 }
 
 export interface Settled {
@@ -95,7 +97,8 @@ export async function settleChat(deps: SettleDeps, call: ChatCall, plan: ChatPla
         })
       : undefined;
   // a whole answer's finish reason is read only for the request log: found without parsing when streamed
-  await meter.settle({ inputTokens, outputTokens, points, finishReason: out.finishReason(), cut: out.cut }, round ? [round] : []);
+  const kept = out.keep?.({ inputTokens, outputTokens });
+  await meter.settle({ inputTokens, outputTokens, points, finishReason: out.finishReason(), cut: out.cut }, [round, kept].filter((w) => w !== undefined));
 
   // 3. The operator's finish report: queued, never awaited.
   const share = caller.share;

@@ -4,6 +4,7 @@
 // reason are recovered from the kept bytes afterwards, and only when something needs them.
 import { badUpstreamReply, UpstreamError } from "../upstream/errors.js";
 import type { Usage } from "./attempt.js";
+import type { SseSink } from "./pump.js";
 
 const EVENT_END = "\n\n";
 const CR = 13;
@@ -36,7 +37,7 @@ interface Collected {
 }
 
 // A class, not a closure factory: one of these is made per streamed request.
-export class SseRelay {
+export class SseRelay implements SseSink {
   done = false;
   usage: Usage | undefined;
   readonly #opts: RelayOptions;

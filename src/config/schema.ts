@@ -199,6 +199,8 @@ export const configSchema = z
     routing: routingSchema.prefault({}),
     /** Names clients use for configured models: a model name or a `*` glob → a configured model. */
     aliases: z.record(z.string().min(1).max(200), name).default({}),
+    /** The Responses API's stored responses (`store: true`). */
+    responses: z.strictObject({ retentionDays: z.number().positive().max(3650).default(30) }).prefault({}),
   })
   .superRefine((c, ctx) => {
     checkReferences(c, ctx);

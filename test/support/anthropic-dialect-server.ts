@@ -4,8 +4,10 @@
 // answers it with chat.completion chunks (or an error), and the chunks are translated back —
 // streamed, or whole when the client did not ask for a stream.
 import { countInputTokens, toCountChat } from "../../src/dialects/anthropic/count-tokens.js";
-import { anthropicDialect } from "../../src/dialects/anthropic/dialect.js";
-import type { MessagesCtx } from "../../src/dialects/anthropic/to-chat.js";
+import { toAnswer } from "../../src/dialects/anthropic/answer.js";
+import { anthropicError } from "../../src/dialects/anthropic/errors.js";
+import { createStreamTranslator } from "../../src/dialects/anthropic/stream.js";
+import { toChat, type MessagesCtx } from "../../src/dialects/anthropic/to-chat.js";
 import type { ChatChunk } from "../../src/dialects/anthropic/types.js";
 import type { ChatRequest } from "../../src/chat/request-schema.js";
 import { GatewayError, toGatewayError } from "../../src/http/errors.js";
@@ -50,12 +52,12 @@ export async function startDialectServer(script: ModelScript): Promise<DialectSe
       if (req.path !== "/v1/messages") throw new GatewayError(404, "not_found", "No such endpoint.");
       // the probe keeps no key values: their presence is what a test can script on
       if (!req.headers["x-api-key"] && !req.headers["authorization"]) throw new GatewayError(401, "missing_api_key", "Missing API key.");
-      const { chat, ctx } = anthropicDialect.toChat(req.body);
+      const { chat, ctx } = toChat(req.body);
       calls.push({ path: req.path, chat, ctx, body: req.body as Record<string, unknown> });
       const turn = await script(chat, n++);
-      return ctx.stream ? streamReply(turn, ctx) : { kind: "json", body: anthropicDialect.answer(wholeCompletion(turn), usageOf(turn), ctx) };
+      return ctx.stream ? streamReply(turn, ctx) : { kind: "json", body: toAnswer(wholeCompletion(turn), usageOf(turn), ctx) };
     } catch (err) {
-      const e = anthropicDialect.error(toGatewayError(err));
+      const e = anthropicError(toGatewayError(err));
       return { kind: "json", status: e.status, headers: e.headers, body: e.body };
     }
   });
@@ -67,7 +69,7 @@ function usageOf(turn: ModelTurn) {
 }
 
 function streamReply(turn: ModelTurn, ctx: MessagesCtx): ProbeReply {
-  const t = anthropicDialect.stream(ctx);
+  const t = createStreamTranslator(ctx);
   let text = t.begin(usageOf(turn).input);
   const upTo = turn.failAfter?.chunks ?? turn.chunks.length;
   for (const chunk of turn.chunks.slice(0, upTo)) text += t.chunk(chunk);

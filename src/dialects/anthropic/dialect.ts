@@ -1,32 +1,21 @@
 // The Anthropic Messages dialect of the metered pipeline (docs/claude-code.md#how-sluice-serves-it):
-// a request translation into the chat request, and answer, stream and error translations out of the
+// a request translation into the chat request, and answer and stream translations out of the
 // upstream's Chat Completions answer. Everything else — keys, limits, budgets, failover, usage — is
-// the chat path's.
-import type { ChatRequest } from "../../chat/request-schema.js";
-import type { GatewayError } from "../../http/errors.js";
-import type { CompletionJson } from "../../chat/attempt.js";
+// the chat path's; errors are worded by ./errors.ts (the route table gives it to this route).
+import { asBearer, type ChatDialect } from "../../chat/dialect.js";
 import { toAnswer } from "./answer.js";
-import { anthropicError } from "./errors.js";
+import { parseMessagesRequest, type MessagesRequest } from "./request-schema.js";
 import { createStreamTranslator } from "./stream.js";
-import { toChat, type MessagesCtx } from "./to-chat.js";
-import type { DialectError, DialectUsage, StreamTranslator } from "./types.js";
+import { buildChat, type MessagesCtx } from "./to-chat.js";
 
-export interface ChatDialect<Ctx> {
-  route: string;
-  readKey(headers: Headers): string | undefined;
-  toChat(body: unknown): { chat: ChatRequest; ctx: Ctx };
-  answer(completion: CompletionJson, usage: DialectUsage, ctx: Ctx): unknown;
-  stream(ctx: Ctx): StreamTranslator;
-  error(err: GatewayError): DialectError;
-}
-
-export const anthropicDialect: ChatDialect<MessagesCtx> = {
-  route: "messages",
-  readKey: readAnthropicKey,
-  toChat,
+export const anthropicDialect: ChatDialect<MessagesRequest, MessagesCtx> = {
+  credential: (headers) => asBearer(readAnthropicKey(headers)),
+  parse: parseMessagesRequest,
+  model: (req) => req.model,
+  streams: (req) => req.stream === true,
+  toChat: async (req) => buildChat(req),
   answer: toAnswer,
   stream: createStreamTranslator,
-  error: anthropicError,
 };
 
 /** Claude Code (and SDKs before 1.x) send `x-api-key`; the 1.x SDKs, and Claude Code given

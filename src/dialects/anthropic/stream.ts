@@ -8,7 +8,7 @@ import { errorEvent } from "./errors.js";
 import { messageId, toolUseId } from "./ids.js";
 import { stopOf, usageOf } from "./stop.js";
 import type { MessagesCtx } from "./to-chat.js";
-import type { ChatChunk, DialectUsage, StreamTranslator } from "./types.js";
+import type { AnthropicStreamTranslator as StreamTranslator, ChatChunk, DialectUsage } from "./types.js";
 
 interface ToolCall {
   id: string | undefined;
