@@ -1,6 +1,7 @@
 // Reads a JSON request body with a size and a nesting limit, straight from the Node request stream.
 import type { IncomingMessage } from "node:http";
 import type { H3Event } from "h3";
+import { JsonScanner } from "../json/scan.js";
 import { cutError, type Cancel } from "./cancel.js";
 import { GatewayError, badRequest } from "./errors.js";
 import { nodeRequest } from "./node.js";
@@ -32,9 +33,9 @@ export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: 
   const scan = rawTexts ? scanLargeBody(buf, limits.maxDepth) : undefined;
   if (scan && "value" in scan) return scan.value;
   if (scan?.tooDeep) throw tooDeep(limits.maxDepth);
+  if (buf.length === 0) throw badRequest("invalid_json", "Request body is empty: send a JSON object.");
+  if (new JsonScanner(buf).nestingExceeds(limits.maxDepth)) throw tooDeep(limits.maxDepth);
   const text = buf.toString("utf8");
-  if (text.length === 0) throw badRequest("invalid_json", "Request body is empty: send a JSON object.");
-  if (nestingExceeds(text, limits.maxDepth)) throw tooDeep(limits.maxDepth);
   try {
     return JSON.parse(text);
   } catch {
@@ -90,35 +91,4 @@ async function readWebBody(req: Request, limit: number): Promise<Buffer> {
   const buf = await req.arrayBuffer();
   if (buf.byteLength > limit) throw tooLarge(limit);
   return Buffer.from(buf);
-}
-
-const QUOTE = 34;
-const BACKSLASH = 92;
-const STRUCTURE = /["[\]{}]/g;
-
-/** True when the JSON text nests brackets deeper than `max`. Linear: strings are skipped with indexOf. */
-export function nestingExceeds(text: string, max: number): boolean {
-  let depth = 0;
-  STRUCTURE.lastIndex = 0;
-  for (let m = STRUCTURE.exec(text); m; m = STRUCTURE.exec(text)) {
-    const c = text.charCodeAt(m.index);
-    if (c === QUOTE) {
-      STRUCTURE.lastIndex = stringEnd(text, m.index + 1);
-      continue;
-    }
-    if (c === 91 || c === 123) {
-      if (++depth > max) return true;
-    } else depth--;
-  }
-  return false;
-}
-
-/** The index after the closing quote of a string whose content starts at `from` (text.length if none). */
-function stringEnd(text: string, from: number): number {
-  for (let i = text.indexOf('"', from); i >= 0; i = text.indexOf('"', i + 1)) {
-    let slashes = 0;
-    while (text.charCodeAt(i - 1 - slashes) === BACKSLASH) slashes++;
-    if (slashes % 2 === 0) return i + 1;
-  }
-  return text.length;
 }
