@@ -90,7 +90,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   };
   const chat = createChatHandler({ ...pipeline, models, shareAuth: shared.shareAuth });
   const embeddings = createEmbeddingsHandler({ ...pipeline, vectorModels });
-  const share = createShareRoutes({ links, apps, store: shared.store, auth: shared.shareAuth, readJson });
+  const share = createShareRoutes({ links, apps, store: shared.store, auth: shared.shareAuth, readJson, page: config.server.sharePage });
   const admin = createAdminRoutes({ keyring, models, apps, store: shared.store, router, reload: shared.reload });
   const keys = createKeyRoutes({ keyring, apps, keys: shared.keys, readJson });
 

@@ -42,6 +42,7 @@ beforeEach(async () => {
     auth,
     now: () => NOW,
     readJson: (event: H3Event) => event.req.json(),
+    page: { frameAncestors: ["'self'"] },
   });
   const handle = (fn: (e: H3Event) => unknown) => async (e: H3Event) => {
     try {

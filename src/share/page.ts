@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import type { ServerConfig } from "../config/schema.js";
 import { WINDOW_BUNDLE_FILE, bundleShareWindow } from "./window-bundle.js";
 
 const PAGE = readFileSync(new URL("./page.html", import.meta.url), "utf8");
@@ -14,7 +15,7 @@ const style = /<style>([\s\S]*?)<\/style>/.exec(PAGE)?.[1] ?? "";
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("base64");
 
 // scripts only from this gateway, the page's own style only (by hash), fetches only to itself
-const CONTENT_SECURITY_POLICY = [
+const BASE_POLICY = [
   "default-src 'none'",
   "script-src 'self'",
   `style-src 'sha256-${sha256(style)}'`,
@@ -22,16 +23,7 @@ const CONTENT_SECURITY_POLICY = [
   "img-src 'self' data:",
   "base-uri 'none'",
   "form-action 'none'",
-].join("; ");
-
-const PAGE_HEADERS = {
-  "content-type": "text/html; charset=utf-8",
-  "cache-control": "no-store",
-  "content-security-policy": CONTENT_SECURITY_POLICY,
-  // the URL carries the user's authToken: never send it on as a Referer
-  "referrer-policy": "no-referrer",
-  "x-content-type-options": "nosniff",
-};
+];
 
 interface Bundle {
   code: string;
@@ -67,9 +59,20 @@ function loadBundle(): Promise<Bundle> {
   return bundle;
 }
 
-export function sharePageResponse(): Response {
-  void loadBundle().catch(() => {}); // the script is asked for next: from the sources, bundle it now
-  return new Response(PAGE, { headers: PAGE_HEADERS });
+/** The page's answer under one config: `frameAncestors` says who may show it in a frame. */
+export function createSharePage(config: ServerConfig["sharePage"]): () => Response {
+  const headers = {
+    "content-type": "text/html; charset=utf-8",
+    "cache-control": "no-store",
+    "content-security-policy": [...BASE_POLICY, `frame-ancestors ${config.frameAncestors.join(" ")}`].join("; "),
+    // the URL carries the user's authToken: never send it on as a Referer
+    "referrer-policy": "no-referrer",
+    "x-content-type-options": "nosniff",
+  };
+  return () => {
+    void loadBundle().catch(() => {}); // the script is asked for next: from the sources, bundle it now
+    return new Response(PAGE, { headers });
+  };
 }
 
 /** The window's script; revalidated on each load (an ETag), so a new gateway version is seen at once. */

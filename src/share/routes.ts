@@ -2,13 +2,13 @@
 // window page. Tokens travel in JSON bodies so they stay out of URLs and access logs.
 import type { H3Event } from "h3";
 import { z } from "zod";
-import type { ShareLinkConfig } from "../config/schema.js";
+import type { ServerConfig, ShareLinkConfig } from "../config/schema.js";
 import { notFound } from "../http/errors.js";
 import { parseBody } from "../http/validation.js";
 import type { ChatOwner, Store } from "../store/types.js";
 import type { ShareAuth } from "./callbacks.js";
 import { assertChatOwner, resolveShareLink } from "./links.js";
-import { sharePageResponse } from "./page.js";
+import { createSharePage } from "./page.js";
 
 export interface ShareRoutesDeps {
   links: Map<string, ShareLinkConfig>;
@@ -18,6 +18,8 @@ export interface ShareRoutesDeps {
   now?: () => number;
   /** The request body as JSON (the gateway's body limit and parse errors apply). */
   readJson: (event: H3Event) => Promise<unknown>;
+  /** `server.sharePage`: the chat window page's frame policy */
+  page: ServerConfig["sharePage"];
 }
 
 export interface ShareRoutes {
@@ -98,6 +100,6 @@ export function createShareRoutes(deps: ShareRoutesDeps): ShareRoutes {
       };
     },
 
-    page: () => sharePageResponse(),
+    page: createSharePage(deps.page),
   };
 }
