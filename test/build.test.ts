@@ -23,7 +23,7 @@ afterAll(async () => {
 });
 
 // Resolving a dev dependency fails in the gateway's process, as after `npm ci --omit=dev`.
-const DEV_ONLY = ["esbuild", "marked", "dompurify", "tsx"];
+const DEV_ONLY = ["esbuild", "marked", "dompurify", "tsx", "listhen"];
 const HOOKS = `export async function resolve(specifier, context, next) {
   if (${JSON.stringify(DEV_ONLY)}.includes(specifier)) throw Object.assign(new Error("dev dependency " + specifier + " is not installed"), { code: "ERR_MODULE_NOT_FOUND" });
   return next(specifier, context);
