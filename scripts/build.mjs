@@ -4,11 +4,12 @@
 // plain JavaScript: no tsx loader on the request path, no bundling on a request.
 // esbuild, marked and DOMPurify are dev dependencies, so this runs where those are installed:
 // `npm install`/`npm ci` (the prepare step), `npm run build`, CI, the container's build stage.
-//   --if-changed  (`npm start`, the test setup) nothing to do when dist/ was built from the same
-//                 source files, none changed since
+//   --if-changed  (`npm start`, the test setup) nothing to do when dist/ was built from sources
+//                 of the same contents
 //   --install     (the prepare step) where esbuild is missing (`npm ci --omit=dev`) say so and leave
 //                 dist/ as it is instead of failing the install; `npm start` stops with the reason
-import { cpSync, existsSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { cpSync, existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -28,10 +29,12 @@ if (!existsSync(src)) {
   if (existsSync(join(dist, "main.js"))) process.exit(0);
   fail("neither src/ nor a built dist/ is here");
 }
-const all = files(src);
-// this script's own changes count too: they change what dist/ holds
-const newest = Math.max(...[...all, fileURLToPath(import.meta.url)].map((f) => statSync(f).mtimeMs));
-const stamp = JSON.stringify({ files: all.map((f) => relative(src, f)), newest });
+const all = files(src).sort(); // one order on every file system
+// the sources' contents, and this script's (it decides what dist/ holds): a dist/ built from the
+// same sources elsewhere (a build machine) counts as up to date, whatever the files' times
+const hash = createHash("sha256");
+for (const file of [...all, fileURLToPath(import.meta.url)]) hash.update(`${relative(root, file)}\0`).update(readFileSync(file)).update("\0");
+const stamp = hash.digest("hex");
 if ((ifChanged || atInstall) && existsSync(stampFile) && readFileSync(stampFile, "utf8") === stamp) process.exit(0);
 
 // 2. esbuild, a dev dependency.
@@ -48,7 +51,7 @@ if (!esbuild) {
     console.warn(`sluice: ${why}, and is left so: ${advice}`);
     process.exit(0);
   }
-  fail(`${why}, and cannot be built here: ${advice} \`node dist/main.js\` runs a build as it is.`);
+  fail(`${why}, and cannot be built here: ${advice}${existsSync(stampFile) ? " `node dist/main.js` runs the old build as it is." : ""}`);
 }
 
 // 3. The modules, their assets, then the share window's bundle (made by the built module itself).

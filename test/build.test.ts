@@ -1,7 +1,7 @@
 // What `npm install`, `npm run build` and `npm start` make of the checkout (docs/operations.md#build):
 // dist/ holds the share window's bundle and the built gateway runs without any dev dependency;
-// without esbuild the build says why and what to do; package-lock.json already agrees with
-// package.json, so an install does not rewrite it.
+// without esbuild a dist/ built from the same sources is used and a stale or missing one is
+// explained; package-lock.json already agrees with package.json, so an install does not rewrite it.
 import { execFile } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -66,6 +66,17 @@ describe("the build", () => {
     await expect(start).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining("dist/ has not been built, and cannot be built here: esbuild, a dev dependency, is not installed") });
     const install = await build("--install");
     expect(install.stderr).toContain("dist/ has not been built, and is left so: esbuild, a dev dependency, is not installed");
+  });
+
+  it("without esbuild: a dist/ built from the same sources elsewhere is used as it is, one older than src/ is not", async () => {
+    // copies: other files' times than where dist/ was built
+    const deployed = join(dir, "deployed");
+    for (const path of ["src", "dist", "scripts/build.mjs"]) cpSync(join(REPO_ROOT, path), join(deployed, path), { recursive: true });
+    const build = () => run(process.execPath, [join(deployed, "scripts/build.mjs"), "--if-changed"], { cwd: deployed });
+    await expect(build()).resolves.toMatchObject({ stderr: "" });
+
+    writeFileSync(join(deployed, "src/dev.ts"), "// changed\n", { flag: "a" });
+    await expect(build()).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining("dist/ is older than src/, and cannot be built here") });
   });
 
   it("package-lock.json's root entry agrees with package.json, so `npm install` leaves it as it is", () => {
