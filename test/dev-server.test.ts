@@ -24,7 +24,8 @@ beforeAll(() => {
   cpSync(join(REPO_ROOT, "config.json"), join(copy, "config.json"));
 });
 afterAll(() => {
-  if (dev && dev.exitCode === null && dev.signalCode === null) dev.kill("SIGKILL");
+  // a test that failed midway: npm and listhen alike (its own process group)
+  if (dev?.pid && dev.exitCode === null && dev.signalCode === null) process.kill(-dev.pid, "SIGKILL");
   rmSync(copy, { recursive: true, force: true });
 });
 
@@ -57,7 +58,7 @@ describe("npm run dev", () => {
       const url = `http://127.0.0.1:${port}`;
       // as a developer runs it: without vitest's NODE_ENV=test and TEST, which silence listhen's log
       const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(NODE_ENV|TEST|VITEST.*)$/.test(k)));
-      dev = spawn("npm", ["run", "dev", "--", "--port", String(port)], { cwd: copy, env, stdio: ["ignore", "pipe", "pipe"] });
+      dev = spawn("npm", ["run", "dev", "--", "--port", String(port)], { cwd: copy, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
       let out = "";
       onTestFailed(() => console.error(`npm run dev said:\n${out}`));
       dev.stdout!.on("data", (d: Buffer) => (out += d.toString()));
