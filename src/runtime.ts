@@ -115,7 +115,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
 
   // 3. The other routes.
   const readJson = (event: H3Event) => readJsonBody(event, body);
-  const share = createShareRoutes({ links, apps, store: shared.store, auth: shared.shareAuth, readJson, state: shared.state, server: config.server });
+  const share = createShareRoutes({ links, apps, store: shared.store, auth: shared.shareAuth, readJson, state: shared.state, server: config.server, page: config.server.sharePage });
   const catalog = createCatalogRoutes({ keyring, models, apps });
   const admin = createAdminRoutes({ keyring, router, reload: shared.reload });
   const keys = createKeyRoutes({ keyring, apps, keys: shared.keys, readJson });

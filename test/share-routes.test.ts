@@ -46,6 +46,7 @@ beforeEach(async () => {
     // the API's rate limits are test/share-api-limits.test.ts's
     state: createMemoryClusterState({ failures: 5, cooldownMs: 30_000 }),
     server: { trustProxy: 0, shareApiQpm: 0 },
+    page: { frameAncestors: ["'self'"] },
   });
   const handle = (fn: (e: H3Event) => unknown) => async (e: H3Event) => {
     try {

@@ -358,7 +358,7 @@ describe("share window: served by the gateway", () => {
     expect(again.status).toBe(304);
   });
 
-  it("npm start (dist/) and npm run dev (tsx) both serve the working window", async () => {
+  it("the build (dist/) and the sources (tsx) both serve the working window", async () => {
     const processes = createMainProcesses();
     // the shipped config, with its store in memory so the repository gets no database file
     const dir = mkdtempSync(join(tmpdir(), "sluice-window-"));

@@ -5,6 +5,8 @@ import { z } from "zod";
 const MIB = 1024 * 1024;
 /** `*`, or a browser origin: scheme, host and port only (an Origin header never has a path). */
 const ORIGIN = /^(\*|https?:\/\/[^/\s?#]+)$/;
+/** A CSP frame-ancestors source: 'self', 'none', or an origin (scheme, host or *.host, port). */
+const FRAME_SOURCE = /^('self'|'none'|https?:\/\/(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?)$/;
 
 const name = z.string().min(1);
 const points = z.number().min(-1).default(-1); // -1 = no limit
@@ -159,6 +161,16 @@ const serverSchema = z.strictObject({
   shareApiQpm: z.number().int().min(0).default(60),
   /** Processes serving the port (one is the primary when more). */
   workers: z.number().int().min(1).default(1),
+  /** The share window page: who may show it in a frame (its CSP's frame-ancestors). */
+  sharePage: z
+    .strictObject({
+      frameAncestors: z
+        .array(z.string().regex(FRAME_SOURCE, "expected 'self', 'none' or an origin such as https://portal.example.com"))
+        .min(1, `give at least one source; ["'none'"] forbids every frame`)
+        .refine((sources) => !sources.includes("'none'") || sources.length === 1, "'none' stands alone: it cannot be combined with other sources")
+        .default(() => ["'self'"]),
+    })
+    .prefault({}),
 });
 
 const routingSchema = z.strictObject({

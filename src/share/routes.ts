@@ -10,7 +10,7 @@ import type { ShareUser, Store } from "../store/types.js";
 import { createShareApiRate } from "./api-rate.js";
 import type { ShareAuth } from "./callbacks.js";
 import { chatNotOwned, resolveShareLink } from "./links.js";
-import { sharePageResponse } from "./page.js";
+import { createSharePage } from "./page.js";
 
 export interface ShareRoutesDeps {
   links: Map<string, ShareLinkConfig>;
@@ -24,6 +24,8 @@ export interface ShareRoutesDeps {
   state: ClusterState;
   /** `trustProxy` finds the client's address, `shareApiQpm` is its calls a minute */
   server: Pick<ServerConfig, "trustProxy" | "shareApiQpm">;
+  /** `server.sharePage`: the chat window page's frame policy */
+  page: ServerConfig["sharePage"];
 }
 
 export interface ShareRoutes {
@@ -110,6 +112,6 @@ export function createShareRoutes(deps: ShareRoutesDeps): ShareRoutes {
       };
     },
 
-    page: () => sharePageResponse(),
+    page: createSharePage(deps.page),
   };
 }
