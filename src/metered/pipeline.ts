@@ -50,9 +50,11 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   const { cancel, untrack } = trackRequest(event, deps.inflight);
   let deadline: NodeJS.Timeout | undefined;
   let meter: Meter | undefined;
+  let body: unknown;
   try {
     // 2. The body, read and validated.
-    const req = spec.parse(await readBody(event, deps, spec, cancel));
+    body = await readBody(event, deps, spec, cancel);
+    const req = spec.parse(body);
     facts.stream = spec.streams?.(req) ?? false;
 
     // 3. The caller (an app key, or a share-link user where the kind admits them) and the model.
@@ -105,6 +107,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   } finally {
     clearTimeout(deadline);
     untrack();
+    if (body !== undefined) await spec.release?.(body);
   }
 }
 

@@ -49,6 +49,8 @@ export interface MeteredSpec<Req, Model extends { model: string }, Plan extends 
   credential?(headers: Headers): string | null;
   /** the body (default: JSON within the server's limits) */
   read?(event: H3Event, limits: BodyLimits, cancel: Cancel): Promise<unknown>;
+  /** runs once the request is over, on every path, with what `read` gave (a spooled upload is removed) */
+  release?(body: unknown): void | Promise<void>;
   /** long message contents of a large JSON body stay the client's bytes (src/http/raw-text.ts) */
   rawTexts?: boolean;
   parse(body: unknown): Req;

@@ -55,7 +55,8 @@ export function createOpenAIChannel(channel: ChannelConfig, onQueueDepth?: (dept
     let res;
     try {
       const body = typeof req.body === "function" ? req.body() : req.body;
-      res = await pool.request({ path: pathOf(req.path), method: "POST", headers: headersFor(req.contentType), body, signal });
+      const headers = req.headers ? { ...headersFor(req.contentType), ...req.headers } : headersFor(req.contentType);
+      res = await pool.request({ path: pathOf(req.path), method: "POST", headers, body, signal });
     } catch (err) {
       release();
       throw mapTransportError(err, model);

@@ -12,6 +12,8 @@ export interface PostRequest {
   body: string | Buffer | (() => Readable);
   /** default `application/json` */
   contentType?: string;
+  /** more request headers the body needs (a streamed body's content-length) */
+  headers?: Record<string, string>;
   /** fires when the client went away, a deadline passed or the gateway shuts down */
   signal: Cancel;
   /** the model asked for, for the words of an error */
