@@ -7,7 +7,11 @@ import { fileURLToPath } from "node:url";
 
 const cli = new URL("../dist/cli.js", import.meta.url);
 if (!existsSync(cli)) {
-  // the build's own output goes to stderr: stdout carries only the command's answer (a new key)
-  execFileSync(process.execPath, [fileURLToPath(new URL("../scripts/build.mjs", import.meta.url))], { stdio: ["ignore", 2, 2] });
+  try {
+    // the build's own output goes to stderr: stdout carries only the command's answer (a new key)
+    execFileSync(process.execPath, [fileURLToPath(new URL("../scripts/build.mjs", import.meta.url))], { stdio: ["ignore", 2, 2] });
+  } catch {
+    process.exit(1); // the build said why (esbuild, a dev dependency, missing)
+  }
 }
 await import(cli.href);

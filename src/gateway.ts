@@ -3,7 +3,7 @@
 // read the current runtime (src/runtime.ts) as each request starts, so a reload swaps it atomically.
 import { H3, type H3Event } from "h3";
 import { createCreatedKeys } from "./auth/created-keys.js";
-import { createQuota } from "./chat/quota.js";
+import { createQuota } from "./metered/quota.js";
 import { createMemoryClusterState } from "./cluster/memory.js";
 import { createRedisClusterState } from "./cluster/redis.js";
 import type { ClusterState } from "./cluster/types.js";
@@ -12,7 +12,6 @@ import type { Config } from "./config/schema.js";
 import { allowedOrigin, preflightResponse } from "./http/cors.js";
 import { notFound } from "./http/errors.js";
 import { Inflight } from "./http/inflight.js";
-import { jsonResponse } from "./http/json.js";
 import { createRouteWrapper } from "./http/observe.js";
 import { createMetrics, type Metrics } from "./metrics/prometheus.js";
 import { metricsResponse } from "./metrics/route.js";
@@ -20,9 +19,9 @@ import { createHealth } from "./observability/health.js";
 import { combineObservers, type Observer, type ProcessErrorKind } from "./observability/observer.js";
 import { createLogger, type Logger } from "./observability/logger.js";
 import { createRequestLog } from "./observability/request-log.js";
+import { ROUTES } from "./routes.js";
 import { buildRuntime, type ReloadResult, type Runtime, type Shared } from "./runtime.js";
 import { createShareAuth, type ShareAuth } from "./share/callbacks.js";
-import { shareWindowScriptResponse } from "./share/page.js";
 import type { Store } from "./store/types.js";
 
 const FINISH_DRAIN_MS = 10_000;
@@ -84,40 +83,24 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   breakerOptions = () => current.config.routing.breaker;
   const health = createHealth({ ping: () => shared.keys.ready().then(() => deps.store.ping()), clusterPing: () => state.ping() });
 
-  // 3. Routes, each wrapped once for ids, errors, logs and metrics; each reads the current runtime.
+  // 3. Routes: the table's, each wrapped once for ids, errors, logs and metrics, each reading the
+  //    current runtime; then operations, CORS preflights and the 404 of every unknown path.
   const cors = (e: H3Event) => allowedOrigin(e, current.config.server.cors.origins);
   const observe = createRouteWrapper(observer, shared.inflight, cors);
-  type Name = keyof Runtime["routes"];
-  // no request is judged before the keys created through the API are known (read once at start), and
-  // none is metered while the state shared with other instances is out of reach (503 store_unavailable)
-  const metered = new Set<Name>(["chat", "embeddings"]);
-  const route = (name: Name) =>
-    Promise.all([shared.keys.ready(), metered.has(name) && state.reachable()]).then(() => current.routes[name] as (e: H3Event) => Promise<unknown> | Response);
-  const to = (name: Name) => async (e: H3Event) => (await route(name))(e) as Promise<Response> | Response;
-  const json = (name: Name) => async (e: H3Event) => jsonResponse(await (await route(name))(e));
   const app = new H3();
-  for (const prefix of ["/v1", "/api/v1"]) {
-    app.post(`${prefix}/chat/completions`, observe(`${prefix}/chat/completions`, to("chat")));
-    // one label for both prefixes: dashboards select sluice_requests_total{route="embeddings"}
-    app.post(`${prefix}/embeddings`, observe("embeddings", to("embeddings")));
-    app.get(`${prefix}/models`, observe(`${prefix}/models`, to("models")));
-    app.get(`${prefix}/models/:id`, observe(`${prefix}/models/:id`, to("model")));
+  for (const route of ROUTES) {
+    // no request is judged before the keys created through the API are known (read once at start),
+    // and none is metered while the state shared with other instances is out of reach (503 store_unavailable)
+    const handle = async (event: H3Event) => {
+      await (route.metered ? Promise.all([shared.keys.ready(), state.reachable()]) : shared.keys.ready());
+      return current.handlers[route.handler](event);
+    };
+    for (const path of route.paths) app.on(route.method, path, observe(route.label ?? path, handle, route.errors));
   }
-  app.get("/api/v1/usage", observe("/api/v1/usage", to("usage")));
-  for (const path of ["/v1/**", "/api/v1/**"]) app.options(path, (e) => preflightResponse(cors(e)));
-  app.post("/api/share/init", observe("/api/share/init", json("shareInit")));
-  app.post("/api/share/chats", observe("/api/share/chats", json("shareChats")));
-  app.post("/api/share/chat", observe("/api/share/chat", json("shareChat")));
-  app.get("/chat/share", observe("/chat/share", to("sharePage")));
-  app.get("/chat/share/window.js", observe("/chat/share/window.js", (e) => shareWindowScriptResponse(e.req.headers.get("if-none-match"))));
-  app.get("/api/admin/channels", observe("/api/admin/channels", to("adminChannels")));
-  app.post("/api/admin/reload", observe("/api/admin/reload", to("adminReload")));
-  app.post("/api/admin/keys", observe("/api/admin/keys", to("adminKeyCreate")));
-  app.get("/api/admin/keys", observe("/api/admin/keys", to("adminKeyList")));
-  app.delete("/api/admin/keys/:name", observe("/api/admin/keys/:name", to("adminKeyRevoke")));
   app.get("/metrics", (e) => metricsResponse(metrics, current.config.server.metricsToken, e.req.headers.get("authorization")));
   app.get("/healthz", () => health.live());
   app.get("/readyz", () => health.ready());
+  for (const path of ["/v1/**", "/api/v1/**"]) app.options(path, (e) => preflightResponse(cors(e)));
   // The base `/api` alone, and every unknown path: 404 in the error shape, counted under one label.
   app.all("/**", observe("unmatched", () => Promise.reject(notFound("not_found", "No such endpoint."))));
 
@@ -159,7 +142,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   return {
     app,
     reload: () => reload(),
-    drain: (timeoutMs) => shared.inflight.drain(timeoutMs),
+    drain: (timeoutMs) => shared.inflight.drain(timeoutMs, current.config.server.bodyTimeoutMs),
     close: () => (closing ??= close()),
     processError: (kind) => observer.processError(kind),
   };

@@ -1,25 +1,38 @@
 // What one config builds: lookups, keys, the channel router and the route handlers that read them.
-// A reload builds a new one beside the old (CONTRACTS §12): requests in flight keep the runtime they
-// started with; the router hands unchanged channels (their pools, gates and state) to the new one.
+// A reload builds a new one beside the old (docs/operations.md#reload): requests in flight keep the
+// runtime they started with; the router hands unchanged channels (their pools, gates and state) to
+// the new one.
 import type { H3Event } from "h3";
 import { createKeyRoutes } from "./admin/keys.js";
-import { createAdminRoutes } from "./admin/routes.js";
+import { createAdminRoutes, type ReloadResult } from "./admin/routes.js";
 import type { CreatedKeys } from "./auth/created-keys.js";
 import { createKeyring } from "./auth/keys.js";
-import { createChatHandler } from "./chat/handler.js";
-import type { Quota } from "./chat/quota.js";
+import { createCatalogRoutes } from "./catalog/routes.js";
+import { createDialectSpec } from "./chat/dialect-spec.js";
+import { createChatSpec } from "./chat/spec.js";
+import { createCountTokensRoute } from "./dialects/anthropic/count-route.js";
+import { anthropicDialect } from "./dialects/anthropic/dialect.js";
+import { createResponseRoutes, createResponsesDialect } from "./dialects/responses/index.js";
 import type { ClusterState } from "./cluster/types.js";
 import type { Config } from "./config/schema.js";
-import { createEmbeddingsHandler } from "./embeddings/handler.js";
+import { createEmbeddingsSpec } from "./embeddings/spec.js";
 import { readJsonBody } from "./http/body.js";
-import type { HANDLED } from "./http/facts.js";
 import type { Inflight } from "./http/inflight.js";
+import { jsonResponse } from "./http/json.js";
+import type { Reply } from "./http/node.js";
+import { createAliases } from "./metered/models.js";
+import { runMetered, type MeteredDeps } from "./metered/pipeline.js";
+import type { Quota } from "./metered/quota.js";
 import type { Observer } from "./observability/observer.js";
 import type { ShareAuth } from "./share/callbacks.js";
 import { resolveShareLink } from "./share/links.js";
+import { shareWindowScriptResponse } from "./share/page.js";
 import { createShareRoutes } from "./share/routes.js";
 import type { Store } from "./store/types.js";
 import { createChannelRouter, type ChannelRouter } from "./upstream/router.js";
+import { createUsageRoute } from "./usage/route.js";
+
+export type { ReloadResult };
 
 /** What outlives a reload: the store, shared state, listeners, share callbacks, requests in flight,
  *  keys created through the API. */
@@ -35,32 +48,37 @@ export interface Shared {
   keys: CreatedKeys;
 }
 
-export interface ReloadResult {
-  ok: boolean;
-  errors?: string[];
-}
+export type Handler = (event: H3Event) => Promise<Reply>;
 
-type Handler = (event: H3Event) => Promise<Response | typeof HANDLED>;
+/** Every route handler of a runtime, by name (the route table in src/routes.ts names them). */
+export type Handlers = Record<
+  | "chat"
+  | "embeddings"
+  | "messages"
+  | "countTokens"
+  | "responses"
+  | "responseGet"
+  | "responseDelete"
+  | "models"
+  | "model"
+  | "usage"
+  | "shareInit"
+  | "shareChats"
+  | "shareChat"
+  | "sharePage"
+  | "shareScript"
+  | "adminChannels"
+  | "adminReload"
+  | "adminKeyCreate"
+  | "adminKeyList"
+  | "adminKeyRevoke",
+  Handler
+>;
 
 export interface Runtime {
   config: Config;
   router: ChannelRouter;
-  routes: {
-    chat: Handler;
-    embeddings: Handler;
-    models: Handler;
-    model: Handler;
-    usage: Handler;
-    shareInit: (e: H3Event) => Promise<unknown>;
-    shareChats: (e: H3Event) => Promise<unknown>;
-    shareChat: (e: H3Event) => Promise<unknown>;
-    sharePage: (e: H3Event) => Response;
-    adminChannels: Handler;
-    adminReload: Handler;
-    adminKeyCreate: Handler;
-    adminKeyList: Handler;
-    adminKeyRevoke: Handler;
-  };
+  handlers: Handlers;
 }
 
 export function buildRuntime(config: Config, shared: Shared, previous?: Runtime): Runtime {
@@ -69,15 +87,14 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const vectorModels = new Map(config.vectorModels.map((m) => [m.model, m]));
   const apps = new Map(config.apps.map((a) => [a.id, a]));
   const links = new Map(config.shareLinks.map((l) => [l.shareId, l]));
+  const aliases = createAliases(config.aliases);
   const keyring = createKeyring(config.apiKeys, shared.keys);
   const router = createChannelRouter(config.channels, shared.observer, shared.state, { previous: previous?.router.entries });
 
-  // 2. The handlers, each bound to this runtime's lookups.
-  const bodyLimits = { maxBytes: config.server.bodyLimitBytes, maxDepth: config.server.maxJsonDepth };
-  const readJson = (event: H3Event) => readJsonBody(event, bodyLimits);
-  // what chat and embeddings both need: keys, apps, channels, budgets, listeners, the store
-  const pipeline = {
-    body: bodyLimits,
+  // 2. The metered kinds: specs of the one pipeline, over what every one of them needs.
+  const body = { maxBytes: config.server.bodyLimitBytes, maxDepth: config.server.maxJsonDepth };
+  const metered: MeteredDeps = {
+    body,
     inflight: shared.inflight,
     maxAttempts: config.routing.maxAttempts,
     apps,
@@ -88,25 +105,40 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     store: shared.store,
     resolveShareLink: (shareId: unknown, now: number) => resolveShareLink(links, shareId, now),
   };
-  const chat = createChatHandler({ ...pipeline, models, shareAuth: shared.shareAuth });
-  const embeddings = createEmbeddingsHandler({ ...pipeline, vectorModels });
-  const share = createShareRoutes({ links, apps, store: shared.store, auth: shared.shareAuth, readJson });
-  const admin = createAdminRoutes({ keyring, models, apps, store: shared.store, router, reload: shared.reload });
+  const serves = router.serves;
+  const chat = createChatSpec({ models, aliases, serves, store: shared.store, shareAuth: shared.shareAuth, maxBytes: body.maxBytes, maxTurnBytes: config.server.maxTurnBytes });
+  const embeddings = createEmbeddingsSpec({ vectorModels, aliases, serves });
+  const chatDeps = { models, aliases, serves, store: shared.store, shareAuth: shared.shareAuth, maxBytes: body.maxBytes, maxTurnBytes: config.server.maxTurnBytes };
+  const messages = createDialectSpec(chatDeps, anthropicDialect);
+  const responses = createDialectSpec(chatDeps, createResponsesDialect({ store: shared.store, retentionDays: config.responses.retentionDays, maxStoredBytes: body.maxBytes }));
+  const storedResponses = createResponseRoutes({ keyring, store: shared.store });
+
+  // 3. The other routes.
+  const readJson = (event: H3Event) => readJsonBody(event, body);
+  const share = createShareRoutes({ links, apps, store: shared.store, auth: shared.shareAuth, readJson, state: shared.state, server: config.server, page: config.server.sharePage });
+  const catalog = createCatalogRoutes({ keyring, models, apps });
+  const admin = createAdminRoutes({ keyring, router, reload: shared.reload });
   const keys = createKeyRoutes({ keyring, apps, keys: shared.keys, readJson });
 
   return {
     config,
     router,
-    routes: {
-      chat,
-      embeddings,
-      models: admin.models,
-      model: admin.model,
-      usage: admin.usage,
-      shareInit: share.init,
-      shareChats: share.chats,
-      shareChat: share.chat,
-      sharePage: share.page,
+    handlers: {
+      chat: (e) => runMetered(e, metered, chat),
+      embeddings: (e) => runMetered(e, metered, embeddings),
+      messages: (e) => runMetered(e, metered, messages),
+      countTokens: createCountTokensRoute({ keyring, apps, models, aliases, serves, body }),
+      responses: (e) => runMetered(e, metered, responses),
+      responseGet: storedResponses.get,
+      responseDelete: storedResponses.delete,
+      models: catalog.models,
+      model: catalog.model,
+      usage: createUsageRoute({ keyring, apps, store: shared.store }),
+      shareInit: async (e) => jsonResponse(await share.init(e)),
+      shareChats: async (e) => jsonResponse(await share.chats(e)),
+      shareChat: async (e) => jsonResponse(await share.chat(e)),
+      sharePage: async (e) => share.page(e),
+      shareScript: async (e) => shareWindowScriptResponse(e.req.headers.get("if-none-match")),
       adminChannels: admin.channels,
       adminReload: admin.reload,
       adminKeyCreate: keys.create,

@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { toNodeHandler } from "h3/node";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { createQuota } from "../src/chat/quota.js";
+import { createQuota } from "../src/metered/quota.js";
 import type { BreakerOptions } from "../src/cluster/breaker.js";
 import { createRedisClusterState } from "../src/cluster/redis.js";
 import type { ClusterState, KeyChange } from "../src/cluster/types.js";
@@ -144,6 +144,18 @@ describe("Redis state: breakers shared through a mirror on each instance", () =>
     prober.channelResult("local", false, failedAt);
     await waitFor(() => expect(a.breaker("local")).toMatchObject({ phase: "open", retryAt: failedAt + 2 * cooldownMs }));
     await waitFor(() => expect(b.breaker("local")).toMatchObject({ phase: "open", retryAt: failedAt + 2 * cooldownMs }));
+  });
+
+  it("caps an upstream's Retry-After at maxCooldownMs (default 5 minutes) for every instance", async () => {
+    const [a, b] = await pair();
+    const now = Date.now();
+    for (let i = 0; i < 3; i++) a.channelResult("local", false, now, 999_999_000);
+    await waitFor(() => expect(b.breaker("local")).toMatchObject({ phase: "open", retryAt: now + 300_000 }));
+    expect(a.breaker("local").retryAt).toBe(now + 300_000);
+
+    const [c, d] = await pair({ failures: 1, cooldownMs: 1_000, maxCooldownMs: 5_000 });
+    c.channelResult("local", false, now, 60_000);
+    await waitFor(() => expect(d.breaker("local")).toMatchObject({ phase: "open", retryAt: now + 5_000 }));
   });
 });
 
@@ -352,6 +364,21 @@ describe("two gateways on one Redis", () => {
     await vi.waitFor(async () => expect(await breakerOnB()).toBe("open"), { timeout: 2_000, interval: 10 });
     await expectError(await postChat(d.b.url, { messages: [user("on b")] }), 503, "model_unavailable");
     expect(upstream.requests).toHaveLength(2);
+  });
+
+  it("hold one share API window per link: calls to either instance count against shareLinks[].apiQpm", async () => {
+    const d = await deploy({ extra: { shareLinks: [{ shareId: "s1", appId: "a1", apiQpm: 3 }] } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await fetch(`${(i % 2 ? d.b : d.a).url}/api/share/chats`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ shareId: "s1", outLinkUid: `local-${i}` }),
+      });
+      await res.text();
+      statuses.push(res.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 429, 429, 429]);
   });
 
   it("reload together: a reload asked of one instance reloads the other", async () => {

@@ -3,6 +3,7 @@
 // contract (budgets, windows at their edges) is test/support/cluster-contract.ts, run by quota.test.ts.
 import { describe, expect, it } from "vitest";
 import { Breaker } from "../src/cluster/breaker.js";
+import { createMemoryClusterState } from "../src/cluster/memory.js";
 import { RateWindow } from "../src/cluster/rate-window.js";
 import { expectLikeTimestampList } from "./support/cluster-contract.js";
 
@@ -51,5 +52,39 @@ describe("circuit breaker", () => {
     const c = new Breaker({ failures: 1, cooldownMs: 1000 });
     c.record(false, T0, 60_000);
     expect(c.view.retryAt).toBe(T0 + 60_000);
+  });
+
+  it("caps an upstream's Retry-After at maxCooldownMs (default 5 minutes): Retry-After 999999 s opens it for 300 s", () => {
+    const b = new Breaker({ failures: 1, cooldownMs: 1000 });
+    b.record(false, T0, 999_999_000);
+    expect(b.view.retryAt - T0).toBe(300_000);
+
+    const state = createMemoryClusterState({ failures: 1, cooldownMs: 1000 });
+    state.channelResult("local", false, T0, 999_999_000);
+    expect(state.breaker("local")).toMatchObject({ phase: "open" });
+    expect(state.breaker("local").retryAt - T0).toBe(300_000);
+    expect(state.admitChannel("local", T0 + 300_000)).toBe(true); // the probe, 5 minutes on
+  });
+
+  it("takes maxCooldownMs as the cap of both the doubling and Retry-After, read at each use (a reload changes it)", () => {
+    let opts = { failures: 1, cooldownMs: 10_000, maxCooldownMs: 25_000 };
+    const b = new Breaker(() => opts);
+    b.record(false, T0);
+    const cooldowns: number[] = [];
+    let at = T0;
+    for (let i = 0; i < 3; i++) {
+      at = b.view.retryAt;
+      expect(b.admit(at)).toBe(true);
+      b.record(false, at);
+      cooldowns.push(b.view.retryAt - at);
+    }
+    expect(cooldowns).toEqual([20_000, 25_000, 25_000]);
+    b.record(true, at);
+    b.record(false, at, 60_000);
+    expect(b.view.retryAt - at).toBe(25_000);
+    opts = { ...opts, maxCooldownMs: 15_000 };
+    b.record(true, at);
+    b.record(false, at, 60_000);
+    expect(b.view.retryAt - at).toBe(15_000);
   });
 });

@@ -99,6 +99,8 @@ describe("config", () => {
     const c = parseConfig(raw, {});
     expect(c.channels.map((ch) => ch.baseUrl)).toContain("http://127.0.0.1:6006");
     expect(c.channels.some((ch) => ch.type === "echo")).toBe(true);
+    // browsers: the gateway's own pages only, never every origin
+    expect(c.server.cors.origins).toEqual(["http://127.0.0.1:3000", "http://localhost:3000"]);
   });
 });
 
@@ -173,7 +175,7 @@ describe("config: hardening fields", () => {
     expect(c.server).toMatchObject({
       headersTimeoutMs: 10_000,
       bodyTimeoutMs: 30_000,
-      shutdownTimeoutMs: 30_000,
+      shutdownTimeoutMs: 25_000,
       maxJsonDepth: 64,
       cors: { origins: ["*"] },
       workers: 1,
@@ -187,7 +189,7 @@ describe("config: hardening fields", () => {
       maxAnswerBytes: 16 * 1024 * 1024,
       healthCheck: { intervalMs: 15_000, timeoutMs: 5_000 },
     });
-    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 5, cooldownMs: 30_000 } });
+    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 5, cooldownMs: 30_000, maxCooldownMs: 300_000 } });
     expect(c.cluster).toBeUndefined();
   });
 
@@ -198,7 +200,7 @@ describe("config: hardening fields", () => {
     expect(c.server.cors.origins).toEqual([]);
     expect(c.server.headersTimeoutMs).toBe(10_000);
     expect(c.channels[0]!.healthCheck).toEqual({ intervalMs: 0, timeoutMs: 5_000 });
-    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 2, cooldownMs: 30_000 } });
+    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 2, cooldownMs: 30_000, maxCooldownMs: 300_000 } });
   });
 
   it("accepts a postgres store and a cluster redisUrl", () => {
@@ -206,6 +208,13 @@ describe("config: hardening fields", () => {
     const c = parseConfig(raw, ENV);
     expect(c.store).toEqual({ driver: "postgres", url: "postgres://u:p@db:5432/sluice" });
     expect(c.cluster).toEqual({ redisUrl: "redis://cache:6379" });
+  });
+
+  it("refuses a breaker cooldown above its cap, routing.breaker.maxCooldownMs", () => {
+    const raw = { ...minimal(), routing: { breaker: { cooldownMs: 600_000 } } };
+    expect(problemsOf(raw, ENV)).toEqual(["routing.breaker.cooldownMs: cooldownMs must not exceed maxCooldownMs"]);
+    const c = parseConfig({ ...minimal(), routing: { breaker: { cooldownMs: 600_000, maxCooldownMs: 900_000 } } }, ENV);
+    expect(c.routing.breaker.maxCooldownMs).toBe(900_000);
   });
 
   it("reports invalid values of the new fields by their path", () => {

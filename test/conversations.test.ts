@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { APP2_KEY, APP_KEY, chatOk, gatewayConfig, postChat, useGatewayAndUpstream, useTempDir, user } from "./support/fixtures.js";
 import { startGateway } from "./support/gateway.js";
+import { history } from "./support/store-rows.js";
 import type { UpstreamMessage } from "./support/upstream.js";
 
 const h = useGatewayAndUpstream();
@@ -47,7 +48,7 @@ describe("conversation history", () => {
       assistant("answer one"),
       user("again app one"),
     ]);
-    expect(await h.gw.store.loadMessages("a2", "shared", 100)).toHaveLength(2);
+    expect(await history(h.gw.store, "a2", "shared", 100)).toHaveLength(2);
   });
 
   it("is stateless without a chatId", async () => {
@@ -62,7 +63,7 @@ describe("conversation history", () => {
     expect(failed.status).toBeGreaterThanOrEqual(500);
     h.upstream.behave({ status: 200 });
     expect(await turn("fails", "q3", "a3")).toEqual([user("q1"), assistant("a1"), user("q3")]);
-    expect((await h.gw.store.loadMessages("a1", "fails", 100)).map((m) => m.content)).toEqual(["q1", "a1", "q3", "a3"]);
+    expect((await history(h.gw.store, "a1", "fails", 100)).map((m) => m.content)).toEqual(["q1", "a1", "q3", "a3"]);
   });
 
   it("stores a streamed answer as a turn, and nothing of a stream the upstream cut", async () => {
@@ -82,7 +83,7 @@ describe("conversation history", () => {
     const responses = await Promise.all(questions.map((q) => postChat(h.gw.url, { chatId: "busy", messages: [user(q)] })));
     expect(responses.map((r) => r.status)).toEqual(questions.map(() => 200));
 
-    const stored = await h.gw.store.loadMessages("a1", "busy", 100);
+    const stored = await history(h.gw.store, "a1", "busy", 100);
     expect(stored).toHaveLength(20);
     // every round is whole: a user turn directly followed by its answer
     stored.forEach((m, i) => expect(m.role).toBe(i % 2 === 0 ? "user" : "assistant"));

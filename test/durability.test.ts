@@ -7,6 +7,7 @@ import { createSqliteStore } from "../src/store/sqlite.js";
 import type { UsageSummary } from "../src/store/types.js";
 import { GLOBAL_KEY, gatewayConfig, postChat, useTempDir, user } from "./support/fixtures.js";
 import { SOURCE_ENTRY, createMainProcesses, type MainProcess } from "./support/main-process.js";
+import { history } from "./support/store-rows.js";
 import { startUpstream, type Upstream } from "./support/upstream.js";
 
 const ANSWER = "durable answer";
@@ -104,7 +105,7 @@ describe("durability of the SQLite store", () => {
     const store = createSqliteStore(dbPath);
     try {
       for (const i of answered) {
-        const stored = (await store.loadMessages("a1", `load-${i}`, 100)).slice(0, 2);
+        const stored = (await history(store, "a1", `load-${i}`, 100)).slice(0, 2);
         expect(stored.map((m) => [m.role, m.content])).toEqual([
           ["user", `question ${i}`],
           ["assistant", ANSWER],

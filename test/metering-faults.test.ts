@@ -9,6 +9,7 @@ import { startGateway, type StartedGateway } from "./support/gateway.js";
 import { startUpstream, type Upstream } from "./support/upstream.js";
 import { chat, coreConfig, userMessage } from "./support/core-config.js";
 import { parseSse, readUntil } from "./support/sse.js";
+import { history } from "./support/store-rows.js";
 
 const TEXT = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau";
 
@@ -69,7 +70,7 @@ describe("a client that leaves mid-stream", () => {
     expect(record.outputTokens).toBe(countText(relayed));
     expect(record.inputTokens).toBeGreaterThan(0);
     expect(record.points).toBeGreaterThanOrEqual(0);
-    const messages = await gw.store.loadMessages("a1", "abort-1", 10);
+    const messages = await history(gw.store, "a1", "abort-1", 10);
     expect(messages.map((m) => m.role)).toEqual(["user", "assistant"]);
     expect(messages[1]!.content).toBe(relayed);
     expect(records.filter((r) => r.route.endsWith("/chat/completions"))).toHaveLength(1);
@@ -89,7 +90,7 @@ describe("an upstream that cuts mid-stream", () => {
     expect(relayed).toBe(TEXT.slice(0, relayed.length));
     expect(record.finishReason).toBe("upstream_error");
     expect(record.outputTokens).toBe(countText(relayed));
-    const messages = await gw.store.loadMessages("a1", "cut-1", 10);
+    const messages = await history(gw.store, "a1", "cut-1", 10);
     expect(messages[1]!.content).toBe(relayed);
   });
 });

@@ -103,6 +103,17 @@ describe("two instances behind nginx", () => {
     expect(pair.nginx.accessLog()).toContain("request_id=trace-42");
   });
 
+  it("logs paths without their query string: a share window's authToken never reaches the access log", async () => {
+    const token = "tok-nginx-secret-4711";
+    const res = await fetch(`${pair.nginx.url}/chat/share?shareId=demo&authToken=${token}`);
+    expect(res.status).toBe(200);
+    await res.text();
+    await expect.poll(() => pair.nginx.accessLog()).toContain("/chat/share");
+    expect(pair.nginx.accessLog()).not.toContain(token);
+    expect(pair.nginx.accessLog()).not.toContain("authToken");
+    expect(pair.nginx.accessLog()).toContain('"GET /chat/share HTTP/1.1" 200');
+  });
+
   it("refuses an oversized body as the gateway does: 413 request_too_large, the same message", async () => {
     const oversized = (url: string) =>
       fetch(`${url}/v1/chat/completions`, {

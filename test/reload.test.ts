@@ -1,17 +1,18 @@
 // Live reload (CONTRACTS §12): validate, swap atomically, requests in flight finish on the config
 // they started with; an invalid file changes nothing and is counted. And the operations API.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { toNodeHandler } from "h3/node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfigFile } from "../src/config/load.js";
+import { ConfigError, loadConfigFile } from "../src/config/load.js";
 import { createGateway, type Gateway } from "../src/gateway.js";
 import { createStore } from "../src/store/index.js";
 import type { Store } from "../src/store/types.js";
 import { chat, userMessage } from "./support/core-config.js";
+import { BUILT_ENTRY, createMainProcesses } from "./support/main-process.js";
 import { parseSse } from "./support/sse.js";
 import { startUpstream, type Upstream } from "./support/upstream.js";
 
@@ -126,5 +127,70 @@ describe("reload", () => {
     const { channels } = (await res.json()) as { channels: Array<{ breaker: { state: string } }> };
     expect(channels[0]!.breaker.state).toBe("open");
     b.behave({ status: 200 });
+  });
+});
+
+describe("a config file that is not JSON", () => {
+  // a key written without its quotes: JSON.parse's own message quotes the text around the error
+  const LEAKY = ['{', '  "server": { "log": { "level": "info" } },', '  "apiKeys": [{ "name": "x", "kind": "admin", "key": sk-leak-me-0123456789 }]', '}'].join("\n");
+  const PROBLEM = "config.json: invalid JSON at line 3, column 54";
+
+  it("is reported by line and column only, never with its text", () => {
+    writeFileSync(path, LEAKY);
+    const err = (() => {
+      try {
+        loadConfigFile(path);
+      } catch (e) {
+        return e;
+      }
+    })() as ConfigError;
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.problems).toEqual([PROBLEM]);
+    expect(err.message).not.toContain("sk-leak");
+    const cases: Array<[string, string]> = [
+      ["", "config.json: invalid JSON at line 1, column 1"],
+      ['{"a": 1,\n  "b": [1, 2,, 3]}', "config.json: invalid JSON at line 2, column 14"],
+      ['{"a": "unterminated', "config.json: invalid JSON at line 1, column 20"],
+      ['{"a": 1} {"b": 2}', "config.json: invalid JSON at line 1, column 10"],
+      ['{"a": tru}', "config.json: invalid JSON at line 1, column 10"],
+      ['{"a": "tab\there"}', "config.json: invalid JSON at line 1, column 11"],
+    ];
+    for (const [text, problem] of cases) {
+      writeFileSync(path, text);
+      expect(() => loadConfigFile(path), text).toThrow(expect.objectContaining({ problems: [problem] }));
+    }
+  });
+
+  it("on reload: the API's answer and the log name line and column, never the text around the error", { timeout: 60_000 }, async () => {
+    const processes = createMainProcesses();
+    const own = join(dir, "process");
+    const file = join(own, "config.json");
+    mkdirSync(own, { recursive: true });
+    const good = {
+      server: { log: { level: "info" } },
+      store: { driver: "memory" },
+      channels: [{ name: "demo", type: "echo", models: ["m1"] }],
+      llmModels: [{ model: "m1", maxContext: 4000, maxResponse: 100 }],
+      apiKeys: [{ name: "admin", kind: "admin", key: ADMIN }],
+    };
+    try {
+      writeFileSync(file, JSON.stringify(good));
+      const gw = await processes.startMain(BUILT_ENTRY, ["--config", file]);
+      writeFileSync(file, LEAKY);
+      const res = await fetch(`${gw.url}/api/admin/reload`, { method: "POST", headers: { authorization: `Bearer ${ADMIN}` } });
+      const text = await res.text();
+      expect(res.status).toBe(422);
+      expect(JSON.parse(text)).toEqual({ ok: false, errors: [PROBLEM] });
+      await expect.poll(() => gw.stdout()).toContain(PROBLEM);
+      expect(gw.stdout() + gw.stderr()).not.toContain("sk-leak");
+
+      // at start too: the fatal line names the place only
+      const failed = await processes.spawnMain(BUILT_ENTRY, ["--config", file]);
+      expect(await failed.exited).toBe(1);
+      expect(failed.stdout()).toContain(PROBLEM);
+      expect(failed.stdout() + failed.stderr()).not.toContain("sk-leak");
+    } finally {
+      await processes.killAll();
+    }
   });
 });

@@ -1,4 +1,6 @@
 // The operator identity callbacks against a real operator server on 127.0.0.1.
+import { createServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ShareLinkConfig } from "../src/config/schema.js";
 import { GatewayError } from "../src/http/errors.js";
@@ -29,6 +31,7 @@ function link(over: Partial<ShareLinkConfig> = {}): ShareLinkConfig {
     expiresAt: null,
     responseDetail: false,
     callbackTimeoutMs: 2000,
+    apiQpm: 0,
     ...over,
   };
 }
@@ -149,19 +152,52 @@ describe("init and start callbacks", () => {
     expect([err.status, err.code]).toEqual([502, "share_auth_unavailable"]);
   });
 
-  it("caches a successful init per link and token, but not a rejection", async () => {
+  it("caches a successful init per link and token", async () => {
     const auth = makeAuth();
     await auth.init(link(), "tok-12");
     await auth.init(link(), "tok-12");
     expect(op.callsTo("/shareAuth/init")).toHaveLength(1);
     await auth.init(link({ shareId: "other-link" }), "tok-12");
     expect(op.callsTo("/shareAuth/init")).toHaveLength(2);
+  });
 
+  it("remembers a refused init for failedInitTtlMs: a repeat is answered the same without asking the operator", async () => {
+    let clock = 1_000_000;
+    const auth = makeAuth({ now: () => clock, failedInitTtlMs: 10_000 });
     op.setMode("tok-13", { kind: "reject", message: "not yet" });
     await expect(auth.init(link(), "tok-13")).rejects.toThrow("not yet");
     op.setMode("tok-13", { kind: "success" });
+    clock += 9_999;
+    const again = await failure(auth.init(link(), "tok-13"), "tok-13");
+    expect([again.status, again.code, again.message]).toEqual([403, "share_auth_rejected", "not yet"]);
+    expect(op.callsTo("/shareAuth/init")).toHaveLength(1);
+    expect(reports).toEqual(["init:rejected"]); // a remembered answer is no callback
+    // another link is another question; past the time, the operator is asked again
+    expect(await auth.init(link({ shareId: "other-link" }), "tok-13")).toBe("u-tok-13");
+    clock += 2;
     expect(await auth.init(link(), "tok-13")).toBe("u-tok-13");
-    expect(op.callsTo("/shareAuth/init")).toHaveLength(4);
+    expect(op.callsTo("/shareAuth/init")).toHaveLength(3);
+  });
+
+  it("remembers an init the operator did not answer, or answered with a bad uid", async () => {
+    const auth = makeAuth();
+    op.setMode("tok-14", { kind: "slow" });
+    const slow = link({ callbackTimeoutMs: 100 });
+    expect((await failure(auth.init(slow, "tok-14"), "tok-14")).code).toBe("share_auth_unavailable");
+    expect((await failure(auth.init(slow, "tok-14"), "tok-14")).code).toBe("share_auth_unavailable");
+    op.setMode("tok-15", { kind: "bad-uid" });
+    expect((await failure(auth.init(link(), "tok-15"), "tok-15")).code).toBe("share_auth_invalid_uid");
+    expect((await failure(auth.init(link(), "tok-15"), "tok-15")).code).toBe("share_auth_invalid_uid");
+    expect(op.callsTo("/shareAuth/init")).toHaveLength(2);
+  });
+
+  it("asks the operator once for the same token sent many times at once", async () => {
+    const auth = makeAuth();
+    op.setMode("tok-16", { kind: "reject", message: "who?" });
+    const answers = await Promise.allSettled(Array.from({ length: 10 }, () => auth.init(link(), "tok-16")));
+    expect(answers.every((a) => a.status === "rejected" && (a.reason as GatewayError).message === "who?")).toBe(true);
+    expect(await Promise.all(Array.from({ length: 10 }, () => auth.init(link(), "tok-17")))).toEqual(Array(10).fill("u-tok-17"));
+    expect(op.callsTo("/shareAuth/init")).toHaveLength(2);
   });
 
   it("without authHost returns the localId as uid, and refuses a malformed one", async () => {
@@ -234,5 +270,44 @@ describe("finish callback", () => {
     auth.finish(link(), "tok-24-late", "Support bot", report);
     expect(count("finish:error")).toBe(8);
     expect(count("finish:dropped")).toBe(3);
+  });
+});
+
+describe("redirects", () => {
+  /** A server that records every request and answers as `answer` says. */
+  async function recorder(answer: (res: ServerResponse) => void): Promise<{ url: string; paths: string[]; close(): Promise<void> }> {
+    const paths: string[] = [];
+    const server = createServer((req, res) => {
+      paths.push(`${req.method} ${req.url}`);
+      req.resume();
+      req.on("end", () => answer(res));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      paths,
+      close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+    };
+  }
+
+  it("are never followed: a 3xx from the operator is an identity failure, and its target receives nothing", async () => {
+    const json = (res: ServerResponse) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ success: true, data: { uid: "elsewhere" } }));
+    const target = await recorder(json);
+    const redirector = await recorder((res) => res.writeHead(302, { location: `${target.url}/shareAuth/init` }).end());
+    const permanent = await recorder((res) => res.writeHead(308, { location: `${target.url}/collect` }).end());
+    try {
+      const auth = makeAuth({ finishRetries: 1 });
+      const err = await failure(auth.init(link({ authHost: redirector.url }), "tok-30"), "tok-30");
+      expect([err.status, err.code]).toEqual([502, "share_auth_unavailable"]);
+      expect((await failure(auth.start(link({ authHost: permanent.url }), "tok-31", "hi"), "tok-31")).code).toBe("share_auth_unavailable");
+      auth.finish(link({ authHost: permanent.url }), "tok-32", "Support bot", []);
+      await auth.drain();
+      expect(redirector.paths).toEqual(["POST /shareAuth/init"]);
+      expect(permanent.paths).toEqual(["POST /shareAuth/start", "POST /shareAuth/finish"]);
+      expect(target.paths).toEqual([]);
+      expect(reports).toEqual(["init:error", "start:error", "finish:error"]);
+    } finally {
+      await Promise.all([target.close(), redirector.close(), permanent.close()]);
+    }
   });
 });

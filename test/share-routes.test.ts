@@ -2,6 +2,7 @@
 // real operator server on 127.0.0.1.
 import { H3, type H3Event } from "h3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createMemoryClusterState } from "../src/cluster/memory.js";
 import type { ShareLinkConfig } from "../src/config/schema.js";
 import { errorResponse, toGatewayError } from "../src/http/errors.js";
 import { silentObserver } from "../src/observability/observer.js";
@@ -20,7 +21,7 @@ let auth: ShareAuth;
 let app: H3;
 
 function shareLink(shareId: string, over: Partial<ShareLinkConfig> = {}): ShareLinkConfig {
-  return { shareId, appId: "support", qpm: 0, maxUsagePoints: -1, expiresAt: null, responseDetail: false, callbackTimeoutMs: 2000, ...over };
+  return { shareId, appId: "support", qpm: 0, maxUsagePoints: -1, expiresAt: null, responseDetail: false, callbackTimeoutMs: 2000, apiQpm: 0, ...over };
 }
 
 beforeEach(async () => {
@@ -42,6 +43,10 @@ beforeEach(async () => {
     auth,
     now: () => NOW,
     readJson: (event: H3Event) => event.req.json(),
+    // the API's rate limits are test/share-api-limits.test.ts's
+    state: createMemoryClusterState({ failures: 5, cooldownMs: 30_000 }),
+    server: { trustProxy: 0, shareApiQpm: 0 },
+    page: { frameAncestors: ["'self'"] },
   });
   const handle = (fn: (e: H3Event) => unknown) => async (e: H3Event) => {
     try {
@@ -75,8 +80,8 @@ async function post(path: string, body: unknown): Promise<{ status: number; body
 }
 
 let seq = 0;
-async function seedChat(owner: ChatOwner | null, at: number, chatId = `chat-${++seq}`, user = `question ${seq}`) {
-  await store.appendRound({ appId: "support", chatId, owner, user, assistant: `answer to ${user}`, at });
+async function seedChat(owner: ChatOwner, at: number, chatId = `chat-${++seq}`, user = `question ${seq}`, assistant = `answer to ${user}`) {
+  expect(await store.appendRound({ appId: "support", chatId, owner, user, assistant, at })).toBe(true);
   return chatId;
 }
 
@@ -138,7 +143,7 @@ describe("POST /api/share/chats", () => {
     await seedChat({ shareId: "open", uid: "shareChat-1-alice" }, NOW - 1000, "alice-open");
     await seedChat({ shareId: "open", uid: "shareChat-1-bob" }, NOW - 2000, "bob-open");
     await seedChat({ shareId: "second", uid: "shareChat-1-alice" }, NOW - 3000, "alice-second");
-    await seedChat(null, NOW - 4000, "app-key-chat");
+    await seedChat({ keyName: "web" }, NOW - 4000, "app-key-chat");
     const ids = async (shareId: string, outLinkUid: string) =>
       (await post("/api/share/chats", { shareId, outLinkUid })).body.chats.map((c: { chatId: string }) => c.chatId);
     expect(await ids("open", "shareChat-1-alice")).toEqual(["alice-open"]);
@@ -192,13 +197,25 @@ describe("POST /api/share/chat", () => {
   it("refuses a chat owned by another user, another link or an app key", async () => {
     await seedChat({ shareId: "open", uid: "shareChat-1-owner" }, NOW, "owned");
     await seedChat({ shareId: "second", uid: "shareChat-1-intruder" }, NOW, "other-link");
-    await seedChat(null, NOW, "api-chat");
-    for (const chatId of ["owned", "other-link", "api-chat"]) {
+    await seedChat({ keyName: "web" }, NOW, "api-chat");
+    // a chat of nobody in particular (an app key's, made before creators were recorded)
+    await store.openChat("support", "nobodys", null, { limit: 0, maxBytes: 0, create: true });
+    await store.appendRound({ appId: "support", chatId: "nobodys", owner: { keyName: "web" }, user: "question", assistant: "a", at: NOW });
+    for (const chatId of ["owned", "other-link", "api-chat", "nobodys"]) {
       const res = await post("/api/share/chat", { shareId: "open", outLinkUid: "shareChat-1-intruder", chatId });
       expect(res.status).toBe(403);
       expect(res.body.error.code).toBe("chat_not_owned");
       expect(JSON.stringify(res.body)).not.toContain("question");
     }
+  });
+
+  it("pulls the newest whole rounds within 8 MiB of text", async () => {
+    const owner = { shareId: "open", uid: "shareChat-1-big" };
+    const big = (n: number) => String(n).repeat(3 * 1024 * 1024);
+    for (let i = 1; i <= 3; i++) await seedChat(owner, NOW + i, "big", `question ${i}`, big(i));
+    const res = await post("/api/share/chat", { shareId: "open", outLinkUid: owner.uid, chatId: "big" });
+    expect(res.status).toBe(200);
+    expect(res.body.messages.map((m: { content: string }) => m.content.slice(0, 10))).toEqual(["question 2", "2222222222", "question 3", "3333333333"]);
   });
 
   it("answers 404 for a chat that does not exist", async () => {

@@ -11,6 +11,7 @@ import { createStore } from "../src/store/index.js";
 import type { Store } from "../src/store/types.js";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
 import { BUILT_ENTRY, REPO_ROOT, SOURCE_ENTRY, createMainProcesses } from "./support/main-process.js";
+import { history } from "./support/store-rows.js";
 import { startUpstream, type Upstream, type UpstreamBehaviour } from "./support/upstream.js";
 
 const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
@@ -181,7 +182,7 @@ describe("share window: stop and reload", () => {
     expect(await page.locator("#stop").isHidden()).toBe(true);
     expect(await page.locator("#error").isHidden()).toBe(true);
     const chatId = await page.locator(".chat-item").first().getAttribute("data-chat-id");
-    await expect.poll(() => gw.store.loadMessages("support-internal-7", chatId!, 10).then((m) => m.map((x) => x.content))).toEqual([
+    await expect.poll(() => history(gw.store, "support-internal-7", chatId!, 10).then((m) => m.map((x) => x.content))).toEqual([
       "Tell me a long story",
       "First piece.",
     ]);
@@ -357,7 +358,7 @@ describe("share window: served by the gateway", () => {
     expect(again.status).toBe(304);
   });
 
-  it("npm start (dist/) and npm run dev (tsx) both serve the working window", async () => {
+  it("the build (dist/) and the sources (tsx) both serve the working window", async () => {
     const processes = createMainProcesses();
     // the shipped config, with its store in memory so the repository gets no database file
     const dir = mkdtempSync(join(tmpdir(), "sluice-window-"));

@@ -10,7 +10,7 @@ import type { Store } from "../src/store/types.js";
 import { GLOBAL_KEY, chatOk, expectError, gatewayConfig, postChat, user } from "./support/fixtures.js";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
 import { usePostgres } from "./support/postgres.js";
-import { T0, alice, createdKey, round, usage } from "./support/store-contract.js";
+import { T0, alice, chatOf, createdKey, history, round, usage } from "./support/store-contract.js";
 import { startUpstream, type Upstream } from "./support/upstream.js";
 
 const postgres = usePostgres();
@@ -61,10 +61,10 @@ describe("several instances on one PostgreSQL database", () => {
   it("shares chats, share lists, spend, usage and keys between instances: no stale history", async () => {
     await withStores(await postgres.createDatabase(), 2, async ([a, b]) => {
       await a!.appendRound(round({ owner: alice, user: "one", at: T0 }));
-      expect((await b!.loadMessages("support", "c1", 10)).map((m) => m.content)).toEqual(["one", "re: one"]);
+      expect((await history(b!, "support", "c1", 10)).map((m) => m.content)).toEqual(["one", "re: one"]);
       await b!.appendRound(round({ owner: alice, user: "two", at: T0 + 1, variables: { lang: "en" } }));
-      expect((await a!.loadMessages("support", "c1", 10)).map((m) => m.content)).toEqual(["one", "re: one", "two", "re: two"]);
-      expect(await a!.getChat("support", "c1")).toEqual({ chatId: "c1", owner: alice, title: "one", updatedAt: T0 + 1, variables: { lang: "en" } });
+      expect((await history(a!, "support", "c1", 10)).map((m) => m.content)).toEqual(["one", "re: one", "two", "re: two"]);
+      expect(await chatOf(a!, "support", "c1")).toEqual({ chatId: "c1", owner: alice, title: "one", updatedAt: T0 + 1, variables: { lang: "en" } });
       expect(await a!.listChats(alice, { since: 0, limit: 20 })).toEqual([{ chatId: "c1", title: "one", updatedAt: T0 + 1 }]);
 
       await Promise.all([a!, b!, a!, b!].map((s) => s.recordUsage(usage({ points: 1.5 }), ["app:support"])));
@@ -108,56 +108,39 @@ describe("group commit: concurrent writes share transactions", () => {
       expect(await store!.getSpent("app:support")).toBe(sum(() => true));
       expect(await store!.getSpent("key:web")).toBe(sum((i) => i % 2 === 1));
       expect((await store!.summarizeUsage({})).totals).toEqual({ requests: 200, inputTokens: 199 * 100, outputTokens: 1000, points: sum(() => true) });
-      const users = (await store!.loadMessages("support", "busy", 100)).filter((m) => m.role === "user").map((m) => m.content);
+      const users = (await history(store!, "support", "busy", 100)).filter((m) => m.role === "user").map((m) => m.content);
       expect(users).toEqual(Array.from({ length: 30 }, (_, i) => `u${i}`));
     });
   });
 
   it("fails only the caller of a row the database refuses; the rest of its batch is written", async () => {
     await withStores(await postgres.createDatabase(), 1, async ([store]) => {
-      const writes = Array.from({ length: 20 }, (_, i) => store!.recordUsage(usage({ points: 2, inputTokens: i === 7 ? Number.NaN : 1 }), ["app:support"]));
+      const writes: Array<Promise<unknown>> = Array.from({ length: 20 }, (_, i) => store!.recordUsage(usage({ points: 2, inputTokens: i === 7 ? Number.NaN : 1 }), ["app:support"]));
       writes.push(store!.appendRound(round({ chatId: "beside", user: "kept" })));
       const outcomes = await Promise.allSettled(writes);
       expect(outcomes.map((o) => o.status)).toEqual(writes.map((_, i) => (i === 7 ? "rejected" : "fulfilled")));
       expect(await store!.getSpent("app:support")).toBe(38);
       expect((await store!.summarizeUsage({})).totals.requests).toBe(19);
-      expect((await store!.loadMessages("support", "beside", 2)).map((m) => m.content)).toEqual(["kept", "re: kept"]);
+      expect((await history(store!, "support", "beside", 2)).map((m) => m.content)).toEqual(["kept", "re: kept"]);
     });
   });
 });
 
 describe("a chat and its history in one read", () => {
-  it("answers what getChat and loadMessages answer, for every limit and any text", async () => {
+  it("answers each of many reads made at once as it would alone: owned, not owned, missing, any limit and bound", async () => {
     const store = createPostgresStore(await postgres.createDatabase());
     try {
-      expect(await store.getChatWithMessages("support", "c1", 4)).toBeUndefined();
-      const odd = "a\u0000b\uffffc\uffff0d😀e";
-      await store.appendRound(round({ owner: alice, user: odd, assistant: `${odd}\u0000`, at: T0, variables: { [odd]: odd } }));
-      await Promise.all(["two", "three", "x\ud800y"].map((user, i) => store.appendRound(round({ owner: alice, user, at: T0 + 1 + i }))));
-      for (const limit of [-1, 0, 1, 2, 2.9, 3, 7, 8, 9, 100, Number.NaN]) {
-        const expected = { chat: await store.getChat("support", "c1"), messages: await store.loadMessages("support", "c1", limit) };
-        expect(await store.getChatWithMessages("support", "c1", limit)).toEqual(expected);
-      }
-      expect(await store.getChatWithMessages("sales", "c1", 4)).toBeUndefined();
-    } finally {
-      await store.close();
-    }
-  });
-
-  it("gives each of many reads made at once its own chat, missing chats and the same chat twice included", async () => {
-    const store = createPostgresStore(await postgres.createDatabase());
-    try {
+      const owners = [alice, { keyName: "web" }];
       for (let chat = 0; chat < 6; chat++) {
-        const owner = chat % 2 ? alice : null;
+        const owner = owners[chat % 2]!;
         await Promise.all(Array.from({ length: chat + 1 }, (_, i) => store.appendRound(round({ chatId: `c${chat}`, owner, user: `c${chat} u${i}`, at: T0 + i }))));
       }
-      const reads = Array.from({ length: 60 }, (_, i) => ({ chatId: `c${i % 8}`, limit: i % 5 }));
-      const answers = await Promise.all(reads.map((r) => store.getChatWithMessages("support", r.chatId, r.limit)));
-      for (const [i, r] of reads.entries()) {
-        const chat = await store.getChat("support", r.chatId);
-        expect(answers[i]).toEqual(chat && { chat, messages: await store.loadMessages("support", r.chatId, r.limit) });
-      }
-      expect(answers.filter((a) => a === undefined)).toHaveLength(14);
+      const whos = [null, alice, { keyName: "web" }, { shareId: "public", uid: "bob" }];
+      const reads = Array.from({ length: 60 }, (_, i) => ({ chatId: `c${i % 8}`, who: whos[i % 4]!, opts: { limit: i % 5, maxBytes: [Number.POSITIVE_INFINITY, 12, 0][i % 3]!, create: false } }));
+      const answers = await Promise.all(reads.map((r) => store.openChat("support", r.chatId, r.who, r.opts)));
+      for (const [i, r] of reads.entries()) expect(answers[i]).toEqual(await store.openChat("support", r.chatId, r.who, r.opts));
+      expect(answers.filter((a) => a.status === "missing")).toHaveLength(14);
+      expect(answers.filter((a) => a.status === "not_owned").length).toBeGreaterThan(10);
     } finally {
       await store.close();
     }
@@ -201,7 +184,7 @@ describe("PostgreSQL going away", () => {
     try {
       await chatOk(gw.url, { chatId: "c1", messages: [user("before")] });
       // idle pooled connections, so that writes reach the frozen server and wait there
-      await Promise.all(Array.from({ length: 4 }, () => gw.store.getChat("a1", "warm")));
+      await Promise.all(Array.from({ length: 4 }, () => chatOf(gw.store, "a1", "warm")));
       postgres.server().pause();
       try {
         const unavailable = { status: 503, code: "store_unavailable" };
@@ -223,7 +206,7 @@ describe("PostgreSQL going away", () => {
       closed = true;
       await untilNoConnections(url);
       await withStores(url, 1, async ([store]) => {
-        expect((await store!.loadMessages("a1", "c1", 10)).map((m) => m.content)).toEqual(["before", "pg answer", "after", "pg answer"]);
+        expect((await history(store!, "a1", "c1", 10)).map((m) => m.content)).toEqual(["before", "pg answer", "after", "pg answer"]);
         expect((await store!.summarizeUsage({})).totals.requests).toBe(2);
         expect(await store!.getSpent("app:given-up")).toBe(0);
       });

@@ -8,7 +8,7 @@ import Database from "better-sqlite3";
 import { createStore } from "../src/store/index.js";
 import { MIGRATIONS } from "../src/store/migrations.js";
 import { createSqliteStore } from "../src/store/sqlite.js";
-import { T0, alice, round, usage } from "./support/store-contract.js";
+import { DAY, T0, alice, chatOf, createdKey, history, round, usage, web } from "./support/store-contract.js";
 
 describe("persistence", () => {
   let dir: string;
@@ -24,10 +24,13 @@ describe("persistence", () => {
     const old = new Database(path);
     old.exec(MIGRATIONS[0]!);
     old.pragma("user_version = 1");
+    // version 1 wrote a chat with its first two messages, in one transaction
     old.prepare("INSERT INTO chats (app_id, chat_id, share_id, uid, title, created_at, updated_at) VALUES ('support', 'c9', 'public', 'alice', 'kept', ?, ?)").run(T0, T0);
+    old.prepare("INSERT INTO messages (app_id, chat_id, role, content, created_at) VALUES ('support', 'c9', 'user', 'kept', ?), ('support', 'c9', 'assistant', 'yes', ?)").run(T0, T0);
     old.close();
     const upgraded = createSqliteStore(path);
     expect(await upgraded.listChats(alice, { since: 0, limit: 20 })).toEqual([{ chatId: "c9", title: "kept", updatedAt: T0 }]);
+    expect((await history(upgraded, "support", "c9")).map((m) => m.content)).toEqual(["kept", "yes"]);
     await upgraded.close();
     const check = new Database(path);
     expect(check.pragma("user_version", { simple: true })).toBe(MIGRATIONS.length);
@@ -57,7 +60,7 @@ describe("persistence", () => {
     const upgraded = createSqliteStore(path);
     try {
       const contents = async (appId: string, chatId: string, limit = 100) =>
-        (await upgraded.loadMessages(appId, chatId, limit)).map((m) => `${m.role}:${m.content}`);
+        (await history(upgraded, appId, chatId, limit)).map((m) => `${m.role}:${m.content}`);
       expect(await contents("support", "c1")).toEqual(["user:q1", "assistant:a1", "user:q2", "assistant:a2"]);
       expect(await contents("support", "c2")).toEqual(["user:lonely", "user:x1", "assistant:y1", "assistant:stray"]);
       expect(await contents("sales", "c1")).toEqual(["user:s1", "assistant:t1"]);
@@ -73,6 +76,57 @@ describe("persistence", () => {
     check.close();
   });
 
+  it("upgrades a version-5 database written by the previous build: nothing lost, app-key chats stay any key's", async () => {
+    const path = join(dir, "v5.db");
+    const old = new Database(path);
+    for (const step of MIGRATIONS.slice(0, 5)) old.exec(step);
+    old.pragma("user_version = 5");
+    // as the previous build wrote them: a chat row, then its rounds (the trigger links them)
+    const chat = old.prepare("INSERT INTO chats (app_id, chat_id, share_id, uid, title, created_at, updated_at, variables) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    const addRound = old.prepare("INSERT INTO rounds (prev_id, app_id, chat_id, user, assistant, created_at) VALUES ((SELECT last_round_id FROM chats WHERE app_id = ? AND chat_id = ?), ?, ?, ?, ?, ?)");
+    chat.run("support", "by-key", null, null, "key question", T0, T0, '{"lang":"en"}');
+    chat.run("support", "by-alice", "public", "alice", "her question", T0, T0, null);
+    for (let i = 0; i < 3; i++) addRound.run("support", "by-key", "support", "by-key", `k${i}`, `ka${i}`, T0 + i);
+    addRound.run("support", "by-alice", "support", "by-alice", "her question", "her answer", T0 + 5);
+    old.prepare(`INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens, points, status, duration_ms, chat_id)
+      VALUES (?, 'support', 'web', NULL, 'glm', 'local', 10, 5, 1.5, 200, 30, 'by-key')`).run(T0);
+    old.prepare("INSERT INTO spend (scope, points) VALUES ('app:support', 1.5)").run();
+    old.prepare("INSERT INTO api_keys (name, kind, app_id, sha256, max_usage_points, qpm, created_at) VALUES ('ops', 'app', 'support', 'digest-of-ops', -1, 0, ?)").run(T0);
+    old.prepare("INSERT INTO key_activity (name, last_used_at) VALUES ('web', ?)").run(T0 + 9);
+    old.close();
+
+    const upgraded = createSqliteStore(path);
+    try {
+      expect(await chatOf(upgraded, "support", "by-key")).toEqual({ chatId: "by-key", owner: null, title: "key question", updatedAt: T0 + 2, variables: { lang: "en" } });
+      // owned by nobody in particular: any key of the app reads and writes it, a share-link user neither
+      for (const keyName of ["web", "another"]) {
+        const opened = await upgraded.openChat("support", "by-key", { keyName }, { limit: 100, maxBytes: Number.POSITIVE_INFINITY, create: false });
+        expect(opened.status === "owned" && opened.messages.map((m) => m.content)).toEqual(["k0", "ka0", "k1", "ka1", "k2", "ka2"]);
+      }
+      expect(await upgraded.openChat("support", "by-key", alice, { limit: 100, maxBytes: 1000, create: false })).toEqual({ status: "not_owned" });
+      expect(await upgraded.appendRound(round({ chatId: "by-key", owner: alice, user: "mine now?" }))).toBe(false);
+      expect(await upgraded.appendRound(round({ chatId: "by-key", owner: web, user: "k3", at: T0 + 3 }))).toBe(true);
+      expect((await chatOf(upgraded, "support", "by-key"))?.owner).toBeNull();
+      expect(await chatOf(upgraded, "support", "by-alice")).toEqual({ chatId: "by-alice", owner: alice, title: "her question", updatedAt: T0 + 5 });
+      expect(await upgraded.listChats(alice, { since: 0, limit: 20 })).toEqual([{ chatId: "by-alice", title: "her question", updatedAt: T0 + 5 }]);
+      expect(await upgraded.summarizeUsage({ groupBy: "finishReason" })).toMatchObject({
+        totals: { requests: 1, inputTokens: 10, outputTokens: 5, points: 1.5 },
+        finishReasons: [{ finishReason: null, requests: 1, inputTokens: 10, outputTokens: 5, points: 1.5 }],
+      });
+      expect(await upgraded.getSpent("app:support")).toBe(1.5);
+      expect(await upgraded.listCreatedKeys()).toEqual([createdKey({ name: "ops" })]);
+      expect(await upgraded.listKeyUse()).toEqual([{ name: "web", lastUsedAt: T0 + 9 }]);
+      await upgraded.recordUsage(usage({ finishReason: "length" }), []);
+      await upgraded.rememberShareUid("public", "digest", "alice", T0 + DAY);
+      expect(await upgraded.findShareUid("public", "digest", T0)).toBe("alice");
+    } finally {
+      await upgraded.close();
+    }
+    const check = new Database(path, { readonly: true });
+    expect(check.pragma("user_version", { simple: true })).toBe(MIGRATIONS.length);
+    check.close();
+  });
+
   it("keeps chats, usage and spend across a close and reopen, creating the parent folder", async () => {
     const path = join(dir, "nested", "sluice.db");
     const first = createStore({ driver: "sqlite", path });
@@ -83,7 +137,7 @@ describe("persistence", () => {
     const second = createStore({ driver: "sqlite", path });
     try {
       await second.ping();
-      expect((await second.loadMessages("support", "c1", 10)).map((m) => m.content)).toEqual(["remember me", "re: remember me"]);
+      expect((await history(second, "support", "c1", 10)).map((m) => m.content)).toEqual(["remember me", "re: remember me"]);
       expect(await second.listChats(alice, { since: 0, limit: 20 })).toHaveLength(1);
       expect((await second.summarizeUsage({})).totals.requests).toBe(1);
       expect(await second.getSpent("share:public")).toBe(4);

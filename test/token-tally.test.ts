@@ -145,21 +145,28 @@ describe("over HTTP", () => {
     expect(upstream.requests.at(-1)!.body.messages).toHaveLength(5);
   });
 
-  it("admits a request whose byte bound overdraws the budget but whose counted worst case fits, and refuses one whose counted worst case does not", async () => {
+  it("admits a request whose byte bound overdraws the budget but whose counted worst case fits; serves less of one whose counted worst case does not; refuses one whose prompt and one token do not fit", async () => {
     // m1: charsPointsPrice 2 per 1,000 tokens. 600 words: about 3,000 bytes but about 600 tokens, so
     // with max_tokens 100 the bound is over 6 points and the counted worst case about 1.4
     const prompt = "word ".repeat(600).trim();
-    const worst = (2 * (countMessage({ role: "user", content: prompt }) + 100)) / 1000;
+    const promptTokens = countMessage({ role: "user", content: prompt });
+    const worst = (2 * (promptTokens + 100)) / 1000;
+    const least = (2 * (promptTokens + 1)) / 1000;
     expect((2 * (boundMessage({ role: "user", content: prompt }) + 100)) / 1000).toBeGreaterThan(6);
-    for (const [budget, status] of [
-      [5, 200],
-      [worst, 200],
-      [worst - 0.01, 429],
+    for (const [budget, status, maxTokens] of [
+      [5, 200, 100],
+      [worst, 200, 100],
+      // serve until spent: 5 tokens fewer than asked for are paid for by what is left
+      [worst - 0.01, 200, 95],
+      [least - 0.001, 429, 0],
     ] as const) {
       gw = await startGateway(gatewayConfig(upstream.url, { app: { maxUsagePoints: budget } }));
       const res = await postChat(gw.url, { messages: [user(prompt)], max_tokens: 100 });
       if (status === 429) await expectError(res, 429, "insufficient_quota");
-      else expect(res.status, await res.text()).toBe(200);
+      else {
+        expect(res.status, await res.text()).toBe(200);
+        expect(upstream.last().body.max_tokens).toBe(maxTokens);
+      }
       await gw.close();
       gw = undefined;
     }

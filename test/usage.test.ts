@@ -62,7 +62,7 @@ describe("usage report", () => {
   it("reports the rows between from and to, given as ISO dates or epoch milliseconds", async () => {
     const row = (time: string, appId: string, points: number): UsageRow => ({
       time: Date.parse(time), appId, keyName: null, shareId: null, model: "m1", channel: "up",
-      inputTokens: 1, outputTokens: 1, points, status: 200, durationMs: 5, chatId: null,
+      inputTokens: 1, outputTokens: 1, points, status: 200, durationMs: 5, chatId: null, finishReason: "stop",
     });
     await h.gw.store.recordUsage(row("2024-01-01T00:00:00Z", "a1", 1), []);
     await h.gw.store.recordUsage(row("2024-01-02T00:00:00Z", "a1", 2), []);
@@ -74,6 +74,25 @@ describe("usage report", () => {
     expect(ms.totals).toEqual(totals(1, 1, 1, 2));
     expect((await usageOk("?from=2024-01-01T12:00:00Z&appId=a2")).totals).toEqual(totals(1, 1, 1, 4));
     expect((await usageOk("?to=2024-01-01T12:00:00Z")).apps).toEqual([{ appId: "a1", ...totals(1, 1, 1, 1) }]);
+  });
+
+  it("groups by finish reason with groupBy=finishReason, and refuses any other groupBy with 400", async () => {
+    h.upstream.behave({ text: "never finished", chunks: 4, cutAfterChunks: 2 });
+    expect(await (await postChat(h.gw.url, { stream: true, messages: [user("cut short")] })).text()).toContain('"error"');
+    h.upstream.behave({ cutAfterChunks: null });
+    await chatOk(h.gw.url, { messages: [user("whole")] });
+    await chatOk(h.gw.url, { messages: [user("whole again")] });
+    h.upstream.behave({ status: 500 });
+    expect((await postChat(h.gw.url, { messages: [user("fails")] })).status).toBe(502);
+
+    const grouped = await usageOk("?groupBy=finishReason&appId=a1");
+    expect(grouped.totals.requests).toBe(4);
+    expect(grouped.finishReasons?.map((r) => [r.finishReason, r.requests])).toEqual([[null, 1], ["stop", 2], ["upstream_error", 1]]);
+    expect(await usageOk("?appId=a1")).not.toHaveProperty("finishReasons");
+    for (const bad of ["model", "", "finishreason"]) {
+      const refused = await expectError(await getUsage(`?groupBy=${bad}`), 400, "invalid_request");
+      expect(refused.param).toBe("groupBy");
+    }
   });
 
   it("answers an empty period with zero totals", async () => {

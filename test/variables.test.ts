@@ -12,6 +12,7 @@ import { startGateway, type StartedGateway } from "./support/gateway.js";
 import { useGateway } from "./support/harness.js";
 import { APP_KEY, chat, coreConfig, userMessage } from "./support/core-config.js";
 import { parseSse } from "./support/sse.js";
+import { chatOf, history } from "./support/store-rows.js";
 
 const BODY_LIMIT = 256 * 1024;
 const config = (url: string) =>
@@ -78,7 +79,7 @@ describe("variables kept with a chat", () => {
     // a request without variables uses the stored ones and changes nothing
     await chat(h.gw.url, { chatId: "v-1", messages: [userMessage("three")] });
     expect(sentSystem()).toContain("Hi Ada; profile {{profile}}; n=2;");
-    expect((await h.gw.store.getChat("a1", "v-1"))?.variables).toEqual({ name: "Ada", n: 2 });
+    expect((await chatOf(h.gw.store, "a1", "v-1"))?.variables).toEqual({ name: "Ada", n: 2 });
   });
 
   it("sends updateVariables with the merged variables before flowResponses on a detail stream", async () => {
@@ -151,15 +152,15 @@ describe("store", () => {
   it("keeps variables across a reopen, read through the cache and from disk", async () => {
     const path = join(dir, "vars.db");
     const store = createSqliteStore(path);
-    const round = { appId: "a1", chatId: "c1", owner: null, user: "q", assistant: "a", at: 1 };
+    const round = { appId: "a1", chatId: "c1", owner: { keyName: "k1" }, user: "q", assistant: "a", at: 1 };
     await store.appendRound({ ...round, variables: { name: "Ada" } });
-    expect((await store.getChat("a1", "c1"))?.variables).toEqual({ name: "Ada" });
+    expect((await chatOf(store, "a1", "c1"))?.variables).toEqual({ name: "Ada" });
     await store.appendRound({ ...round, at: 2 }); // no variables: the stored ones stay
     await store.appendRound({ ...round, at: 3, variables: { name: "Ada", n: 2 } });
-    expect((await store.getChat("a1", "c1"))?.variables).toEqual({ name: "Ada", n: 2 });
+    expect((await chatOf(store, "a1", "c1"))?.variables).toEqual({ name: "Ada", n: 2 });
     await store.close();
     const reopened = createSqliteStore(path);
-    expect(await reopened.getChat("a1", "c1")).toEqual({ chatId: "c1", owner: null, title: "q", updatedAt: 3, variables: { name: "Ada", n: 2 } });
+    expect(await chatOf(reopened, "a1", "c1")).toEqual({ chatId: "c1", owner: { keyName: "k1" }, title: "q", updatedAt: 3, variables: { name: "Ada", n: 2 } });
     await reopened.close();
   });
 
@@ -176,10 +177,10 @@ describe("store", () => {
 
     const upgraded = createSqliteStore(path);
     try {
-      expect(await upgraded.getChat("a1", "old")).toEqual({ chatId: "old", owner: { shareId: "open", uid: "u1" }, title: "kept", updatedAt: 5 });
-      expect((await upgraded.loadMessages("a1", "old", 10)).map((m) => m.content)).toEqual(["q1", "a1"]);
+      expect(await chatOf(upgraded, "a1", "old")).toEqual({ chatId: "old", owner: { shareId: "open", uid: "u1" }, title: "kept", updatedAt: 5 });
+      expect((await history(upgraded, "a1", "old", 10)).map((m) => m.content)).toEqual(["q1", "a1"]);
       await upgraded.appendRound({ appId: "a1", chatId: "old", owner: { shareId: "open", uid: "u1" }, user: "q2", assistant: "a2", at: 6, variables: { x: true } });
-      expect((await upgraded.getChat("a1", "old"))?.variables).toEqual({ x: true });
+      expect((await chatOf(upgraded, "a1", "old"))?.variables).toEqual({ x: true });
     } finally {
       await upgraded.close();
     }

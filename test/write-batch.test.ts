@@ -11,25 +11,26 @@ function setup() {
   db.exec("CREATE TABLE t (v INTEGER NOT NULL CHECK (v >= 0))");
   const insert = db.prepare("INSERT INTO t (v) VALUES (?)");
   const committed: number[] = [];
-  const write = createWriteBatcher(db)((v: number) => void insert.run(v), (v) => committed.push(v));
+  const write = createWriteBatcher(db)((v: number) => (insert.run(v), v * 10), (result, v) => committed.push(v, result));
   const values = () => (db.prepare("SELECT v FROM t ORDER BY rowid").all() as { v: number }[]).map((r) => r.v);
   return { write, values, committed };
 }
 
 describe("write batcher", () => {
-  it("commits the writes of one tick together, in order, and resolves each after its commit", async () => {
+  it("commits the writes of one tick together, in order, and resolves each after its commit with what it returned", async () => {
     const { write, values, committed } = setup();
-    await Promise.all([write(1), write(2), write(3)]);
+    expect(await Promise.all([write(1), write(2), write(3)])).toEqual([10, 20, 30]);
     expect(values()).toEqual([1, 2, 3]);
-    expect(committed).toEqual([1, 2, 3]);
+    expect(committed).toEqual([1, 10, 2, 20, 3, 30]);
   });
 
   it("fails only the bad write of a batch; the others are committed", async () => {
     const { write, values, committed } = setup();
     const results = await Promise.allSettled([write(1), write(-5), write(3)]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(results[2]).toEqual({ status: "fulfilled", value: 30 });
     expect(values()).toEqual([1, 3]);
-    expect(committed).toEqual([1, 3]);
+    expect(committed).toEqual([1, 10, 3, 30]);
   });
 });
 
@@ -72,6 +73,7 @@ describe("gathered writes", () => {
       status: 200,
       durationMs: 3,
       chatId: null,
+      finishReason: i % 4 ? "stop" : null,
     });
     const store = createSqliteStore(":memory:");
     const rows = Array.from({ length: 75 }, (_, i) => row(i)); // more than one multi-row INSERT holds

@@ -1,7 +1,8 @@
 // Keys created through the operations API (CONTRACTS §12). The live ones are held in memory by
 // sha256 digest, so a request's lookup touches no store; they are loaded from the store at start and
-// read again on every key change heard through the cluster state, and a revocation drops its key at
-// once — on every instance, as the change reaches each. lastUsedAt is noted in memory per request
+// read again on every key change heard through the cluster state (a notice carries a name, never a
+// key's identity), and a revocation drops its key at once — on every instance, as the change
+// reaches each. lastUsedAt is noted in memory per request
 // and written to the store every few seconds, one transaction for all the keys used meanwhile.
 import { hash, randomBytes } from "node:crypto";
 import type { ClusterState, KeyChange } from "../cluster/types.js";
@@ -13,6 +14,7 @@ const KEY_PREFIX = CREATED_KEY_PREFIX;
 /** 32 random bytes: 43 url-safe characters after the prefix */
 const KEY_RANDOM_BYTES = 32;
 const USE_FLUSH_MS = 5_000;
+const CREATED_KINDS = new Set<string>(["app", "global"]);
 
 export interface NewKey {
   name: string;
@@ -48,7 +50,8 @@ export function createCreatedKeys(store: Store, state: ClusterState): CreatedKey
     const rows = await store.listCreatedKeys();
     // a change arrived while the store was read: the rows may predate it
     if (seen !== changes) return load();
-    live = new Map(rows.filter((r) => r.revokedAt === null).map((r) => [r.sha256, identityOf(r)]));
+    // created keys are app or global only: a row of another kind (the store written to by hand) is none
+    live = new Map(rows.filter((r) => r.revokedAt === null && CREATED_KINDS.has(r.kind)).map((r) => [r.sha256, identityOf(r)]));
   }
 
   /** Drops a revoked key; a read of the store under way reads again, as it may predate the revocation. */
@@ -57,10 +60,11 @@ export function createCreatedKeys(store: Store, state: ClusterState): CreatedKey
     for (const [digest, k] of live) if (k.name === name) live.delete(digest);
   }
 
+  /** A notice names a change, and the keys are read from the store: anyone who can publish on the
+   *  cluster channel could otherwise mint a key (docs/operations.md#several-instances). */
   function heard(change: KeyChange): void {
     if (change.change === "revoked") forget(change.name);
     else changes++;
-    if (change.change === "created" && change.row && change.row.revokedAt === null) live.set(change.row.sha256, identityOf(change.row));
     // a failed read keeps the keys known so far; the next change or restart reads again
     void load().catch(() => {});
   }
@@ -107,7 +111,7 @@ export function createCreatedKeys(store: Store, state: ClusterState): CreatedKey
       };
       if (!(await store.createKey(row))) return undefined;
       live.set(row.sha256, identityOf(row));
-      await state.publishKeyChange({ change: "created", name: row.name, row });
+      await state.publishKeyChange({ change: "created", name: row.name });
       return { key, row };
     },
 

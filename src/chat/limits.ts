@@ -1,6 +1,8 @@
-// A model's limits applied before the upstream call (CONTRACTS §3): default system prompt,
-// temperature clamp, max_tokens clamp and fit, history trimmed by whole rounds, vision check.
-// Trimming counts tokens only as far as they decide what is kept, without stalling the event loop.
+// A model's limits applied before the upstream call (docs/api.md#limits): default system prompt,
+// temperature clamp, max_tokens clamp and fit, history trimmed by whole rounds (or, for an agent's
+// dialect, never trimmed: refused with its count), vision check. The tool definitions count as part
+// of the prompt. Trimming counts tokens only as far as they decide what is kept, without stalling
+// the event loop.
 import type { AppConfig, ModelConfig } from "../config/schema.js";
 import { GatewayError, badRequest } from "../http/errors.js";
 import { boundMessage } from "../tokens/counter.js";
@@ -22,6 +24,22 @@ export interface LimitOptions {
   renderPrompt?: (prompt: string) => string;
   /** counts kept from a conversation's earlier requests */
   known?: KnownCounts;
+  /** false: the history is never trimmed (an agent's tool call without its result breaks its
+   *  conversation); a prompt over maxContext is refused with its count (docs/api.md#limits) */
+  trim?: boolean;
+}
+
+/** A prompt over the model's context, with its numbers (dialects word it their way). */
+export class ContextTooLong extends GatewayError {
+  constructor(
+    model: ModelConfig,
+    take: string,
+    /** the prompt's tokens (at least), and the most a prompt may take (one token is left to answer) */
+    readonly promptTokens?: number,
+    readonly maxPrompt = model.maxContext - 1,
+  ) {
+    super(400, "context_length_exceeded", `The system messages and the last user message ${take}; model ${model.model} allows ${model.maxContext} in all.`, { param: "messages" });
+  }
 }
 
 export async function applyLimits(
@@ -44,24 +62,42 @@ export async function applyLimits(
   // 4. max_tokens clamped to maxResponse (absent: maxResponse).
   let maxTokens = Math.min(req.max_tokens ?? req.max_completion_tokens ?? app?.maxToken ?? model.maxResponse, model.maxResponse);
 
-  // 5. Fast path: the byte bound already proves everything fits, so nothing needs counting.
-  const tally = () => createTally(withSystem, model.tokenizer, { known: opts.known });
+  // 5. Fast path: the byte bound already proves everything fits, so nothing needs counting. The
+  //    tool definitions are counted as one more system message (never sent as one).
+  const counted = req.tools === undefined ? withSystem : [...withSystem, toolsMessage(req.tools)];
+  const sent = (kept: ChatMessage[]) => (counted === withSystem ? kept : kept.slice(0, -1));
+  const tally = () => createTally(counted, model.tokenizer, { known: opts.known });
   const budget = model.maxContext - maxTokens;
   let bound = 0;
-  for (const m of withSystem) bound += boundMessage(m);
-  if (bound <= budget) return { messages: withSystem, temperature, maxTokens, ...prompt(bound, () => tally().group(withSystem.keys())) };
+  for (const m of counted) bound += boundMessage(m);
+  if (bound <= budget) return { messages: withSystem, temperature, maxTokens, ...prompt(bound, () => tally().group(counted.keys())) };
 
-  // 6. Trim history by whole rounds to fit maxContext - maxTokens.
-  const { kept, group } = await trimToFit(withSystem, budget, model, tally());
+  // 6. An agent's history is whole or refused; other chats trim it by whole rounds to fit maxContext - maxTokens.
+  const { kept, group } = opts.trim === false ? await wholeOrRefused(counted, model, tally()) : await trimToFit(counted, budget, model, tally());
 
   // 7. max_tokens lowered to what the prompt leaves, when the prompt is over budget (it then is the
   //    system messages and the last user message alone).
   if (!(await group.fits(budget))) {
     const tokens = await group.count();
     maxTokens = Math.min(maxTokens, model.maxContext - tokens);
-    if (maxTokens < 1) throw contextTooLong(model, `take ${tokens} tokens`);
+    if (maxTokens < 1) throw new ContextTooLong(model, `take ${tokens} tokens`, tokens);
   }
-  return { messages: kept, temperature, maxTokens, ...prompt(group.upper, () => group) };
+  return { messages: sent(kept), temperature, maxTokens, ...prompt(group.upper, () => group) };
+}
+
+/** The tool definitions as the model reads them: part of the prompt, counted like a system message. */
+function toolsMessage(tools: unknown): ChatMessage {
+  return { role: "system", content: JSON.stringify(tools) };
+}
+
+/** Every message kept, or a refusal naming the prompt's exact count when not even one answer token fits. */
+async function wholeOrRefused(messages: ChatMessage[], model: ModelConfig, tally: Tally): Promise<{ kept: ChatMessage[]; group: TokenGroup }> {
+  const group = tally.group(messages.keys());
+  if (!(await group.fits(model.maxContext - 1))) {
+    const tokens = await group.count();
+    throw new ContextTooLong(model, `take ${tokens} tokens`, tokens);
+  }
+  return { kept: messages, group };
 }
 
 /** The prompt's bound, and its exact count made (once) from the group `counted` gives. */
@@ -107,7 +143,7 @@ async function trimToFit(
     if (m.role === "system" || i >= lastUser) required.push(i);
   });
   const group = tally.group(required);
-  if (!(await group.fits(ceiling))) throw contextTooLong(model, `take more than ${ceiling} tokens`);
+  if (!(await group.fits(ceiling))) throw new ContextTooLong(model, `take more than ${ceiling} tokens`);
 
   // Earlier rounds, newest first: [start, first) where start is a user message (or the first message).
   let first = lastUser;
@@ -122,13 +158,4 @@ async function trimToFit(
     first = start;
   }
   return { kept: messages.filter((m, i) => m.role === "system" || i >= first), group };
-}
-
-function contextTooLong(model: ModelConfig, take: string): GatewayError {
-  return new GatewayError(
-    400,
-    "context_length_exceeded",
-    `The system messages and the last user message ${take}; model ${model.model} allows ${model.maxContext} in all.`,
-    { param: "messages" },
-  );
 }

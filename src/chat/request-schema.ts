@@ -30,6 +30,7 @@ export const chatRequestSchema = z.looseObject({
   temperature: z.number().nullish(),
   max_tokens: z.number().int().positive().nullish(),
   max_completion_tokens: z.number().int().positive().nullish(),
+  n: z.number().int().positive().nullish(),
   // FastGPT: "" or null means no stored chat
   chatId: z
     .string()

@@ -1,30 +1,31 @@
 // A non-stream answer: the upstream's chat.completion with real usage, id = chatId when given, and
-// `responseData` and `newVariables` for detail.
+// `responseData` and `newVariables` for detail (docs/api.md#chat).
 import { jsonResponse } from "../http/json.js";
-import type { CompletionJson } from "../upstream/types.js";
-import { clientReport, settleAnswer, type Exchange, type SettleDeps, type Settled } from "./settle.js";
+import type { Meter } from "../metered/meter.js";
+import type { CompletionJson } from "./attempt.js";
+import type { ChatCall, ChatPlan } from "./plan.js";
+import { clientReport, settleChat, type SettleDeps } from "./settle.js";
 
-export async function respondJson(deps: SettleDeps, ex: Exchange, completion: CompletionJson, withDetail: boolean): Promise<{ response: Response; settled: Settled }> {
+export async function respondJson(deps: SettleDeps, call: ChatCall, plan: ChatPlan, meter: Meter, completion: CompletionJson): Promise<Response> {
   const choice = completion.choices[0];
-  const settled = await settleAnswer(deps, ex, {
+  const settled = await settleChat(deps, call, plan, meter, {
     text: () => choice?.message?.content ?? "",
     usage: completion.usage,
     finishReason: () => choice?.finish_reason ?? "stop",
   });
-  settled.finishReason = choice?.finish_reason ?? "stop";
   const body: CompletionJson = {
     ...completion,
-    id: ex.chatId ?? completion.id,
-    model: completion.model ?? ex.model.model,
+    id: plan.chatId ?? completion.id,
+    model: completion.model ?? call.model.model,
     usage: {
       prompt_tokens: settled.inputTokens,
       completion_tokens: settled.outputTokens,
       total_tokens: settled.inputTokens + settled.outputTokens,
     },
   };
-  if (withDetail) {
-    body.responseData = [clientReport(ex, settled)];
-    body.newVariables = ex.variables;
+  if (plan.detail) {
+    body.responseData = [clientReport(call, settled)];
+    body.newVariables = plan.variables;
   }
-  return { response: jsonResponse(body), settled };
+  return jsonResponse(body);
 }

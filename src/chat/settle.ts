@@ -1,35 +1,15 @@
-// After an answer: tokens, points, the stored turns, the usage row, the budget settlement and the
-// share-link finish report. After a failure: a usage row with its status, nothing else stored.
-import type { ModelConfig } from "../config/schema.js";
+// A chat answer's ending (docs/api.md#metering): tokens (the upstream's usage, else counted), points,
+// the conversation's new round stored in the same commit as the usage row, the share-link finish
+// report. Answered or cut, the request is billed for what was generated.
 import type { ShareAuth } from "../share/callbacks.js";
+import type { Meter } from "../metered/meter.js";
+import type { GatewayError } from "../http/errors.js";
 import type { Store } from "../store/types.js";
 import { countTextAsync, lastUserText } from "../tokens/counter.js";
 import { computePoints } from "../tokens/points.js";
-import type { Usage } from "../upstream/types.js";
-import type { Caller } from "./caller.js";
-import type { LimitedChat } from "./limits.js";
-import type { Reservation } from "./quota.js";
+import type { Usage } from "./attempt.js";
+import type { ChatCall, ChatPlan } from "./plan.js";
 import { buildReport, type ReportItem } from "./report.js";
-import type { ChatRequest } from "./request-schema.js";
-import type { Variables } from "./variables.js";
-
-/** Everything known about one chat request once it is ready to go upstream. */
-export interface Exchange {
-  caller: Caller;
-  model: ModelConfig;
-  req: ChatRequest;
-  limited: LimitedChat;
-  reservation: Reservation;
-  chatId: string | undefined;
-  /** FastGPT variables: the chat's stored ones with the request's over them */
-  variables: Variables;
-  /** share-link users: the uid the operator (or the localId) gave */
-  uid: string | undefined;
-  channel: string;
-  /** epoch ms at arrival, and performance.now() at arrival for durations */
-  time: number;
-  started: number;
-}
 
 export interface AnswerOutcome {
   /** the answer's text; a function because a relayed stream recovers it only when needed */
@@ -37,14 +17,14 @@ export interface AnswerOutcome {
   usage: Usage | null | undefined;
   /** a function for the same reason: read only when a report is built */
   finishReason: () => string;
-  /** set when the answer was cut (CONTRACTS §10): the usage row carries this status, and a
-   *  non-empty partial answer is still stored as the chat's turn */
-  status?: number;
+  /** set when the answer was cut: the usage row carries its status, and a non-empty partial answer
+   *  is still stored as the chat's turn */
+  cut?: GatewayError;
+  /** a dialect's own record of the answer (made once its tokens are known), written with the usage row */
+  keep?: (tokens: { inputTokens: number; outputTokens: number }) => Promise<unknown> | undefined;
 }
 
 export interface Settled {
-  /** known without parsing only for cut answers (whole answers read it from the report) */
-  finishReason?: string;
   inputTokens: number;
   outputTokens: number;
   points: number;
@@ -55,20 +35,32 @@ export interface Settled {
 export interface SettleDeps {
   store: Store;
   shareAuth: ShareAuth;
+  /** a stored turn longer than this is cut (and says so) */
+  maxTurnBytes: number;
 }
 
-export async function settleAnswer(deps: SettleDeps, ex: Exchange, out: AnswerOutcome): Promise<Settled> {
-  const { model, limited } = ex;
+/** A turn as stored: whole, or its first `maxBytes` (at a character boundary) and a line saying how
+ *  much was left out, so a huge turn can never make a chat too large to read (docs/api.md#conversations). */
+export function cutTurn(text: string, maxBytes: number): string {
+  if (text.length <= maxBytes / 3 || Buffer.byteLength(text, "utf8") <= maxBytes) return text;
+  const bytes = Buffer.from(text, "utf8");
+  const note = (left: number) => `\n\n[… ${left} bytes of this turn were not stored]`;
+  let end = maxBytes - Buffer.byteLength(note(bytes.length), "utf8");
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--; // not inside a character
+  return bytes.toString("utf8", 0, Math.max(0, end)) + note(bytes.length - Math.max(0, end));
+}
+
+export async function settleChat(deps: SettleDeps, call: ChatCall, plan: ChatPlan, meter: Meter, out: AnswerOutcome): Promise<Settled> {
+  const { model, caller } = call;
+  const { limited, req } = plan;
   // 1. Tokens: the upstream's usage wins; otherwise count (what the limits counted is not counted again).
   // counted in slices that yield to the event loop: an answer may be up to maxAnswerBytes long
   const inputTokens = out.usage?.prompt_tokens ?? (await limited.countPrompt());
   const outputTokens = out.usage?.completion_tokens ?? (await countTextAsync(out.text(), model.tokenizer));
   const points = computePoints(model, inputTokens, outputTokens);
-  const durationMs = performance.now() - ex.started;
+  const durationMs = performance.now() - call.started;
   let report: ReportItem | undefined;
-  const cut = out.status !== undefined;
   const settled: Settled = {
-    finishReason: cut ? out.finishReason() : undefined,
     inputTokens,
     outputTokens,
     points,
@@ -89,63 +81,35 @@ export async function settleAnswer(deps: SettleDeps, ex: Exchange, out: AnswerOu
 
   // 2. The conversation's new round and the usage row, issued together so they share one commit;
   //    both are on disk before the client sees the end.
-  const writes = [recordUsage(deps, ex, { status: out.status ?? 200, inputTokens, outputTokens, points, durationMs })];
-  if (ex.chatId && (!cut || out.text() !== "")) {
-    writes.push(
-      deps.store.appendRound({
-        appId: ex.caller.app.id,
-        chatId: ex.chatId,
-        owner: ex.caller.share ? { shareId: ex.caller.share.link.shareId, uid: ex.uid! } : null,
-        user: lastUserText(ex.req.messages),
-        assistant: out.text(),
-        at: Date.now(),
-        // only a request that sent variables changes the chat's
-        variables: ex.req.variables ? ex.variables : undefined,
-      }),
-    );
-  }
-  await Promise.all(writes);
-  ex.reservation.settle(points);
+  const round =
+    plan.chatId && (!out.cut || out.text() !== "")
+      ? deps.store.appendRound({
+          appId: caller.app.id,
+          chatId: plan.chatId,
+          owner: plan.owner,
+          // an app that shares its chats: any of its keys writes into any of them (docs/api.md#conversations)
+          shared: caller.app.sharedChats,
+          user: cutTurn(lastUserText(req.messages), deps.maxTurnBytes),
+          assistant: cutTurn(out.text(), deps.maxTurnBytes),
+          at: Date.now(),
+          // only a request that sent variables changes the chat's
+          variables: req.variables ? plan.variables : undefined,
+        })
+      : undefined;
+  // a whole answer's finish reason is read only for the request log: found without parsing when streamed
+  const kept = out.keep?.({ inputTokens, outputTokens });
+  await meter.settle({ inputTokens, outputTokens, points, finishReason: out.finishReason(), cut: out.cut }, [round, kept].filter((w) => w !== undefined));
 
   // 3. The operator's finish report: queued, never awaited.
-  const share = ex.caller.share;
-  if (share?.link.authHost) deps.shareAuth.finish(share.link, share.token, ex.caller.app.name ?? ex.caller.app.id, [settled.report()]);
+  const share = caller.share;
+  if (share?.link.authHost) deps.shareAuth.finish(share.link, share.token, caller.app.name ?? caller.app.id, [settled.report()]);
   return settled;
 }
 
-export async function settleFailure(deps: SettleDeps, ex: Exchange, status: number): Promise<void> {
-  ex.reservation.release();
-  await recordUsage(deps, ex, { status, inputTokens: 0, outputTokens: 0, points: 0, durationMs: performance.now() - ex.started }).catch(() => {});
-}
-
-async function recordUsage(
-  deps: SettleDeps,
-  ex: Exchange,
-  r: { status: number; inputTokens: number; outputTokens: number; points: number; durationMs: number },
-): Promise<void> {
-  await deps.store.recordUsage(
-    {
-      time: ex.time,
-      appId: ex.caller.app.id,
-      keyName: ex.caller.key?.name ?? null,
-      shareId: ex.caller.share?.link.shareId ?? null,
-      model: ex.model.model,
-      channel: ex.channel,
-      inputTokens: r.inputTokens,
-      outputTokens: r.outputTokens,
-      points: r.points,
-      status: r.status,
-      durationMs: Math.round(r.durationMs),
-      chatId: ex.chatId ?? null,
-    },
-    ex.caller.limits.map((l) => l.scope),
-  );
-}
-
 /** The report a client sees with `detail`: share-link users never see the operator's system prompt
- *  in `historyPreview` (CONTRACTS §13); the operator's finish callback gets the whole report. */
-export function clientReport(ex: Exchange, settled: Settled): ReportItem {
+ *  in `historyPreview` (docs/api.md#share-links); the operator's finish callback gets the whole report. */
+export function clientReport(call: ChatCall, settled: Settled): ReportItem {
   const report = settled.report();
-  if (!ex.caller.share) return report;
+  if (!call.caller.share) return report;
   return { ...report, historyPreview: report.historyPreview.filter((item) => item.obj !== "System") };
 }

@@ -1,13 +1,17 @@
 // One channel's circuit breaker (CONTRACTS §9): `failures` consecutive failed attempts open it for
 // the cooldown (or the upstream's Retry-After, if longer); past it, one probe goes through
-// (half-open): success closes it, failure reopens it with the cooldown doubled, up to 5 minutes.
+// (half-open): success closes it, failure reopens it with the cooldown doubled. Neither the doubling
+// nor a Retry-After keeps it open longer than `maxCooldownMs` at once.
 import type { BreakerView } from "./types.js";
 
-const MAX_COOLDOWN_MS = 5 * 60_000;
+/** `routing.breaker.maxCooldownMs` when the options give none (docs/config.md#routing) */
+export const DEFAULT_MAX_COOLDOWN_MS = 5 * 60_000;
 
 export interface BreakerOptions {
   failures: number;
   cooldownMs: number;
+  /** the longest one opening lasts: an upstream's `Retry-After: 999999` must not close a channel for days */
+  maxCooldownMs?: number;
 }
 
 /** Fixed options, or a function that reads the current config's (a reload changes them at once). */
@@ -45,9 +49,11 @@ export class Breaker {
       return;
     }
     v.failures++;
-    if (v.phase === "half_open") this.#cooldownMs = Math.min(this.#cooldownMs * 2, MAX_COOLDOWN_MS);
-    else if (v.failures < this.#opts().failures) return;
+    const opts = this.#opts();
+    const maxMs = opts.maxCooldownMs ?? DEFAULT_MAX_COOLDOWN_MS;
+    if (v.phase === "half_open") this.#cooldownMs = Math.min(this.#cooldownMs * 2, maxMs);
+    else if (v.failures < opts.failures) return;
     v.phase = "open";
-    v.retryAt = now + Math.max(this.#cooldownMs, retryAfterMs);
+    v.retryAt = now + Math.min(Math.max(this.#cooldownMs, retryAfterMs), maxMs);
   }
 }

@@ -44,11 +44,14 @@ export function createMemoryClusterState(breakerOptions: BreakerSettings): Clust
 
   return {
     async admit(holds, points, rates, now, spent): Promise<AdmitResult> {
+      const { min, max } = typeof points === "number" ? { min: points, max: points } : points;
       await Promise.all(holds.map((h) => load(h.scope, spent)));
       // from here on synchronous: every check, then every change, is one step in this process
+      let room = Number.POSITIVE_INFINITY;
       for (const h of holds) {
         const l = ledgers.get(h.scope)!;
-        if (l.spent >= h.max || l.spent + l.held + points > h.max + EPSILON) return { ok: false, refused: "budget", scope: h.scope };
+        if (l.spent >= h.max || l.spent + l.held + min > h.max + EPSILON) return { ok: false, refused: "budget", scope: h.scope };
+        room = Math.min(room, h.max - l.spent - l.held);
       }
       const rateWindows = rates.map((r) => {
         let window = windows.get(r.scope);
@@ -59,9 +62,10 @@ export function createMemoryClusterState(breakerOptions: BreakerSettings): Clust
         const retryAfterMs = rateWindows[i]!.wait(now, rates[i]!.limit);
         if (retryAfterMs > 0) return { ok: false, refused: "rate", scope: rates[i]!.scope, retryAfterMs };
       }
-      for (const h of holds) ledgers.get(h.scope)!.held += points;
+      const held = Math.min(max, Math.max(min, room));
+      for (const h of holds) ledgers.get(h.scope)!.held += held;
       for (const window of rateWindows) window.count(now);
-      return { ok: true };
+      return { ok: true, held };
     },
 
     async settle(scopes, held, actual) {

@@ -5,12 +5,11 @@
 // step) only when it can change the shared state, so a healthy channel costs no round trip. Past the
 // cooldown, the probe is claimed in Redis (SET NX PX): one instance of all probes. While Redis is
 // unreachable each instance falls back to its own breaker (breaker.ts), fed with every result.
-import { Breaker, type BreakerOptions, type BreakerSettings } from "./breaker.js";
+import { Breaker, DEFAULT_MAX_COOLDOWN_MS, type BreakerOptions, type BreakerSettings } from "./breaker.js";
 import type { Scripts } from "./redis-scripts.js";
 import type { BreakerView } from "./types.js";
 
-const MAX_COOLDOWN_MS = 5 * 60_000;
-/** a breaker hash outlives its last change by this much (longer than any cooldown) */
+/** a breaker hash outlives its last change by this much, and by twice the longest cooldown */
 const BREAKER_TTL_MS = 60 * 60_000;
 
 interface Mirror {
@@ -51,7 +50,8 @@ export function createSharedBreakers(opts: SharedBreakersOptions) {
   const mirrors = new Map<string, Mirror>();
   let closed = false;
 
-  const args = (channel: string) => [channel, topic, BREAKER_TTL_MS];
+  const maxCooldownMs = () => settings().maxCooldownMs ?? DEFAULT_MAX_COOLDOWN_MS;
+  const args = (channel: string) => [channel, topic, Math.max(BREAKER_TTL_MS, 2 * maxCooldownMs())];
   const keys = (channel: string) => [opts.key("breaker", channel), opts.key("probe", channel)];
 
   function mirrorOf(channel: string): Mirror {
@@ -129,7 +129,7 @@ export function createSharedBreakers(opts: SharedBreakersOptions) {
       if (!opts.shared() || (ok && m.view.phase === "closed" && m.view.failures === 0)) return;
       const { failures, cooldownMs } = settings();
       scripts
-        .breakerResult(keys(channel), [...args(channel), ok ? 1 : 0, now, retryAfterMs, failures, cooldownMs, MAX_COOLDOWN_MS])
+        .breakerResult(keys(channel), [...args(channel), ok ? 1 : 0, now, retryAfterMs, failures, cooldownMs, maxCooldownMs()])
         .then((reply) => adoptReply(reply), () => {});
     },
 

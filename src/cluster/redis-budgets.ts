@@ -7,7 +7,7 @@
 // instance silent for LIVENESS_MS are dropped, so a crash does not hold budget for ever.
 import type { Redis } from "ioredis";
 import type { Scripts } from "./redis-scripts.js";
-import type { AdmitResult, BudgetHold, RateLimit } from "./types.js";
+import type { AdmitResult, BudgetHold, PointRange, RateLimit } from "./types.js";
 
 /** a budget's spent and holds live this long after its last reservation or settling */
 const BUDGET_TTL_MS = 24 * 3_600_000;
@@ -98,19 +98,21 @@ export function createSharedBudgets(opts: SharedBudgetsOptions) {
   }
 
   /** One admission step; its answer as the script gave it (redis-scripts.ts ADMIT). */
-  async function admitOnce(holds: BudgetHold[], points: number, rates: RateLimit[], now: number): Promise<number[]> {
+  async function admitOnce(holds: BudgetHold[], points: PointRange, rates: RateLimit[], now: number): Promise<Array<number | string>> {
     const scopes = holds.map((h) => h.scope);
-    const p: Pending = { scopes, points, overwritten: new Set() };
+    // until answered, the most it may hold is what a mend must account for
+    const p: Pending = { scopes, points: points.max, overwritten: new Set() };
     pending.add(p);
     try {
       const keys = [instancesKey, ...scopes.map(key), ...rates.map((r) => rateKey(r.scope))];
-      const args = [instance, String(points), LIVENESS_MS, BUDGET_TTL_MS, holds.length, now, RATE_TTL_MS, ...holds.map((h) => String(h.max)), ...rates.map((r) => r.limit)];
-      const result = (await call(() => scripts.admit(keys, args))) as number[];
+      const args = [instance, String(points.min), LIVENESS_MS, BUDGET_TTL_MS, holds.length, now, RATE_TTL_MS, String(points.max), ...holds.map((h) => String(h.max)), ...rates.map((r) => r.limit)];
+      const result = (await call(() => scripts.admit(keys, args))) as Array<number | string>;
       if (result[0] === 0) {
-        addHeld(scopes, points);
+        const held = Number(result[1]);
+        addHeld(scopes, held);
         // held again, after the mend that overwrote it (sent now, so applied after it)
         const again = [...p.overwritten];
-        if (again.length > 0) change(again, points, 0).catch(() => mend(again, false));
+        if (again.length > 0) change(again, held, 0).catch(() => mend(again, false));
       }
       return result;
     } catch (err) {
@@ -125,11 +127,13 @@ export function createSharedBudgets(opts: SharedBudgetsOptions) {
   const heartbeatTimer = setInterval(heartbeat, HEARTBEAT_MS).unref();
 
   return {
-    async admit(holds: BudgetHold[], points: number, rates: RateLimit[], now: number, spent: (scope: string) => Promise<number>): Promise<AdmitResult> {
+    async admit(holds: BudgetHold[], points: number | PointRange, rates: RateLimit[], now: number, spent: (scope: string) => Promise<number>): Promise<AdmitResult> {
+      const range = typeof points === "number" ? { min: points, max: points } : points;
       // a round per scope whose spent is not loaded yet, at most
       for (let round = 0; round <= holds.length; round++) {
-        const [answer, index = 0, retryAfterMs = 0] = await admitOnce(holds, points, rates, now);
-        if (answer === 0) return { ok: true };
+        const result = await admitOnce(holds, range, rates, now);
+        const [answer, index = 0, retryAfterMs = 0] = result.map(Number);
+        if (answer === 0) return { ok: true, held: Number(result[1]) };
         if (answer === 1) return { ok: false, refused: "budget", scope: holds[index - 1]!.scope };
         if (answer === 2) return { ok: false, refused: "rate", scope: rates[index - 1]!.scope, retryAfterMs };
         await loadSpent(holds[index - 1]!.scope, spent);

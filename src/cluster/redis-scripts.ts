@@ -16,13 +16,17 @@ const EPSILON = "1e-9";
  * A rate window is a hash of per-second counters `0`..`59`, their sum `s` and the newest second `h` —
  * the in-process RateWindow's algorithm, so a hit costs O(1) (at most 60 counters cleared).
  * KEYS: instances (sorted set, last seen), then one hash per budget, then one per window.
- * ARGV: instance, points, liveness (ms), budget ttl (ms), number of budgets, now (ms), window ttl
- * (ms), then each budget's max, then each window's limit.
- * Returns {0} (admitted), {1, k} (budget k refused), {2, k, retryAfterMs} (window k refused) or
+ * ARGV: instance, the least points, liveness (ms), budget ttl (ms), number of budgets, now (ms),
+ * window ttl (ms), the most points, then each budget's max, then each window's limit. Serve until
+ * spent: the hold is the most points where every budget has room, else the tightest budget's room,
+ * never below the least (most below least: most, a check that may hold nothing).
+ * Returns {0, held} (admitted; held as a decimal string), {1, k} (budget k refused), {2, k,
+ * retryAfterMs} (window k refused) or
  * {3, k} (budget k's spent is not loaded yet: nothing checked or changed).
  */
 const ADMIT = `
-local me, points, budgets = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[5])
+local me, least, most, budgets = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[8]), tonumber(ARGV[5])
+local room = nil
 local now = tonumber(ARGV[6])
 for k = 1, budgets do
   if redis.call('HEXISTS', KEYS[k + 1], 'spent') == 0 then return {3, k} end
@@ -44,8 +48,9 @@ if budgets > 0 then
         if seen < cutoff then redis.call('HDEL', KEYS[k + 1], field) else held = held + tonumber(fields[j + 1]) end
       end
     end
-    local max = tonumber(ARGV[7 + k])
-    if spent >= max or spent + held + points > max + ${EPSILON} then return {1, k} end
+    local max = tonumber(ARGV[8 + k])
+    if spent >= max or spent + held + least > max + ${EPSILON} then return {1, k} end
+    if room == nil or max - spent - held < room then room = max - spent - held end
   end
 end
 -- each window moved to now (counters of seconds that left it cleared); the second a hit counts at
@@ -72,7 +77,7 @@ for w = 1, #KEYS - 1 - budgets do
     -- a clock far behind the others': counted at the oldest second still in the window
     second = head - 59
   end
-  if sum >= tonumber(ARGV[7 + budgets + w]) then
+  if sum >= tonumber(ARGV[8 + budgets + w]) then
     for s = head - 59, head do
       if tonumber(redis.call('HGET', window, tostring(s % 60)) or '0') > 0 then
         return {2, w, (s + 60) * 1000 - now}
@@ -82,8 +87,14 @@ for w = 1, #KEYS - 1 - budgets do
   end
   heads[w], sums[w], seconds[w] = head, sum, second
 end
+-- serve until spent: the most the tightest budget has room for, never less than the least
+local hold = most
+if room ~= nil and room < hold then hold = room end
+if hold < least then hold = least end
+if most < least then hold = most end
+local written = string.format('%.17g', hold)
 for k = 1, budgets do
-  redis.call('HINCRBYFLOAT', KEYS[k + 1], 'h:' .. me, ARGV[2])
+  if hold > 0 then redis.call('HINCRBYFLOAT', KEYS[k + 1], 'h:' .. me, written) end
   redis.call('PEXPIRE', KEYS[k + 1], ARGV[4])
 end
 for w = 1, #heads do
@@ -92,7 +103,7 @@ for w = 1, #heads do
   redis.call('HSET', window, 'h', heads[w], 's', sums[w] + 1)
   redis.call('PEXPIRE', window, ARGV[7])
 end
-return {0}
+return {0, written}
 `;
 
 /**
@@ -171,8 +182,8 @@ local function current()
 end
 `;
 
-/** ARGV[4..]: ok 0|1, now, retryAfterMs, failures to open, cooldown, max cooldown.
- *  Returns the new view, or false when nothing changed. */
+/** ARGV[4..]: ok 0|1, now, retryAfterMs, failures to open, cooldown, max cooldown (the cap of both
+ *  the doubling and an upstream's Retry-After). Returns the new view, or false when nothing changed. */
 const BREAKER_RESULT = `${BREAKER_PRELUDE}
 local now, base = tonumber(ARGV[5]), tonumber(ARGV[8])
 local cooldown = tonumber(stored[4] or ARGV[8])
@@ -187,7 +198,7 @@ if phase == 'half_open' then
 elseif failures < tonumber(ARGV[7]) then
   return save(phase, failures, retryAt, cooldown)
 end
-return save('open', failures, now + math.max(cooldown, tonumber(ARGV[6])), cooldown)
+return save('open', failures, now + math.min(math.max(cooldown, tonumber(ARGV[6])), tonumber(ARGV[9])), cooldown)
 `;
 
 /** ARGV[4..]: instance, now, cooldown (the config's, when the hash has none).

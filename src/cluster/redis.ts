@@ -127,9 +127,10 @@ export function createRedisClusterState(opts: RedisClusterOptions): ClusterState
   sub.on("message", (topic: string, text: string) => {
     try {
       if (topic === topics.breakers) return breakers.heard(text);
-      const message = JSON.parse(text) as { from: string; change?: KeyChange };
+      const message = JSON.parse(text) as { from: string; change?: unknown };
       if (message.from === instance) return;
-      if (topic === topics.keys && message.change) tellKeys(message.change);
+      const change = topic === topics.keys ? readKeyChange(message.change) : undefined;
+      if (change) tellKeys(change);
       if (topic === topics.reload) reloadListeners.forEach((listener) => listener());
     } catch {
       // not one of ours: ignored
@@ -213,6 +214,16 @@ export function createRedisClusterState(opts: RedisClusterOptions): ClusterState
       await Promise.all([redis, sub].map((client) => client.quit().catch(() => client.disconnect())));
     },
   };
+}
+
+/** The change a notice names, and nothing else it carries: anyone who can publish on the channel
+ *  could write a notice, so it only ever makes an instance read the store. */
+function readKeyChange(value: unknown): KeyChange | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  const { change, name } = value as { change?: unknown; name?: unknown };
+  if (change === "resync") return { change };
+  if ((change === "created" || change === "revoked") && typeof name === "string") return { change, name };
+  return undefined;
 }
 
 function storeUnavailable(): GatewayError {

@@ -3,8 +3,6 @@
 // interface; `memory.ts` implements it for a single instance, `redis.ts` (for `cluster.redisUrl`)
 // for several.
 
-import type { CreatedKeyRow } from "../store/types.js";
-
 export interface BudgetHold {
   /** `app:<id>`, `key:<name>` or `share:<shareId>` */
   scope: string;
@@ -13,14 +11,24 @@ export interface BudgetHold {
 }
 
 export interface RateLimit {
-  /** `app:<id>`, `key:<name>` or `share:<shareId>` */
+  /** `app:<id>`, `key:<name>` or `share:<shareId>`; the share API's `share-api:<shareId>` and
+   *  `share-api-client:<address>` */
   scope: string;
   /** hits allowed in a 60-second sliding window */
   limit: number;
 }
 
+/** Serve until spent (docs/api.md#budgets): hold `max` where every budget has room for it, else
+ *  what the tightest budget has left, but never less than `min`. `max` below `min` holds `max`
+ *  after checking `min` fits (a check that holds nothing: `{min, max: 0}`). */
+export interface PointRange {
+  min: number;
+  max: number;
+}
+
 export type AdmitResult =
-  | { ok: true }
+  /** `held`: the points now held in every budget (the range's max when there are no budgets) */
+  | { ok: true; held: number }
   | { ok: false; refused: "budget"; scope: string }
   /** `retryAfterMs`: until the window's oldest hit leaves it */
   | { ok: false; refused: "rate"; scope: string; retryAfterMs: number };
@@ -36,22 +44,22 @@ export interface BreakerView {
 }
 
 /** A key created through the operations API was added or revoked; `resync`: changes may have been
- *  missed (a reconnect), so every listener re-reads the created keys from the store. */
-/** A created key travels with its row (digest, never the key), so the other instances accept it as
- *  soon as they hear of it, without waiting for a read of the store. */
+ *  missed (a reconnect), so every listener re-reads the created keys from the store. A notice names
+ *  the key only: what a key may do is read from the store, never taken from the channel. */
 export type KeyChange =
-  | { change: "created"; name: string; row?: CreatedKeyRow }
+  | { change: "created"; name: string }
   | { change: "revoked"; name: string }
   | { change: "resync" };
 
 export interface ClusterState {
-  /** Admits a request in one atomic step, all or nothing: holds `points` in every budget of `holds`
-   *  and counts one hit at `now` in every 60-second window of `rates`. Refused for a budget when
-   *  spent + held + points would pass its max (checked first: a request refused for its budget counts
-   *  no hit); refused for a rate when a window already has `limit` hits. A refused request holds no
+  /** Admits a request in one atomic step, all or nothing: holds points (`points`, or as much of the
+   *  range as every budget has room for) in every budget of `holds` and counts one hit at `now` in
+   *  every 60-second window of `rates`. Refused for a budget when it is spent, or spent + held + the
+   *  least points would pass its max (checked first: a request refused for its budget counts no
+   *  hit); refused for a rate when a window already has `limit` hits. A refused request holds no
    *  budget and counts no hit in any window. `spent` loads a scope's settled points when the state
    *  does not know them. */
-  admit(holds: BudgetHold[], points: number, rates: RateLimit[], now: number, spent: (scope: string) => Promise<number>): Promise<AdmitResult>;
+  admit(holds: BudgetHold[], points: number | PointRange, rates: RateLimit[], now: number, spent: (scope: string) => Promise<number>): Promise<AdmitResult>;
   /** Ends a hold: `points` held leave, `actual` points are added to each scope's spent. */
   settle(scopes: string[], held: number, actual: number): Promise<void>;
   /** May a request (or health check) be sent to the channel now? An open breaker past its

@@ -2,7 +2,9 @@
 // reported by its path so an operator can fix the file in one pass; an unknown key is reported with
 // the nearest name its object knows.
 import { readFileSync } from "node:fs";
+import { basename } from "node:path";
 import { z } from "zod";
+import { jsonErrorPlace } from "./json-position.js";
 import { configSchema, type Config } from "./schema.js";
 
 export class ConfigError extends Error {
@@ -125,8 +127,11 @@ export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.en
   let raw: unknown;
   try {
     raw = JSON.parse(text);
-  } catch (err) {
-    throw new ConfigError(path, [`not valid JSON: ${(err as Error).message}`]);
+  } catch {
+    // JSON.parse's message quotes the text around the error, which may be a key: the place only
+    const place = jsonErrorPlace(text);
+    const where = place ? ` at line ${place.line}, column ${place.column}` : "";
+    throw new ConfigError(path, [`${basename(path)}: invalid JSON${where}`]);
   }
   return parseConfig(raw, env, path);
 }

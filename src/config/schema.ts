@@ -5,6 +5,8 @@ import { z } from "zod";
 const MIB = 1024 * 1024;
 /** `*`, or a browser origin: scheme, host and port only (an Origin header never has a path). */
 const ORIGIN = /^(\*|https?:\/\/[^/\s?#]+)$/;
+/** A CSP frame-ancestors source: 'self', 'none', or an origin (scheme, host or *.host, port). */
+const FRAME_SOURCE = /^('self'|'none'|https?:\/\/(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?)$/;
 
 const name = z.string().min(1);
 const points = z.number().min(-1).default(-1); // -1 = no limit
@@ -77,6 +79,10 @@ const modelSchema = z.strictObject({
   tokenizer: z.enum(["cl100k_base", "o200k_base"]).default("cl100k_base"),
   /** also served on the legacy `POST /v1/completions` (autocomplete and FIM tools) */
   completions: z.boolean().default(false),
+  /** the most choices (`n`) a key's request may ask for; share-link users always get one */
+  maxChoices: z.number().int().min(1).max(128).default(4),
+  /** vendor sampling fields (beyond OpenAI's) that reach this model: top_k, min_p, … */
+  passThrough: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, "expected a field name")).default([]),
 });
 
 /** An embedding model, with FastGPT's field names (CONTRACTS §7). */
@@ -131,6 +137,8 @@ const appSchema = z.strictObject({
   temperature: z.number().nonnegative().optional(),
   maxToken: z.number().int().positive().optional(),
   history: z.number().int().min(0).default(6),
+  /** true: every key of the app reads and continues every chat of the app; false: a chat is its creator's */
+  sharedChats: z.boolean().default(false),
   maxUsagePoints: points,
   qpm,
 });
@@ -144,17 +152,23 @@ const shareLinkSchema = z.strictObject({
   expiresAt: z.iso.datetime({ offset: true }).nullable().default(null),
   responseDetail: z.boolean().default(false),
   callbackTimeoutMs: z.number().int().positive().default(5_000),
+  /** Calls a minute to /api/share/init|chats|chat for this link, all its users together (0 = no limit). */
+  apiQpm: z.number().int().min(0).default(600),
 });
 
 const serverSchema = z.strictObject({
   port: z.number().int().min(0).max(65535).default(3000),
   host: z.string().default("127.0.0.1"),
   bodyLimitBytes: z.number().int().positive().default(2 * MIB),
+  /** a stored conversation turn longer than this is stored cut (and marked) */
+  maxTurnBytes: z.number().int().min(1024).default(256 * 1024),
   metricsToken: z.string().optional(),
   headersTimeoutMs: z.number().int().positive().default(10_000),
   /** Time allowed for the whole request body. */
   bodyTimeoutMs: z.number().int().positive().default(30_000),
-  shutdownTimeoutMs: z.number().int().nonnegative().default(30_000),
+  /** Time requests in flight get to finish on SIGTERM: 25 s, so a gateway exits within the 30 s a
+   *  Kubernetes pod is given by default (docs/operations.md#shutdown). */
+  shutdownTimeoutMs: z.number().int().nonnegative().default(25_000),
   maxJsonDepth: z.number().int().positive().default(64),
   log: z
     .strictObject({
@@ -163,7 +177,9 @@ const serverSchema = z.strictObject({
       destination: z.string().default("stdout"),
     })
     .prefault({}),
-  /** Origins allowed to call from a browser; `[]` turns CORS off. */
+  /** Origins whose pages may call /v1/* and /api/v1/* from a browser; `[]` turns CORS off. The
+   *  default `["*"]` lets any page read the answers to the calls it can make: list your apps'
+   *  origins where share links without authHost are reachable (docs/config.md#cors). */
   cors: z
     .strictObject({
       origins: z.array(z.string().regex(ORIGIN, 'expected "*" or an origin such as https://app.example.com')).default(() => ["*"]),
@@ -171,8 +187,23 @@ const serverSchema = z.strictObject({
     .prefault({}),
   /** The largest audio file a transcription request may upload (413 past it, the upload cut short). */
   audioLimitBytes: z.number().int().positive().default(25 * MIB),
+  /** Proxies in front of the gateway whose X-Forwarded-For entry names the client (1 behind one
+   *  nginx); 0 takes the socket's address. The gateway must then be reachable through them only. */
+  trustProxy: z.number().int().min(0).default(0),
+  /** Calls a minute to /api/share/init|chats|chat from one client address, all links together (0 = no limit). */
+  shareApiQpm: z.number().int().min(0).default(60),
   /** Processes serving the port (one is the primary when more). */
   workers: z.number().int().min(1).default(1),
+  /** The share window page: who may show it in a frame (its CSP's frame-ancestors). */
+  sharePage: z
+    .strictObject({
+      frameAncestors: z
+        .array(z.string().regex(FRAME_SOURCE, "expected 'self', 'none' or an origin such as https://portal.example.com"))
+        .min(1, `give at least one source; ["'none'"] forbids every frame`)
+        .refine((sources) => !sources.includes("'none'") || sources.length === 1, "'none' stands alone: it cannot be combined with other sources")
+        .default(() => ["'self'"]),
+    })
+    .prefault({}),
 });
 
 const routingSchema = z.strictObject({
@@ -183,7 +214,10 @@ const routingSchema = z.strictObject({
     .strictObject({
       failures: z.number().int().positive().default(5),
       cooldownMs: z.number().int().positive().default(30_000),
+      /** The longest a breaker stays open at once: the doubling and an upstream's Retry-After stop here. */
+      maxCooldownMs: z.number().int().positive().default(300_000),
     })
+    .refine((b) => b.cooldownMs <= b.maxCooldownMs, { message: "cooldownMs must not exceed maxCooldownMs", path: ["cooldownMs"] })
     .prefault({}),
 });
 
@@ -212,6 +246,10 @@ export const configSchema = z
     apiKeys: z.array(apiKeySchema).default([]),
     shareLinks: z.array(shareLinkSchema).default([]),
     routing: routingSchema.prefault({}),
+    /** Names clients use for configured models: a model name or a `*` glob → a configured model. */
+    aliases: z.record(z.string().min(1).max(200), name).default({}),
+    /** The Responses API's stored responses (`store: true`). */
+    responses: z.strictObject({ retentionDays: z.number().positive().max(3650).default(30) }).prefault({}),
   })
   .superRefine((c, ctx) => {
     checkReferences(c, ctx);
@@ -261,6 +299,10 @@ function checkReferences(c: RefCtxValue, ctx: z.RefinementCtx) {
   );
   c.llmModels.forEach((m, i) => {
     if (!served.has(m.model)) issue(["llmModels", i, "model"], `no channel serves model "${m.model}"`);
+    m.passThrough.forEach((field, j) => {
+      const why = passThroughRefusal(field);
+      if (why) issue(["llmModels", i, "passThrough", j], why);
+    });
     if (m.maxResponse >= m.maxContext) issue(["llmModels", i, "maxResponse"], "must be below maxContext");
   });
   c.vectorModels.forEach((m, i) => {
@@ -279,6 +321,19 @@ function checkReferences(c: RefCtxValue, ctx: z.RefinementCtx) {
   c.shareLinks.forEach((s, i) => {
     if (!apps.has(s.appId)) issue(["shareLinks", i, "appId"], `unknown app "${s.appId}"`);
   });
+  for (const [alias, target] of Object.entries(c.aliases)) {
+    if (!known(target)) issue(["aliases", alias], `unknown model "${target}"`);
+    else if (known(alias)) issue(["aliases", alias], `"${alias}" is a configured model already: an alias cannot replace it`);
+  }
+}
+
+/** Fields a model may never be sent: each sets the output's length (or multiplies it) under a name
+ *  the budget does not see (docs/configuration.md#models). */
+export const LENGTH_FIELDS = new Set(["best_of", "max_length", "max_new_tokens", "min_tokens", "min_length", "max_output_tokens", "max_gen_len", "num_predict", "num_return_sequences", "num_beams", "use_beam_search", "beam_width", "length_penalty", "ignore_eos"]);
+
+function passThroughRefusal(field: string): string | undefined {
+  if (LENGTH_FIELDS.has(field)) return `"${field}" sets the answer's length under another name than max_tokens: it never reaches a model`;
+  return undefined;
 }
 
 /** The models of the other kinds (docs/fleet.md), each with its config path. */
@@ -328,6 +383,7 @@ function checkWorkers(c: { server: { workers: number }; store: { driver: string 
 type FleetRefValue = Pick<Config, "channels" | "llmModels" | "vectorModels" | "reRankModels" | "audioSpeechModels" | "whisperModel" | "sttModels">;
 
 type RefCtxValue = {
+  aliases: Record<string, string>;
   channels: ChannelConfig[];
   llmModels: ModelConfig[];
   vectorModels: VectorModelConfig[];

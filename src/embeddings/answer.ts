@@ -3,6 +3,7 @@
 // again: one pass over the top level checks the shape (an object whose `data` holds one object per
 // input) and finds the `usage` and `model` values, the only parts parsed; the answer then goes out
 // as the same bytes with the gateway's `usage` (and a `model` when it had none) put in their place.
+import { CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, JsonScanner, OPEN_BRACE, OPEN_BRACKET, QUOTE, skipSpace } from "../json/scan.js";
 
 /** Where a top-level value lies in the bytes: [start, end). */
 interface Span {
@@ -25,21 +26,12 @@ export interface EmbeddingsAnswer {
   close: number;
 }
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-
 /**
  * The answer's layout, or undefined when it is not a JSON object whose `data` is an array of
  * `inputs` objects. Values other than `usage` and `model` are skipped, not checked.
  */
 export function scanEmbeddings(bytes: Buffer, inputs: number): EmbeddingsAnswer | undefined {
-  const skip = new Skipper(bytes);
+  const scan = new JsonScanner(bytes);
   let i = skipSpace(bytes, 0);
   if (bytes[i] !== OPEN_BRACE) return undefined;
   i = skipSpace(bytes, i + 1);
@@ -50,7 +42,7 @@ export function scanEmbeddings(bytes: Buffer, inputs: number): EmbeddingsAnswer 
   for (;;) {
     // a key and its value
     if (bytes[i] !== QUOTE) return undefined;
-    const keyEnd = skip.string(i);
+    const keyEnd = scan.string(i, false);
     if (keyEnd < 0) return undefined;
     const key = keyEnd - i <= 7 ? bytes.toString("latin1", i + 1, keyEnd - 1) : "";
     i = skipSpace(bytes, keyEnd);
@@ -59,9 +51,9 @@ export function scanEmbeddings(bytes: Buffer, inputs: number): EmbeddingsAnswer 
     // a repeated key would be sent twice: one of them with the upstream's value
     if (key === "data") {
       if (count >= 0) return undefined;
-      [count, i] = countObjects(bytes, start, skip);
+      [count, i] = countObjects(bytes, start, scan);
     } else {
-      i = skip.value(start);
+      i = scan.skip(start);
       if ((key === "usage" && usage) || (key === "model" && model)) return undefined;
       if (key === "usage") usage = { start, end: i };
       else if (key === "model") model = { start, end: i };
@@ -114,107 +106,19 @@ function readPromptTokens(bytes: Buffer, span: Span): number | undefined {
 }
 
 /** [number of elements, end] of the array at `at`, each element an object; end -1 when it is not. */
-function countObjects(bytes: Buffer, at: number, skip: Skipper): [number, number] {
+function countObjects(bytes: Buffer, at: number, scan: JsonScanner): [number, number] {
   if (bytes[at] !== OPEN_BRACKET) return [0, -1];
   let i = skipSpace(bytes, at + 1);
   if (bytes[i] === CLOSE_BRACKET) return [0, i + 1];
   for (let count = 1; ; count++) {
     if (bytes[i] !== OPEN_BRACE) return [0, -1];
-    i = skip.nested(i);
+    i = scan.skip(i);
     if (i < 0) return [0, -1];
     i = skipSpace(bytes, i);
     if (bytes[i] === CLOSE_BRACKET) return [count, i + 1];
     if (bytes[i] !== COMMA) return [0, -1];
     i = skipSpace(bytes, i + 1);
   }
-}
-
-/**
- * Skips values without looking at every byte: it jumps from one quote or bracket to the next with
- * Buffer#indexOf (memchr). The next position of each of those five bytes is remembered, and the
- * scan only moves forward, so each is searched for once over the whole answer.
- */
-class Skipper {
-  // next position at or after the scan of: quote, {, [, }, ] (bytes.length: none left)
-  readonly #next = [-1, -1, -1, -1, -1];
-
-  constructor(private readonly bytes: Buffer) {}
-
-  /** The end of the value at `at`; -1 when it does not end. */
-  value(at: number): number {
-    const c = this.bytes[at];
-    if (c === QUOTE) return this.string(at);
-    if (c === OPEN_BRACE || c === OPEN_BRACKET) return this.nested(at);
-    // a number, true, false or null: up to the next delimiter
-    let i = at;
-    while (i < this.bytes.length) {
-      const d = this.bytes[i]!;
-      if (d === COMMA || d === CLOSE_BRACE || d === CLOSE_BRACKET || isSpace(d)) break;
-      i++;
-    }
-    return i === at ? -1 : i;
-  }
-
-  /** The end of the object or array at `at` (brackets counted, strings skipped); -1 when it does not end. */
-  nested(at: number): number {
-    let depth = 0;
-    let i = at;
-    for (;;) {
-      // the nearest of the five
-      let kind = 0;
-      let pos = this.#find(0, i);
-      for (let k = 1; k < 5; k++) {
-        const p = this.#find(k, i);
-        if (p < pos) [kind, pos] = [k, p];
-      }
-      if (pos >= this.bytes.length) return -1;
-      if (kind === 0) {
-        i = this.string(pos);
-        if (i < 0) return -1;
-      } else if (kind <= 2) {
-        depth++;
-        i = pos + 1;
-      } else {
-        i = pos + 1;
-        if (--depth === 0) return i;
-      }
-    }
-  }
-
-  /** The end of the string whose opening quote is at `at`; -1 when it does not end. */
-  string(at: number): number {
-    let i = at + 1;
-    for (;;) {
-      i = this.#find(0, i);
-      if (i >= this.bytes.length) return -1;
-      // escaped when an odd number of backslashes come before it
-      let slashes = 0;
-      while (this.bytes[i - 1 - slashes] === BACKSLASH) slashes++;
-      if (slashes % 2 === 0) return i + 1;
-      i++;
-    }
-  }
-
-  #find(kind: number, from: number): number {
-    const next = this.#next;
-    if (next[kind]! < from) {
-      const at = this.bytes.indexOf(STRUCTURAL[kind]!, from);
-      next[kind] = at < 0 ? this.bytes.length : at;
-    }
-    return next[kind]!;
-  }
-}
-
-const STRUCTURAL = [QUOTE, OPEN_BRACE, OPEN_BRACKET, CLOSE_BRACE, CLOSE_BRACKET];
-
-function skipSpace(bytes: Buffer, at: number): number {
-  let i = at;
-  while (i < bytes.length && isSpace(bytes[i]!)) i++;
-  return i;
-}
-
-function isSpace(c: number): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
 function isNull(bytes: Buffer, start: number, end: number): boolean {

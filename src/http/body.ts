@@ -1,8 +1,10 @@
 // Reads a JSON request body with a size and a nesting limit, straight from the Node request stream.
 import type { IncomingMessage } from "node:http";
 import type { H3Event } from "h3";
-import type { Cancel } from "./cancel.js";
+import { JsonScanner } from "../json/scan.js";
+import { cutError, type Cancel } from "./cancel.js";
 import { GatewayError, badRequest } from "./errors.js";
+import { nodeRequest } from "./node.js";
 import { scanLargeBody } from "./raw-text.js";
 
 function tooLarge(limit: number): GatewayError {
@@ -26,14 +28,14 @@ export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: 
   }
   const declared = Number(event.req.headers.get("content-length") ?? NaN);
   if (declared > limit) throw tooLarge(limit);
-  const nodeReq = event.runtime?.node?.req as IncomingMessage | undefined;
+  const nodeReq = nodeRequest(event);
   const buf = nodeReq ? await readNodeBody(nodeReq, limit, cancel) : await readWebBody(event.req, limit);
   const scan = rawTexts ? scanLargeBody(buf, limits.maxDepth) : undefined;
   if (scan && "value" in scan) return scan.value;
   if (scan?.tooDeep) throw tooDeep(limits.maxDepth);
+  if (buf.length === 0) throw badRequest("invalid_json", "Request body is empty: send a JSON object.");
+  if (new JsonScanner(buf).nestingExceeds(limits.maxDepth)) throw tooDeep(limits.maxDepth);
   const text = buf.toString("utf8");
-  if (text.length === 0) throw badRequest("invalid_json", "Request body is empty: send a JSON object.");
-  if (nestingExceeds(text, limits.maxDepth)) throw tooDeep(limits.maxDepth);
   try {
     return JSON.parse(text);
   } catch {
@@ -44,11 +46,13 @@ export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: 
 const tooDeep = (max: number) => badRequest("json_too_deep", `Request body nests arrays or objects more than ${max} levels deep.`);
 
 function readNodeBody(req: IncomingMessage, limit: number, cancel?: Cancel): Promise<Buffer> {
+  if (cancel?.aborted) return Promise.reject(cutError(cancel, "the request"));
   return new Promise((resolve, reject) => {
-    // a shutdown (or the client leaving) stops a body still arriving: a slow upload never holds exit
+    // a shutdown (or the client leaving) stops a body still arriving: a slow upload never holds exit,
+    // and a client that hung up mid-upload is a client abort (499), not the gateway's failure
     const onCancel = () => {
       cleanup();
-      reject(new GatewayError(503, "shutting_down", "The gateway is shutting down; retry the request.", { type: "api_error", headers: { "Retry-After": "1" } }));
+      reject(cancel ? cutError(cancel, "the request") : new Error("cancelled"));
     };
     const chunks: Buffer[] = [];
     let size = 0;
@@ -87,35 +91,4 @@ async function readWebBody(req: Request, limit: number): Promise<Buffer> {
   const buf = await req.arrayBuffer();
   if (buf.byteLength > limit) throw tooLarge(limit);
   return Buffer.from(buf);
-}
-
-const QUOTE = 34;
-const BACKSLASH = 92;
-const STRUCTURE = /["[\]{}]/g;
-
-/** True when the JSON text nests brackets deeper than `max`. Linear: strings are skipped with indexOf. */
-export function nestingExceeds(text: string, max: number): boolean {
-  let depth = 0;
-  STRUCTURE.lastIndex = 0;
-  for (let m = STRUCTURE.exec(text); m; m = STRUCTURE.exec(text)) {
-    const c = text.charCodeAt(m.index);
-    if (c === QUOTE) {
-      STRUCTURE.lastIndex = stringEnd(text, m.index + 1);
-      continue;
-    }
-    if (c === 91 || c === 123) {
-      if (++depth > max) return true;
-    } else depth--;
-  }
-  return false;
-}
-
-/** The index after the closing quote of a string whose content starts at `from` (text.length if none). */
-function stringEnd(text: string, from: number): number {
-  for (let i = text.indexOf('"', from); i >= 0; i = text.indexOf('"', i + 1)) {
-    let slashes = 0;
-    while (text.charCodeAt(i - 1 - slashes) === BACKSLASH) slashes++;
-    if (slashes % 2 === 0) return i + 1;
-  }
-  return text.length;
 }

@@ -1,7 +1,7 @@
 // CORS for browser apps on /v1/* and /api/v1/* (CONTRACTS §13): preflight answered 204, and the
 // allowed origin on every answer and error. No cookies are used, so no credentials flag.
-import type { ServerResponse } from "node:http";
 import type { H3Event } from "h3";
+import { setAnswerHeader } from "./node.js";
 
 const API_PATH = /^\/(api\/)?v1\//;
 
@@ -21,9 +21,8 @@ export function allowedOrigin(event: H3Event, origins: string[]): string | undef
 
 /** Puts the CORS headers on the Node response too, so a stream written straight to it carries them. */
 export function applyCors(event: H3Event, origin: string): void {
-  const res = event.runtime?.node?.res as ServerResponse | undefined;
-  res?.setHeader("access-control-allow-origin", origin);
-  if (origin !== "*") res?.setHeader("vary", "Origin");
+  setAnswerHeader(event, "access-control-allow-origin", origin);
+  if (origin !== "*") setAnswerHeader(event, "vary", "Origin");
 }
 
 export function preflightResponse(origin: string | undefined): Response {

@@ -1,5 +1,7 @@
-// The one error type of the gateway, and the one place it becomes an OpenAI-shaped response body.
-// Handlers throw; the app's error hook formats. Messages never carry keys, tokens or upstream URLs.
+// The one error type of the gateway (and its upstream flavour), and the one place it becomes a
+// response: OpenAI's error shape by default, another dialect's through its own formatter
+// (docs/api.md#errors). Handlers throw; the route wrapper formats. Messages never carry keys,
+// tokens or upstream URLs.
 
 export type ErrorType =
   | "invalid_request_error"
@@ -70,9 +72,56 @@ export function toGatewayError(err: unknown): GatewayError {
   return new GatewayError(500, "internal_error", "Internal server error", { type: "server_error" });
 }
 
-export function errorResponse(err: GatewayError, extraHeaders?: Record<string, string>): Response {
-  return new Response(JSON.stringify(err.toBody()), {
-    status: err.status,
-    headers: { "content-type": "application/json; charset=utf-8", ...err.headers, ...extraHeaders },
+/** How one dialect writes an error: status, body and headers (Retry-After, …). */
+export interface ErrorReply {
+  status: number;
+  body: unknown;
+  headers: Record<string, string>;
+}
+
+export type ErrorFormat = (err: GatewayError) => ErrorReply;
+
+/** OpenAI's shape, the default of every route (docs/api.md#errors). */
+export const openAIError: ErrorFormat = (err) => ({ status: err.status, body: err.toBody(), headers: err.headers });
+
+export function errorResponse(err: GatewayError, extraHeaders?: Record<string, string>, format: ErrorFormat = openAIError): Response {
+  const reply = format(err);
+  return new Response(JSON.stringify(reply.body), {
+    status: reply.status,
+    headers: { "content-type": "application/json; charset=utf-8", ...reply.headers, ...extraHeaders },
   });
+}
+
+/** What went wrong on an upstream attempt, as the metrics and the request log name it. */
+export type UpstreamOutcome =
+  | "ok"
+  | "http_error"
+  | "unreachable"
+  | "timeout"
+  | "stream_cut"
+  | "aborted"
+  | "rate_limited"
+  | "auth_failed"
+  | "rejected"
+  | "busy"
+  | "too_large"
+  | "shutdown";
+
+/** A GatewayError that says how the upstream attempt ended (failover and the breaker read it). */
+export class UpstreamError extends GatewayError {
+  readonly outcome: UpstreamOutcome;
+  /** what the operator's log gets: the upstream's own words (redacted), never shown to the client */
+  readonly detail: string | undefined;
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    outcome: UpstreamOutcome,
+    opts: { headers?: Record<string, string>; detail?: string } = {},
+  ) {
+    const type = status === 429 ? "rate_limit_error" : status >= 500 ? "api_error" : "invalid_request_error";
+    super(status, code, message, { type, headers: opts.headers });
+    this.outcome = outcome;
+    this.detail = opts.detail;
+  }
 }

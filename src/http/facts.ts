@@ -9,12 +9,6 @@ export type RequestFacts = Partial<
   >
 >;
 
-/**
- * What a handler returns once it has written the whole response to the Node response itself
- * (streams). h3 registers this symbol as "already handled" and then sends nothing more.
- */
-export const HANDLED: unique symbol = Symbol.for("h3.handled") as never;
-
 export function factsOf(event: H3Event): RequestFacts {
   const ctx = event.context as { facts?: RequestFacts };
   return (ctx.facts ??= {});

@@ -1,18 +1,24 @@
-// Requests in flight, for a shutdown that keeps its promise (CONTRACTS §7 `shutdownTimeoutMs`): the
+// Requests in flight, for a shutdown that keeps its promise (docs/operations.md#signals): the
 // gateway waits for them, and at the deadline cuts the ones still running through their Cancel, so
-// each is settled (usage row, error event, finishReason "shutdown") before the process exits.
-import type { ServerResponse } from "node:http";
+// each is settled (usage row, error event, finishReason "shutdown") before the process exits. A
+// request still receiving its body is not waited for that long: it is cut once the body has had
+// min(bodyTimeoutMs, 5 s) since the drain began.
 import type { H3Event } from "h3";
 import { Cancel } from "./cancel.js";
+import { nodeResponse } from "./node.js";
 
 /** How long cut requests get to write their usage rows and close their streams. */
 const SETTLE_AFTER_CUT_MS = 5_000;
+/** The most a body still arriving is waited for once a drain began. */
+const MAX_BODY_GRACE_MS = 5_000;
 
 export class Inflight {
   closing = false;
   #cutting = false;
   #count = 0;
   readonly #cancels = new Set<Cancel>();
+  /** requests whose body is still arriving */
+  readonly #reading = new Set<Cancel>();
   #idle: Array<() => void> = [];
 
   get count(): number {
@@ -38,10 +44,22 @@ export class Inflight {
     return () => this.#cancels.delete(cancel);
   }
 
-  /** Refuses new work, waits up to `timeoutMs` for what runs, then cuts the rest and waits for it to settle. */
-  async drain(timeoutMs: number): Promise<void> {
+  /** Marks a request as receiving its body until the returned function is called. */
+  reading(cancel: Cancel): () => void {
+    this.#reading.add(cancel);
+    return () => this.#reading.delete(cancel);
+  }
+
+  /** Refuses new work, waits up to `timeoutMs` for what runs (a body still arriving: up to
+   *  min(`bodyTimeoutMs`, 5 s)), then cuts the rest and waits for it to settle. */
+  async drain(timeoutMs: number, bodyTimeoutMs = MAX_BODY_GRACE_MS): Promise<void> {
     this.closing = true;
+    const uploads = setTimeout(() => {
+      for (const cancel of this.#reading) cancel.abort("shutdown");
+    }, Math.min(bodyTimeoutMs, MAX_BODY_GRACE_MS, timeoutMs));
+    uploads.unref();
     await this.#idleWithin(timeoutMs);
+    clearTimeout(uploads);
     this.#cutting = true;
     for (const cancel of this.#cancels) cancel.abort("shutdown");
     await this.#idleWithin(SETTLE_AFTER_CUT_MS);
@@ -63,10 +81,10 @@ export class Inflight {
 
 /** A request's Cancel, tracked for shutdown and aborted when its client leaves before the answer
  *  is written; `untrack` when the request's work is done. */
-export function trackRequest(event: H3Event, inflight: Inflight): { cancel: Cancel; untrack: () => void; nodeRes: ServerResponse | undefined } {
+export function trackRequest(event: H3Event, inflight: Inflight): { cancel: Cancel; untrack: () => void } {
   const cancel = new Cancel();
   const untrack = inflight.track(cancel);
-  const nodeRes = event.runtime?.node?.res as ServerResponse | undefined; // http/1.1: the server speaks no http2
-  nodeRes?.once("close", () => nodeRes.writableFinished || cancel.abort("client_abort"));
-  return { cancel, untrack, nodeRes };
+  const res = nodeResponse(event);
+  res?.once("close", () => res.writableFinished || cancel.abort("client_abort"));
+  return { cancel, untrack };
 }

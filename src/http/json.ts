@@ -1,27 +1,26 @@
-// A JSON response, as every successful JSON route sends it.
-import type { ServerResponse } from "node:http";
+// JSON answers, as every successful JSON route sends them.
 import type { H3Event } from "h3";
 import { FastResponse } from "srvx";
-import { HANDLED } from "./facts.js";
+import { nodeResponse, writeToNode, type Reply } from "./node.js";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 const JSON_HEADERS = { "content-type": JSON_TYPE };
 
-export function jsonResponse(body: unknown): Response {
-  return new FastResponse(JSON.stringify(body), { headers: JSON_HEADERS });
+export function jsonResponse(body: unknown, status = 200): Response {
+  return new FastResponse(JSON.stringify(body), { status, headers: JSON_HEADERS });
 }
 
 /** A 200 JSON answer held as parts (a large upstream answer with a few bytes changed): written to
  *  the Node response as they are, in one socket write, never joined into one copy. */
-export function sendJsonParts(event: H3Event, parts: Buffer[]): Response | typeof HANDLED {
-  const res = event.runtime?.node?.res as ServerResponse | undefined;
-  if (!res) return new FastResponse(Buffer.concat(parts), { headers: JSON_HEADERS });
-  if (res.destroyed) return HANDLED; // the client left: nobody to answer
-  let length = 0;
-  for (const part of parts) length += part.length;
-  res.writeHead(200, { "content-type": JSON_TYPE, "content-length": length });
-  // held until the server adapter ends the response (as it does for HANDLED): one socket write
-  res.cork();
-  for (const part of parts) res.write(part);
-  return HANDLED;
+export function sendJsonParts(event: H3Event, parts: Buffer[]): Promise<Reply> | Reply {
+  if (!nodeResponse(event)) return new FastResponse(Buffer.concat(parts), { headers: JSON_HEADERS });
+  return writeToNode(event, (res) => {
+    if (res.destroyed) return; // the client left: nobody to answer
+    let length = 0;
+    for (const part of parts) length += part.length;
+    res.writeHead(200, { "content-type": JSON_TYPE, "content-length": length });
+    // held until h3 ends the response: one socket write
+    res.cork();
+    for (const part of parts) res.write(part);
+  });
 }

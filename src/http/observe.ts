@@ -1,22 +1,22 @@
-// Wraps every route: request id, in-flight count, errors formatted once, one record per request
-// (for streams written straight to the socket: when the stream has ended).
+// Wraps every route: request id, in-flight count, errors formatted once (in the route's dialect),
+// one record per request (for answers written straight to the socket: when they have ended).
 import { randomUUID } from "node:crypto";
-import type { ServerResponse } from "node:http";
 import type { H3Event } from "h3";
 import type { Observer, RequestRecord } from "../observability/observer.js";
-import { errorResponse, toGatewayError } from "./errors.js";
-import { HANDLED, factsOf, type RequestFacts } from "./facts.js";
+import { shuttingDown } from "./cancel.js";
 import { applyCors } from "./cors.js";
+import { errorResponse, openAIError, toGatewayError, type ErrorFormat } from "./errors.js";
+import { factsOf, type RequestFacts } from "./facts.js";
 import type { Inflight } from "./inflight.js";
-import { shuttingDown } from "../upstream/failover.js";
+import { nodeResponse, setAnswerHeader, statusOf, type Reply } from "./node.js";
 
-export type RouteHandler = (event: H3Event) => Response | typeof HANDLED | Promise<Response | typeof HANDLED>;
+export type RouteHandler = (event: H3Event) => Reply | Promise<Reply>;
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** `cors(event)`: the Access-Control-Allow-Origin for this request, undefined when CORS does not apply. */
 export function createRouteWrapper(observer: Observer, inflight: Inflight, cors: (event: H3Event) => string | undefined = () => undefined) {
-  return function observe(route: string, handler: RouteHandler): RouteHandler {
+  return function observe(route: string, handler: RouteHandler, format: ErrorFormat = openAIError): (event: H3Event) => Promise<Reply> {
     return async (event) => {
       const started = performance.now();
       const incoming = event.req.headers.get("x-request-id");
@@ -24,13 +24,12 @@ export function createRouteWrapper(observer: Observer, inflight: Inflight, cors:
       const requestId = (facts.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID());
       // on the Node response: every answer carries it, a Response's (merged in by writeHead) and one
       // written straight to the socket alike, and no Headers object is made to add it
-      const nodeRes = event.runtime?.node?.res as ServerResponse | undefined;
-      nodeRes?.setHeader("x-request-id", requestId);
+      setAnswerHeader(event, "x-request-id", requestId);
       observer.requestStarted(route);
       inflight.enter();
       const origin = cors(event);
       if (origin) applyCors(event, origin);
-      let result: Response | typeof HANDLED;
+      let result: Reply;
       let internalError: unknown;
       try {
         // a request that arrives on a kept-alive connection during shutdown is told to go elsewhere
@@ -40,13 +39,12 @@ export function createRouteWrapper(observer: Observer, inflight: Inflight, cors:
         const error = toGatewayError(err);
         if (error.status >= 500 && error.code === "internal_error") internalError = err; // the request line carries its stack
         facts.errorCode = error.code;
-        result = errorResponse(error, inflight.closing ? { connection: "close" } : undefined);
+        result = errorResponse(error, inflight.closing ? { connection: "close" } : undefined, format);
       } finally {
         inflight.leave();
       }
-      if (result !== HANDLED && !nodeRes) result.headers.set("x-request-id", requestId);
-      const status = result === HANDLED ? (nodeRes?.statusCode ?? 200) : result.status;
-      observer.requestFinished(recordOf(facts, requestId, route, event.req.method, status, performance.now() - started, internalError));
+      if (result instanceof Response && !nodeResponse(event)) result.headers.set("x-request-id", requestId);
+      observer.requestFinished(recordOf(facts, requestId, route, event.req.method, statusOf(event, result), performance.now() - started, internalError));
       return result;
     };
   };

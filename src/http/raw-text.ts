@@ -8,15 +8,12 @@
 // for them than for everything else the gateway does with the request.
 import { randomBytes } from "node:crypto";
 import { isUtf8 } from "node:buffer";
+import { COLON, JsonScanner, QUOTE, skipSpace } from "../json/scan.js";
 
 /** bodies smaller than this are parsed as a whole: their strings are cheap */
 export const LARGE_BODY = 64 * 1024;
 /** a message content at least this long stays raw */
 export const LONG_TEXT = 16 * 1024;
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COLON = 0x3a;
 
 /** A JSON string of the request body, kept as the bytes the client sent. */
 export class RawText {
@@ -71,8 +68,7 @@ export function scanLargeBody(buf: Buffer, maxDepth: number): LargeBodyScan {
   const open: number[] = [];
   let rootKey = "";
   let messageKey = "";
-  const words = new Uint32Array(buf.buffer, 0, buf.buffer.byteLength >>> 2);
-  const ahead: Ahead = { quote: -2, backslash: -2 };
+  const scan = new JsonScanner(buf);
   for (let i = 0; i < buf.length; i++) {
     const c = buf[i]!;
     if (c === 0x7b || c === 0x5b) {
@@ -80,11 +76,11 @@ export function scanLargeBody(buf: Buffer, maxDepth: number): LargeBodyScan {
     } else if (c === 0x7d || c === 0x5d) {
       open.pop();
     } else if (c === QUOTE) {
-      const string = stringAt(buf, words, i, ahead);
-      if (!string) return undefined;
-      const { end, saved } = string;
+      const end = scan.string(i);
+      if (end < 0) return undefined;
+      const saved = scan.saved;
       const depth = open.length;
-      if (nextByte(buf, end) === COLON) {
+      if (buf[skipSpace(buf, end)] === COLON) {
         if (depth === 1 || depth === 3) {
           const key = saved > 0 ? (JSON.parse(buf.toString("utf8", i, end)) as string) : buf.toString("utf8", i + 1, end - 1);
           if (depth === 1) rootKey = key;
@@ -106,70 +102,6 @@ function mayHoldLongString(buf: Buffer): boolean {
     const quote = buf.indexOf(QUOTE, at);
     if (quote < 0 || quote >= at + window) return true;
   }
-  return false;
-}
-
-/** Where the next quote and backslash were found (-1: none left), so each is searched for once. */
-interface Ahead {
-  quote: number;
-  backslash: number;
-}
-
-/**
- * The end (after the closing quote) of the string whose opening quote is at `at`, and the bytes its
- * escapes save when decoded; undefined for an unterminated string, a bad escape or a raw control
- * character. Quotes and backslashes are found by the buffer's own search; a string dense with
- * escapes is read byte by byte instead.
- */
-function stringAt(buf: Buffer, words: Uint32Array, at: number, ahead: Ahead): { end: number; saved: number } | undefined {
-  let p = at + 1;
-  let saved = 0;
-  for (let escapes = 0; ; escapes++) {
-    if (ahead.quote < p) ahead.quote = buf.indexOf(QUOTE, p);
-    if (ahead.quote < 0) return undefined;
-    if (ahead.backslash !== -1 && ahead.backslash < p) ahead.backslash = buf.indexOf(BACKSLASH, p);
-    if (ahead.backslash === -1 || ahead.backslash > ahead.quote) break;
-    if (escapes > 32 && escapes * 16 > p - at) return bytewise(buf, p, saved);
-    const escape = escapeAt(buf, ahead.backslash);
-    if (escape === undefined) return undefined;
-    saved += escape.saved;
-    p = ahead.backslash + escape.length;
-  }
-  const end = ahead.quote + 1;
-  return hasControlByte(buf, words, at + 1, end - 1) ? undefined : { end, saved };
-}
-
-/** The rest of a string from `from`, a byte at a time (see stringAt). */
-function bytewise(buf: Buffer, from: number, saved: number): { end: number; saved: number } | undefined {
-  for (let i = from; i < buf.length; ) {
-    const c = buf[i]!;
-    if (c === QUOTE) return { end: i + 1, saved };
-    if (c < 0x20) return undefined;
-    if (c !== BACKSLASH) {
-      i++;
-      continue;
-    }
-    const escape = escapeAt(buf, i);
-    if (escape === undefined) return undefined;
-    saved += escape.saved;
-    i += escape.length;
-  }
-  return undefined;
-}
-
-/** True when a byte below 0x20 (not allowed raw in a JSON string) lies in [from, to): four at a
- *  time through `words`, a view of the buffer's whole memory. */
-function hasControlByte(buf: Buffer, words: Uint32Array, from: number, to: number): boolean {
-  const offset = buf.byteOffset;
-  let i = from;
-  while (i < to && ((offset + i) & 3) !== 0) if (buf[i++]! < 0x20) return true;
-  const stop = (offset + to) >>> 2;
-  for (let w = (offset + i) >>> 2; w < stop; w++) {
-    const x = words[w]!;
-    // non-zero exactly when some byte of x is below 0x20
-    if (((x - 0x20202020) & ~x & 0x80808080) !== 0) return true;
-  }
-  for (i = Math.max(i, stop * 4 - offset); i < to; i++) if (buf[i]! < 0x20) return true;
   return false;
 }
 
@@ -202,44 +134,6 @@ function withRawTexts(buf: Buffer, raws: RawText[]): LargeBodyScan {
     }
   }
   return found === raws.length ? { value } : undefined;
-}
-
-/** The escape at `at` (a backslash): its length in the body and the bytes it saves when decoded. */
-function escapeAt(buf: Buffer, at: number): { length: number; saved: number } | undefined {
-  const c = buf[at + 1];
-  if (c === undefined) return undefined;
-  if (c !== 0x75) return SIMPLE_ESCAPES.has(c) ? SIMPLE : undefined;
-  const unit = hex4(buf, at + 2);
-  if (unit < 0) return undefined;
-  // a surrogate pair is 12 bytes escaped, 4 in UTF-8; a lone surrogate is written as 3 (U+FFFD)
-  if (unit >= 0xd800 && unit < 0xdc00 && buf[at + 6] === BACKSLASH && buf[at + 7] === 0x75) {
-    const low = hex4(buf, at + 8);
-    if (low >= 0xdc00 && low < 0xe000) return { length: 12, saved: 8 };
-  }
-  return { length: 6, saved: 6 - (unit < 0x80 ? 1 : unit < 0x800 ? 2 : 3) };
-}
-
-const SIMPLE = { length: 2, saved: 1 };
-const SIMPLE_ESCAPES = new Set([...'"\\/bfnrt'].map((ch) => ch.charCodeAt(0)));
-
-/** The four hex digits at `at` as a number; -1 if they are not four hex digits. */
-function hex4(buf: Buffer, at: number): number {
-  let unit = 0;
-  for (let i = at; i < at + 4; i++) {
-    const c = buf[i];
-    const digit = c === undefined ? -1 : c >= 0x30 && c <= 0x39 ? c - 0x30 : (c | 0x20) >= 0x61 && (c | 0x20) <= 0x66 ? (c | 0x20) - 0x57 : -1;
-    if (digit < 0) return -1;
-    unit = unit * 16 + digit;
-  }
-  return unit;
-}
-
-function nextByte(buf: Buffer, from: number): number | undefined {
-  for (let i = from; i < buf.length; i++) {
-    const c = buf[i]!;
-    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return c;
-  }
-  return undefined;
 }
 
 /** A payload as the JSON body sent to a model; raw texts (only ever a `messages[i].content`) are

@@ -3,7 +3,9 @@
 // start wait for close(), and pino writes what is left synchronously on any other exit, so nothing
 // logged is lost. Human-readable lines (pino-pretty) only when asked: `--pretty`, or a terminal as
 // the destination — and only where pino-pretty is installed.
+import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
+import { dirname } from "node:path";
 import { pino, type DestinationStream, type Logger as PinoLogger } from "pino";
 
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
@@ -86,15 +88,13 @@ interface Output {
 
 function jsonOutput(destination: string): Output {
   const boom = pino.destination({
-    dest: fdOf(destination) ?? destination,
+    ...fileOptions(destination),
     sync: false,
     minLength: BATCH_BYTES,
     maxWrite: MAX_WRITE_BYTES,
     maxLength: MAX_BUFFERED_BYTES,
     // buffers, not one growing string: sonic-boom measures a string batch's bytes at every write
     contentMode: "buffer",
-    mkdir: true,
-    append: true,
   }) as SonicBoom;
   let closed = false;
   let timer: NodeJS.Timeout | undefined;
@@ -149,11 +149,24 @@ function prettyOutput(destination: string): Output {
     return { ...jsonOutput(destination), notice: "pretty logs need the pino-pretty package (a development dependency): logging JSON" };
   }
   // pretty lines are for a person watching: written at once, in order
-  const boom = pino.destination({ dest: fdOf(destination) ?? destination, sync: true, mkdir: true, append: true }) as SonicBoom;
+  const boom = pino.destination({ ...fileOptions(destination), sync: true }) as SonicBoom;
   return {
     stream: { write: (line: string) => void (boom.destroyed || boom.write(prettify(line))) },
     close: () => (fdOf(destination) === undefined ? endFile(boom) : Promise.resolve()),
   };
+}
+
+/** Where lines go: stdout or stderr, or a file appended to — readable by the gateway's user only,
+ *  created 0600 in a folder created 0700 (request lines name keys and apps: docs/operations.md#files). */
+function fileOptions(destination: string): { dest: string | number; append: true; mode?: number } {
+  const fd = fdOf(destination);
+  if (fd !== undefined) return { dest: fd, append: true };
+  try {
+    mkdirSync(dirname(destination), { recursive: true, mode: 0o700 });
+  } catch {
+    // opening the file then fails too, reported by the destination's error handler
+  }
+  return { dest: destination, append: true, mode: 0o600 };
 }
 
 function fdOf(destination: string): number | undefined {

@@ -1,19 +1,8 @@
 // What the gateway reports about its work. Metrics and the request log both listen here, so the
 // request pipeline reports each fact once and never knows who consumes it.
 
-export type UpstreamOutcome =
-  | "ok"
-  | "http_error"
-  | "unreachable"
-  | "timeout"
-  | "stream_cut"
-  | "aborted"
-  | "rate_limited"
-  | "auth_failed"
-  | "rejected"
-  | "busy"
-  | "too_large"
-  | "shutdown";
+export type { UpstreamOutcome } from "../http/errors.js";
+import type { UpstreamOutcome } from "../http/errors.js";
 export type ShareCallbackKind = "init" | "start" | "finish";
 export type ShareCallbackOutcome = "success" | "rejected" | "error" | "retry" | "dropped";
 

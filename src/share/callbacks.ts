@@ -1,6 +1,7 @@
 // The operator's identity callbacks for share links (CONTRACTS §6, seed 4.2–4.3): `init` and
 // `start` ask the operator's server whether a user may go on and who they are; `finish` reports
 // each answer in the background, bounded and retried. Errors never carry the token or the host.
+import { hash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { createFetch } from "ofetch";
 import type { ShareLinkConfig } from "../config/schema.js";
@@ -10,7 +11,8 @@ import { createWorkQueue } from "./finish-queue.js";
 import { isValidUid, validateUid } from "./links.js";
 
 export interface ShareAuth {
-  /** The user's uid for a share-link initialisation (cached briefly per link and token). */
+  /** The user's uid for a share-link initialisation (cached briefly per link and token; a failure
+   *  is remembered more briefly, and one token asked about many times at once is one call). */
   init(link: ShareLinkConfig, token: string): Promise<string>;
   /** Asks the operator before each chat; the uid to store the chat under. */
   start(link: ShareLinkConfig, token: string, question: string): Promise<string>;
@@ -32,12 +34,23 @@ export interface ShareAuthOptions {
   finishBackoffMs?: number;
   /** how long a successful init is remembered (default 60 s) */
   initCacheTtlMs?: number;
+  /** how long a failed init (refused, unanswered, a bad uid) is remembered (default 10 s) */
+  failedInitTtlMs?: number;
+  /** the clock of those memories (default performance.now) */
+  now?: () => number;
   fetch?: typeof globalThis.fetch;
 }
 
 interface FinishJob {
   link: ShareLinkConfig;
   body: { token: string; appName: string; responseData: unknown[] };
+}
+
+/** What a failed init answered, to answer a repeat with (no stack, no token). */
+interface FailedInit {
+  status: number;
+  code: string;
+  message: string;
 }
 
 interface VerifyData {
@@ -48,6 +61,7 @@ type Verdict = { kind: "passed"; data: VerifyData } | { kind: "rejected"; messag
 
 const FINISH_CONCURRENCY = 8;
 const INIT_CACHE_MAX = 5000;
+const FAILED_INIT_TTL_MS = 10_000;
 const INIT_UID_TTL_MS = 24 * 60 * 60 * 1000;
 const MAX_MESSAGE_CHARS = 500;
 const GENERIC_REJECTION = "Identity verification failed";
@@ -66,7 +80,13 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
   const retries = opts.finishRetries ?? 3;
   const backoffMs = opts.finishBackoffMs ?? 500;
   const $fetch = createFetch({ fetch: opts.fetch ?? globalThis.fetch });
-  const initCache = new LRUCache<string, string>({ max: INIT_CACHE_MAX, ttl: opts.initCacheTtlMs ?? 60_000 });
+  const clock = opts.now && { perf: { now: opts.now }, ttlResolution: 0 };
+  const initCache = new LRUCache<string, string>({ max: INIT_CACHE_MAX, ttl: opts.initCacheTtlMs ?? 60_000, ...clock });
+  // a made-up token sent again is answered from here, not by another call to the operator; keyed by
+  // the token's digest, so the memory of a failure holds no token
+  const failedInits = new LRUCache<string, FailedInit>({ max: INIT_CACHE_MAX, ttl: opts.failedInitTtlMs ?? FAILED_INIT_TTL_MS, ...clock });
+  /** inits in flight: the same token sent many times at once is one call */
+  const asking = new Map<string, Promise<string>>();
   // what init answered for a token, kept longer than the init cache: a start without uid falls back to it
   const initUids = new LRUCache<string, string>({ max: INIT_CACHE_MAX * 4, ttl: INIT_UID_TTL_MS });
   const uidKey = (link: ShareLinkConfig, token: string) => `${link.shareId}\n${token}`;
@@ -83,6 +103,8 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
         baseURL: link.authHost,
         method: "POST",
         body,
+        // a redirect would send the token to whatever host it names: it is a failed check, never followed
+        redirect: "manual",
         retry: false,
         ignoreResponseError: true,
         parseResponse: JSON.parse, // a reply that is not JSON is a broken server, not a rejection
@@ -118,10 +140,11 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
 
   async function sendFinish(job: FinishJob): Promise<void> {
     try {
-      await $fetch.raw("/shareAuth/finish", {
+      const res = await $fetch.raw("/shareAuth/finish", {
         baseURL: job.link.authHost,
         method: "POST",
         body: job.body,
+        redirect: "manual",
         responseType: "text",
         retry: retries,
         // ofetch calls this once per retry it is about to make: the one place to count retries
@@ -136,10 +159,19 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
           ctx.options.signal = callSignal(job.link);
         },
       });
-      observer.shareCallback("finish", "success");
+      observer.shareCallback("finish", isRedirect(res.status) ? "error" : "success");
     } catch {
       observer.shareCallback("finish", "error");
     }
+  }
+
+  /** The operator's uid for a token, remembered for the init cache and start's fallback. */
+  async function askInit(link: ShareLinkConfig, token: string, key: string): Promise<string> {
+    const data = await verify("init", link, "/shareAuth/init", { token });
+    const uid = acceptUid("init", data.uid);
+    initCache.set(key, uid);
+    initUids.set(uidKey(link, token), uid);
+    return uid;
   }
 
   const finishQueue = createWorkQueue(sendFinish, {
@@ -153,11 +185,19 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
       const key = `${link.shareId}\n${link.authHost}\n${token}`;
       const cached = initCache.get(key);
       if (cached !== undefined) return cached;
-      const data = await verify("init", link, "/shareAuth/init", { token });
-      const uid = acceptUid("init", data.uid);
-      initCache.set(key, uid);
-      initUids.set(uidKey(link, token), uid);
-      return uid;
+      const failedKey = `${link.shareId}\n${link.authHost}\n${hash("sha256", token, "base64url")}`;
+      const failed = failedInits.get(failedKey);
+      if (failed) throw new GatewayError(failed.status, failed.code, failed.message);
+      let pending = asking.get(failedKey);
+      if (!pending) {
+        pending = askInit(link, token, key).catch((err: unknown) => {
+          if (err instanceof GatewayError) failedInits.set(failedKey, { status: err.status, code: err.code, message: err.message });
+          throw err;
+        });
+        asking.set(failedKey, pending);
+        pending.finally(() => asking.delete(failedKey)).catch(() => {});
+      }
+      return pending;
     },
 
     async start(link, token, question) {
@@ -193,6 +233,7 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
  * operator refused, or "broken" when the reply is no verification answer at all.
  */
 function readVerdict(status: number, reply: unknown): Verdict {
+  if (isRedirect(status)) return { kind: "broken" };
   const ok = status >= 200 && status < 300;
   if (!isRecord(reply)) return { kind: "broken" };
   if (reply.success === true) {
@@ -202,6 +243,8 @@ function readVerdict(status: number, reply: unknown): Verdict {
   if (!ok && reply.success !== false) return { kind: "broken" };
   return { kind: "rejected", message: pickMessage(reply.message) ?? pickMessage(reply.msg) ?? GENERIC_REJECTION };
 }
+
+const isRedirect = (status: number) => status >= 300 && status < 400;
 
 function pickMessage(value: unknown): string | undefined {
   if (typeof value !== "string" || value.trim() === "") return undefined;

@@ -18,11 +18,15 @@ export function resolveShareLink(links: Map<string, ShareLinkConfig>, shareId: u
   return link;
 }
 
+/** The 403 of a chat that belongs to someone else. */
+export function chatNotOwned(param?: string): GatewayError {
+  return new GatewayError(403, "chat_not_owned", "This chat belongs to another user.", { param });
+}
+
 /** A 403 unless the chat belongs to this share-link user (an app-key chat belongs to none). */
 export function assertChatOwner(chat: ChatInfo, shareId: string, uid: string | undefined, param?: string): void {
-  if (chat.owner?.shareId !== shareId || chat.owner.uid !== uid) {
-    throw new GatewayError(403, "chat_not_owned", "This chat belongs to another user.", { param });
-  }
+  const owner = chat.owner;
+  if (!owner || !("shareId" in owner) || owner.shareId !== shareId || owner.uid !== uid) throw chatNotOwned(param);
 }
 
 /** True when `uid` is a usable share-link user id: a non-empty string of at most 255 UTF-8 bytes without `|`, `\` or `/`. */

@@ -1,20 +1,21 @@
 // The share-link chat window: GET /chat/share (one static page; it reads shareId and authToken from
 // its own URL, so it is the same for every link) and GET /chat/share/window.js (its script: the
-// sources in ./window bundled with marked and DOMPurify by esbuild, in memory, on the first request
-// — so `npm start`, `npm run dev` and the tests all serve the same bundle, and no CDN is involved).
+// sources in ./window bundled with marked and DOMPurify, see ./window-bundle.ts). The build writes
+// the bundle beside this module and the built gateway reads it once, at start; run from the sources
+// it is bundled on the first request. Either way the gateway serves it itself: no CDN is involved.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
+import type { ServerConfig } from "../config/schema.js";
+import { WINDOW_BUNDLE_FILE, bundleShareWindow } from "./window-bundle.js";
 
 const PAGE = readFileSync(new URL("./page.html", import.meta.url), "utf8");
 const style = /<style>([\s\S]*?)<\/style>/.exec(PAGE)?.[1] ?? "";
-const WINDOW_ENTRY = fileURLToPath(new URL("./window/main.js", import.meta.url));
 
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("base64");
 
 // scripts only from this gateway, the page's own style only (by hash), fetches only to itself
-const CONTENT_SECURITY_POLICY = [
+const BASE_POLICY = [
   "default-src 'none'",
   "script-src 'self'",
   `style-src 'sha256-${sha256(style)}'`,
@@ -22,53 +23,56 @@ const CONTENT_SECURITY_POLICY = [
   "img-src 'self' data:",
   "base-uri 'none'",
   "form-action 'none'",
-].join("; ");
-
-const PAGE_HEADERS = {
-  "content-type": "text/html; charset=utf-8",
-  "cache-control": "no-store",
-  "content-security-policy": CONTENT_SECURITY_POLICY,
-  // the URL carries the user's authToken: never send it on as a Referer
-  "referrer-policy": "no-referrer",
-  "x-content-type-options": "nosniff",
-};
+];
 
 interface Bundle {
   code: string;
   etag: string;
 }
 
-let bundle: Promise<Bundle> | undefined;
+/** A module run from src/ (tsx, `npm run dev`, the tests): no build wrote the bundle beside it. */
+const FROM_SOURCES = import.meta.url.endsWith(".ts");
 
-/** The window's script, bundled once per process; a failed build is tried again on the next request. */
+let bundle: Promise<Bundle> | undefined = FROM_SOURCES ? undefined : Promise.resolve(readBuiltBundle());
+
+function withEtag(code: string): Bundle {
+  return { code, etag: `"${sha256(code).slice(0, 27)}"` };
+}
+
+/** The bundle `npm run build` wrote; its absence stops the start (a build that did not finish). */
+function readBuiltBundle(): Bundle {
+  const file = new URL(`./${WINDOW_BUNDLE_FILE}`, import.meta.url);
+  try {
+    return withEtag(readFileSync(file, "utf8"));
+  } catch (err) {
+    throw new Error(`the share window's script ${fileURLToPath(file)} is missing: run \`npm run build\``, { cause: err });
+  }
+}
+
+/** The window's script: the built one, or bundled once per process from the sources (a failed
+ *  bundling is tried again on the next request). */
 function loadBundle(): Promise<Bundle> {
-  bundle ??= buildWindow().catch((err: unknown) => {
+  bundle ??= bundleShareWindow().then(withEtag, (err: unknown) => {
     bundle = undefined;
     throw err;
   });
   return bundle;
 }
 
-async function buildWindow(): Promise<Bundle> {
-  const result = await build({
-    entryPoints: [WINDOW_ENTRY],
-    bundle: true,
-    write: false,
-    minify: true,
-    format: "iife",
-    platform: "browser",
-    // browsers of the last few years, phones included
-    target: "es2020",
-    legalComments: "none",
-    logLevel: "silent",
-  });
-  const code = result.outputFiles[0]!.text;
-  return { code, etag: `"${sha256(code).slice(0, 27)}"` };
-}
-
-export function sharePageResponse(): Response {
-  void loadBundle().catch(() => {}); // the script is asked for next: start building it now
-  return new Response(PAGE, { headers: PAGE_HEADERS });
+/** The page's answer under one config: `frameAncestors` says who may show it in a frame. */
+export function createSharePage(config: ServerConfig["sharePage"]): () => Response {
+  const headers = {
+    "content-type": "text/html; charset=utf-8",
+    "cache-control": "no-store",
+    "content-security-policy": [...BASE_POLICY, `frame-ancestors ${config.frameAncestors.join(" ")}`].join("; "),
+    // the URL carries the user's authToken: never send it on as a Referer
+    "referrer-policy": "no-referrer",
+    "x-content-type-options": "nosniff",
+  };
+  return () => {
+    void loadBundle().catch(() => {}); // the script is asked for next: from the sources, bundle it now
+    return new Response(PAGE, { headers });
+  };
 }
 
 /** The window's script; revalidated on each load (an ETag), so a new gateway version is seen at once. */

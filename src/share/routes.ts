@@ -2,13 +2,15 @@
 // window page. Tokens travel in JSON bodies so they stay out of URLs and access logs.
 import type { H3Event } from "h3";
 import { z } from "zod";
-import type { ShareLinkConfig } from "../config/schema.js";
+import type { ClusterState } from "../cluster/types.js";
+import type { ServerConfig, ShareLinkConfig } from "../config/schema.js";
 import { notFound } from "../http/errors.js";
 import { parseBody } from "../http/validation.js";
-import type { ChatOwner, Store } from "../store/types.js";
+import type { ShareUser, Store } from "../store/types.js";
+import { createShareApiRate } from "./api-rate.js";
 import type { ShareAuth } from "./callbacks.js";
-import { assertChatOwner, resolveShareLink } from "./links.js";
-import { sharePageResponse } from "./page.js";
+import { chatNotOwned, resolveShareLink } from "./links.js";
+import { createSharePage } from "./page.js";
 
 export interface ShareRoutesDeps {
   links: Map<string, ShareLinkConfig>;
@@ -18,6 +20,12 @@ export interface ShareRoutesDeps {
   now?: () => number;
   /** The request body as JSON (the gateway's body limit and parse errors apply). */
   readJson: (event: H3Event) => Promise<unknown>;
+  /** holds the API's rate windows, per link and per client address */
+  state: ClusterState;
+  /** `trustProxy` finds the client's address, `shareApiQpm` is its calls a minute */
+  server: Pick<ServerConfig, "trustProxy" | "shareApiQpm">;
+  /** `server.sharePage`: the chat window page's frame policy */
+  page: ServerConfig["sharePage"];
 }
 
 export interface ShareRoutes {
@@ -50,6 +58,9 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 const LIST_LIMIT = 20;
 const LIST_WINDOW_MS = 30 * DAY_MS;
 const MAX_CHAT_MESSAGES = 1000;
+// docs/store.md#record-pull: a pulled chat's messages hold at most 8 MiB of text (the newest whole
+// rounds), so one pull cannot make the gateway read and send a history of any size
+const MAX_CHAT_BYTES = 8 * 1024 * 1024;
 
 const userBody = z.object({
   shareId: z.string().min(1).max(64),
@@ -59,45 +70,48 @@ const chatBody = userBody.extend({ chatId: z.string().min(1).max(255) });
 
 export function createShareRoutes(deps: ShareRoutesDeps): ShareRoutes {
   const now = deps.now ?? Date.now;
+  const admitCall = createShareApiRate({ state: deps.state, server: deps.server });
 
   /** The link and the user's uid; the operator's init callback (cached) maps a token to a uid. */
-  async function identify(body: z.infer<typeof userBody>) {
+  async function identify(event: H3Event, body: z.infer<typeof userBody>) {
     const link = resolveShareLink(deps.links, body.shareId, now());
+    // counted before the operator is asked: made-up tokens must not make the gateway a token oracle
+    await admitCall(event, link, now());
     const uid = await deps.auth.init(link, body.outLinkUid);
-    const owner: ChatOwner = { shareId: link.shareId, uid };
+    const owner: ShareUser = { shareId: link.shareId, uid };
     return { link, owner };
   }
   const readBody = async <S extends z.ZodType>(event: H3Event, schema: S) =>
     parseBody(schema, await deps.readJson(event));
 
-  const listChats = (owner: ChatOwner) =>
+  const listChats = (owner: ShareUser) =>
     deps.store.listChats(owner, { since: now() - LIST_WINDOW_MS, limit: LIST_LIMIT });
 
   return {
     async init(event) {
-      const { link, owner } = await identify(await readBody(event, userBody));
+      const { link, owner } = await identify(event, await readBody(event, userBody));
       const appName = deps.apps.get(link.appId)?.name ?? link.appId;
       return { shareId: link.shareId, appName, uid: owner.uid, chats: await listChats(owner) };
     },
 
     async chats(event) {
-      const { owner } = await identify(await readBody(event, userBody));
+      const { owner } = await identify(event, await readBody(event, userBody));
       return { chats: await listChats(owner) };
     },
 
     async chat(event) {
       const { chatId, ...user } = await readBody(event, chatBody);
-      const { link, owner } = await identify(user);
-      // the chat and its messages in one read; the messages are shown only to the chat's owner
-      const found = await deps.store.getChatWithMessages(link.appId, chatId, MAX_CHAT_MESSAGES);
-      if (!found) throw notFound("chat_not_found", "This chat does not exist.");
-      assertChatOwner(found.chat, owner.shareId, owner.uid);
+      const { link, owner } = await identify(event, user);
+      // the chat and its messages in one read; the owner is checked before any message is read
+      const found = await deps.store.openChat(link.appId, chatId, owner, { limit: MAX_CHAT_MESSAGES, maxBytes: MAX_CHAT_BYTES, create: false });
+      if (found.status === "missing") throw notFound("chat_not_found", "This chat does not exist.");
+      if (found.status === "not_owned") throw chatNotOwned();
       return {
         chatId,
         messages: found.messages.map(({ role, content, createdAt }) => ({ role, content, createdAt })),
       };
     },
 
-    page: () => sharePageResponse(),
+    page: createSharePage(deps.page),
   };
 }

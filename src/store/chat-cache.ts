@@ -3,29 +3,39 @@
 // Safe because the SQLite store is owned by one gateway process (store/sqlite-guard.ts); the
 // postgres store, which several instances share, keeps no such cache (see store/postgres.ts).
 import { LRUCache } from "lru-cache";
-import type { AppendRoundInput, ChatInfo, ChatMessage } from "./types.js";
+import { titleFrom, type StoredRound } from "./rows.js";
+import type { AppendRoundInput, ChatInfo } from "./types.js";
 
 /** Messages kept per chat: more than any app's history asks for in practice (history 6 = 12). */
 export const CACHED_MESSAGES = 64;
 const MAX_BYTES = 64 * 1024 * 1024;
 const MAX_CHATS = 20_000;
 
+/** What a chat row says: its info, and whether it has no round yet (opened, not written to). */
+export interface ChatHead {
+  info: ChatInfo;
+  empty: boolean;
+}
+
 interface Entry {
   /** undefined: not read yet; null: the chat does not exist */
-  info?: ChatInfo | null;
-  /** the chat's last messages, oldest first; undefined: not read yet */
-  messages?: ChatMessage[];
-  /** `messages` holds the whole chat */
+  head?: ChatHead | null;
+  /** the chat's last whole rounds, oldest first; undefined: not read yet */
+  rounds?: StoredRound[];
+  /** messages in `rounds` */
+  messages: number;
+  /** `rounds` holds the whole chat */
   complete?: boolean;
-  /** approximate bytes held, kept up to date as messages come and go */
+  /** approximate bytes held, kept up to date as rounds come and go */
   bytes: number;
   /** approximate bytes of the info's variables */
   infoBytes?: number;
 }
 
 const ENTRY_BYTES = 64;
-const messageBytes = (m: ChatMessage) => 32 + m.content.length * 2;
-const sumBytes = (messages: ChatMessage[]) => messages.reduce((n, m) => n + messageBytes(m), ENTRY_BYTES);
+const sideBytes = (text: string | null) => (text === null ? 0 : 32 + text.length * 2);
+const roundBytes = (r: StoredRound) => sideBytes(r.user) + sideBytes(r.assistant);
+const messageCount = (r: StoredRound) => (r.user === null ? 0 : 1) + (r.assistant === null ? 0 : 1);
 
 export function createChatCache() {
   const entries = new LRUCache<string, Entry>({
@@ -34,45 +44,64 @@ export function createChatCache() {
     sizeCalculation: (e) => e.bytes + (e.infoBytes ?? 0),
   });
   const keyOf = (appId: string, chatId: string) => `${appId}\u0000${chatId}`;
-  const entry = (appId: string, chatId: string): Entry => entries.get(keyOf(appId, chatId)) ?? { bytes: ENTRY_BYTES };
+  const entry = (appId: string, chatId: string): Entry => entries.get(keyOf(appId, chatId)) ?? { messages: 0, bytes: ENTRY_BYTES };
   const save = (appId: string, chatId: string, e: Entry) => entries.set(keyOf(appId, chatId), e);
 
+  /** Drops the oldest rounds past CACHED_MESSAGES messages; false when any was dropped. */
+  function trim(e: Entry): boolean {
+    let kept = true;
+    while (e.rounds!.length > 0 && e.messages > CACHED_MESSAGES) {
+      const dropped = e.rounds!.shift()!;
+      e.messages -= messageCount(dropped);
+      e.bytes -= roundBytes(dropped);
+      kept = false;
+    }
+    return kept;
+  }
+
   return {
-    info: (appId: string, chatId: string) => entries.get(keyOf(appId, chatId))?.info,
-    /** `variablesChars`: the length of the variables' JSON, for the size bound */
-    setInfo(appId: string, chatId: string, info: ChatInfo | null, variablesChars = 0) {
-      save(appId, chatId, { ...entry(appId, chatId), info, infoBytes: variablesChars * 2 });
+    head: (appId: string, chatId: string) => entries.get(keyOf(appId, chatId))?.head,
+    /** `variablesChars`: the length of the variables' JSON, for the size bound; undefined: unknown */
+    setHead(appId: string, chatId: string, head: ChatHead | null | undefined, variablesChars = 0) {
+      save(appId, chatId, { ...entry(appId, chatId), head, infoBytes: variablesChars * 2 });
     },
-    /** The last `limit` messages when the cache can answer, else undefined. */
-    messages(appId: string, chatId: string, limit: number): ChatMessage[] | undefined {
+    /** The chat's last rounds, holding at least `limit` messages or the whole chat, when the cache
+     *  has them; else undefined. */
+    rounds(appId: string, chatId: string, limit: number): StoredRound[] | undefined {
       const e = entries.get(keyOf(appId, chatId));
-      if (!e?.messages || (!e.complete && e.messages.length < limit)) return undefined;
-      return e.messages.slice(-limit);
+      if (!e?.rounds || (!e.complete && e.messages < limit)) return undefined;
+      return e.rounds;
     },
-    setMessages(appId: string, chatId: string, messages: ChatMessage[], complete: boolean) {
-      save(appId, chatId, { ...entry(appId, chatId), messages, complete, bytes: sumBytes(messages) });
+    /** `complete`: `rounds` are all the chat has */
+    setRounds(appId: string, chatId: string, rounds: StoredRound[], complete: boolean) {
+      const e: Entry = { ...entry(appId, chatId), rounds: [...rounds], messages: 0, bytes: ENTRY_BYTES };
+      for (const r of rounds) {
+        e.messages += messageCount(r);
+        e.bytes += roundBytes(r);
+      }
+      e.complete = trim(e) && complete;
+      save(appId, chatId, e);
     },
     /** A round was committed: update what is cached of its chat (nothing is cached for a new one).
      *  `variablesJson`: the variables as stored, when the round replaced them. */
     appended(r: AppendRoundInput, variablesJson?: string) {
       const e = entries.get(keyOf(r.appId, r.chatId));
       if (!e) return;
-      if (e.info) {
-        e.info = { ...e.info, updatedAt: Math.max(e.info.updatedAt, r.at) };
+      if (e.head) {
+        const info = { ...e.head.info, updatedAt: Math.max(e.head.info.updatedAt, r.at) };
+        if (e.head.empty) info.title = titleFrom(r.user);
         if (r.variables && variablesJson !== undefined) {
-          e.info.variables = r.variables;
+          info.variables = r.variables;
           e.infoBytes = variablesJson.length * 2;
         }
-      } else if (e.info === null) e.info = undefined; // created just now: read it again when asked
-      if (e.messages) {
-        const user: ChatMessage = { role: "user", content: r.user, createdAt: r.at };
-        const assistant: ChatMessage = { role: "assistant", content: r.assistant, createdAt: r.at };
-        e.messages.push(user, assistant);
-        e.bytes += messageBytes(user) + messageBytes(assistant);
-        if (e.messages.length > CACHED_MESSAGES) {
-          for (const dropped of e.messages.splice(0, e.messages.length - CACHED_MESSAGES)) e.bytes -= messageBytes(dropped);
-          e.complete = false;
-        }
+        e.head = { info, empty: false };
+      } else if (e.head === null) e.head = undefined; // created just now: read it again when asked
+      if (e.rounds) {
+        const round: StoredRound = { user: r.user, assistant: r.assistant, createdAt: r.at };
+        e.rounds.push(round);
+        e.messages += 2;
+        e.bytes += roundBytes(round);
+        if (!trim(e)) e.complete = false;
       }
       save(r.appId, r.chatId, e);
     },

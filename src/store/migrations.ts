@@ -121,6 +121,38 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE chats ADD COLUMN variables TEXT;
   `,
+  // 6: a chat records its creator: share_id/uid (share-link users, as before) or key_name (an app
+  //    key). Chats made through app keys before this version have neither: they stay owned by
+  //    nobody in particular, which any key of their app may use, as before (docs/store.md#chat-ownership).
+  //    A chat opened before its first round has no last_round_id and is not listed.
+  //    Usage rows say why the answer ended. share_uids: the uid a share link's init callback gave
+  //    for a token, by the token's digest. responses: Responses API responses kept until expires_at.
+  `
+  ALTER TABLE chats ADD COLUMN key_name TEXT;
+  ALTER TABLE usage ADD COLUMN finish_reason TEXT;
+
+  CREATE TABLE share_uids (
+    share_id     TEXT    NOT NULL,
+    token_digest TEXT    NOT NULL,
+    uid          TEXT    NOT NULL,
+    at           INTEGER NOT NULL,
+    PRIMARY KEY (share_id, token_digest)
+  );
+  CREATE INDEX share_uids_by_at ON share_uids (at);
+
+  CREATE TABLE responses (
+    app_id      TEXT    NOT NULL,
+    id          TEXT    NOT NULL,
+    key_name    TEXT,
+    created_at  INTEGER NOT NULL,
+    expires_at  INTEGER NOT NULL,
+    previous_id TEXT,
+    input       TEXT    NOT NULL,
+    output      TEXT    NOT NULL,
+    PRIMARY KEY (app_id, id)
+  );
+  CREATE INDEX responses_by_expiry ON responses (expires_at);
+  `,
 ];
 
 /** Brings the database to the latest schema version; refuses a database made by a newer build. */

@@ -73,6 +73,36 @@ export const PG_MIGRATIONS: readonly string[] = [
     last_used_at bigint NOT NULL
   );
   `,
+  // 2: as SQLite's version 6: a chat's creator (key_name beside share_id/uid; chats made through app
+  //    keys before have neither and stay owned by nobody in particular, docs/store.md#chat-ownership;
+  //    a chat opened before its first round has rounds = 0 and is not listed), why each answer
+  //    ended, the uids of share-link tokens by digest, and Responses API responses.
+  `
+  ALTER TABLE chats ADD COLUMN key_name text;
+  ALTER TABLE usage ADD COLUMN finish_reason text;
+
+  CREATE TABLE share_uids (
+    share_id     text   NOT NULL,
+    token_digest text   NOT NULL,
+    uid          text   NOT NULL,
+    at           bigint NOT NULL,
+    PRIMARY KEY (share_id, token_digest)
+  );
+  CREATE INDEX share_uids_by_at ON share_uids (at);
+
+  CREATE TABLE responses (
+    app_id      text   NOT NULL,
+    id          text   NOT NULL,
+    key_name    text,
+    created_at  bigint NOT NULL,
+    expires_at  bigint NOT NULL,
+    previous_id text,
+    input       text   NOT NULL,
+    output      text   NOT NULL,
+    PRIMARY KEY (app_id, id)
+  );
+  CREATE INDEX responses_by_expiry ON responses (expires_at);
+  `,
 ];
 
 /** Any constant: the advisory lock every Sluice instance takes around its migration. */

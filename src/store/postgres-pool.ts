@@ -40,8 +40,9 @@ export interface PgPool {
    *  the store gave up on (a server that stopped answering) is rolled back with its connection,
    *  never committed when the server wakes up after the caller was told 503. */
   write<R>(q: PgQuery, values: unknown[]): Promise<R[]>;
-  /** Several writing statements in one such transaction, all sent at once: written whole or not at all. */
-  writeAll(writes: PgWrite[]): Promise<void>;
+  /** Several writing statements in one such transaction, all sent at once: written whole or not at
+   *  all. The rows of each statement, in their order. */
+  writeAll(writes: PgWrite[]): Promise<unknown[][]>;
   /** A read-only statement allowed REPORT_TIMEOUT_MS (the usage report). */
   report<R>(q: PgQuery, values: unknown[]): Promise<R[]>;
   /** Resolves once the server answers (and the schema is current). */
@@ -81,8 +82,8 @@ export function createPgPool(url: string): PgPool {
   }
 
   /** `statements` in a transaction that `begin` opens: all sent at once (the connections pipeline),
-   *  COMMIT sent once every statement's rows are back; the rows of the last one. */
-  async function inTransaction<R>(begin: string, statements: Array<pg.QueryConfig & { query_timeout?: number }>): Promise<R[]> {
+   *  COMMIT sent once every statement's rows are back; the rows of each. */
+  async function inTransaction(begin: string, statements: Array<pg.QueryConfig & { query_timeout?: number }>): Promise<unknown[][]> {
     let client: pg.PoolClient | undefined;
     try {
       await ready();
@@ -95,7 +96,7 @@ export function createPgPool(url: string): PgPool {
       await client.query("COMMIT");
       client.off("error", ignore);
       client.release();
-      return results[results.length - 1]!.rows.map(fromDbRow) as R[];
+      return results.slice(1).map((result) => result.rows.map(fromDbRow));
     } catch (err) {
       // mid-transaction or broken: never handed back to the pool
       client?.release(true);
@@ -105,12 +106,14 @@ export function createPgPool(url: string): PgPool {
 
   return {
     read,
-    write: (q, values) => inTransaction("BEGIN", [{ name: q.name, text: q.text, values: values.map(toDb) }]),
-    writeAll: (writes) => inTransaction("BEGIN", writes.map(({ q, values }) => ({ name: q.name, text: q.text, values: values.map(toDb) }))).then(() => undefined),
-    report: (q, values) =>
-      inTransaction(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${REPORT_TIMEOUT_MS}`, [
-        { text: q.text, values: values.map(toDb), query_timeout: REPORT_TIMEOUT_MS + QUERY_TIMEOUT_MS },
-      ]),
+    write: async <R>(q: PgQuery, values: unknown[]) => (await inTransaction("BEGIN", [{ name: q.name, text: q.text, values: values.map(toDb) }]))[0] as R[],
+    writeAll: (writes) => inTransaction("BEGIN", writes.map(({ q, values }) => ({ name: q.name, text: q.text, values: values.map(toDb) }))),
+    report: async <R>(q: PgQuery, values: unknown[]) =>
+      (
+        await inTransaction(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${REPORT_TIMEOUT_MS}`, [
+          { text: q.text, values: values.map(toDb), query_timeout: REPORT_TIMEOUT_MS + QUERY_TIMEOUT_MS },
+        ])
+      )[0] as R[],
     ping: () => read({ name: "ping", text: "SELECT 1" }, []).then(() => undefined),
     close: () => pool.end(),
   };

@@ -12,27 +12,36 @@ const MAX_BATCH = 512;
 
 interface Job<T> {
   item: T;
-  resolve: () => void;
+  resolve: (answer: unknown) => void;
   reject: (err: unknown) => void;
 }
 
+/** A batch's statements, in the order they are to run, and what each item answers from their rows. */
+export interface PgBatchPlan {
+  writes: PgWrite[];
+  /** one answer per item, in their order; absent: every item answers undefined */
+  answers?: (rows: unknown[][]) => unknown[];
+}
+
 export interface PgWriteBatcher<T> {
-  /** Resolves once the item's batch committed; rejects as its transaction failed. */
-  write(item: T): Promise<void>;
+  /** Resolves with the item's answer once its batch committed; rejects as its transaction failed. */
+  write(item: T): Promise<unknown>;
   /** Resolves once every item written so far has settled. */
   settled(): Promise<void>;
 }
 
-/** `statementsOf` makes a batch's statements from its items, in the order they are to run. */
-export function createPgWriteBatcher<T>(db: PgPool, statementsOf: (items: T[]) => PgWrite[]): PgWriteBatcher<T> {
+/** `plan` makes a batch's statements from its items. */
+export function createPgWriteBatcher<T>(db: PgPool, plan: (items: T[]) => PgBatchPlan): PgWriteBatcher<T> {
   let queue: Job<T>[] = [];
   // one batch in flight: the next one gathers meanwhile; jobs settle in the order they came
   let busy = false;
   let last: Promise<void> = Promise.resolve();
 
   async function commit(jobs: Job<T>[]): Promise<void> {
-    await db.writeAll(statementsOf(jobs.map((job) => job.item)));
-    for (const job of jobs) job.resolve();
+    const { writes, answers } = plan(jobs.map((job) => job.item));
+    const rows = await db.writeAll(writes);
+    const answered = answers?.(rows);
+    jobs.forEach((job, i) => job.resolve(answered?.[i]));
   }
 
   async function settle(jobs: Job<T>[]): Promise<void> {
@@ -65,13 +74,13 @@ export function createPgWriteBatcher<T>(db: PgPool, statementsOf: (items: T[]) =
 
   return {
     write(item) {
-      const written = new Promise<void>((resolve, reject) => queue.push({ item, resolve, reject }));
+      const written = new Promise<unknown>((resolve, reject) => queue.push({ item, resolve, reject }));
       if (!busy) {
         busy = true;
         // the writes issued in this turn of the event loop make the first batch
         setImmediate(() => void run());
       }
-      last = written.catch(() => {});
+      last = written.then(() => {}, () => {});
       return written;
     },
     settled: () => last,

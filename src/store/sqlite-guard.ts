@@ -3,9 +3,9 @@
 // beside the database (`<db>.lock`, itself an SQLite file: SQLite's locks are the OS's record locks);
 // a second one is refused at start with the way to run several instances. The OS drops the lock when
 // its process ends, however it ends (kill -9 too), so a stale lock never blocks a restart.
-import { mkdirSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { resolve } from "node:path";
 import Database from "better-sqlite3";
+import { createPrivateFile } from "./private-file.js";
 
 export class SqliteInUseError extends Error {}
 
@@ -13,7 +13,7 @@ export class SqliteInUseError extends Error {}
 export function lockSqliteFile(path: string): () => void {
   if (path === ":memory:" || path === "" || path.startsWith("file:")) return () => {};
   const lockPath = `${resolve(path)}.lock`;
-  mkdirSync(dirname(lockPath), { recursive: true });
+  createPrivateFile(lockPath);
   const lock = new Database(lockPath, { timeout: 0 });
   try {
     // held from the first write until the connection closes

@@ -1,12 +1,21 @@
-// The store interface: conversations, share-link records, usage rows, spend counters, created keys.
-// SQLite (store/sqlite.ts, one process) and PostgreSQL (store/postgres.ts, shared by instances)
-// implement it with the same behaviour: test/support/store-contract.ts holds them to it.
+// The store interface: conversations, share-link records, usage rows, spend counters, created keys,
+// share-link uids and stored responses. SQLite (store/sqlite.ts, one process) and PostgreSQL
+// (store/postgres.ts, shared by instances) implement it with the same behaviour:
+// test/support/store-contract.ts holds them to it.
 
-/** Who owns a chat: null for chats made through an app key, a share-link user otherwise. */
-export interface ChatOwner {
+/** A chat made through an API key: the key's configured name (never the key). */
+export interface KeyOwner {
+  keyName: string;
+}
+
+/** A chat made by a share-link user. */
+export interface ShareUser {
   shareId: string;
   uid: string;
 }
+
+/** Who created a chat, and so owns it (docs/store.md#chat-ownership). */
+export type ChatOwner = KeyOwner | ShareUser;
 
 export interface ChatMessage {
   role: "user" | "assistant";
@@ -17,9 +26,12 @@ export interface ChatMessage {
 
 export interface ChatInfo {
   chatId: string;
+  /** null: made through an app key before creators were recorded, or opened by a caller of an app
+   *  that shares its chats: any key of the app may use it, no share-link user may */
   owner: ChatOwner | null;
+  /** the first user turn, cut to 60 characters; "" until the chat has a round */
   title: string;
-  /** epoch milliseconds */
+  /** epoch milliseconds of the newest round; 0 until the chat has one */
   updatedAt: number;
   /** the chat's FastGPT variables; absent when it never had any */
   variables?: Record<string, unknown>;
@@ -31,10 +43,28 @@ export interface ChatSummary {
   updatedAt: number;
 }
 
+export interface OpenChatOptions {
+  /** at most this many messages (the newest) */
+  limit: number;
+  /** at most this many bytes (UTF-8) of message content in all; Infinity: no bound */
+  maxBytes: number;
+  /** create the chat, owned by the caller, when it does not exist */
+  create: boolean;
+}
+
+/** A chat as openChat finds it: its messages only for a caller it belongs to. */
+export type OpenedChat =
+  | { status: "owned"; chat: ChatInfo; messages: ChatMessage[] }
+  | { status: "not_owned" }
+  | { status: "missing" };
+
 export interface AppendRoundInput {
   appId: string;
   chatId: string;
-  owner: ChatOwner | null;
+  /** who writes the round: the chat's owner when this round creates it */
+  owner: ChatOwner;
+  /** the app shares its chats: the round is written whoever owns the chat */
+  shared?: boolean;
   user: string;
   assistant: string;
   /** epoch milliseconds of the answer */
@@ -58,6 +88,8 @@ export interface UsageRow {
   status: number;
   durationMs: number;
   chatId: string | null;
+  /** why the answer ended (`stop`, `length`, `client_abort`, …); null when there was none */
+  finishReason: string | null;
 }
 
 export interface UsageTotals {
@@ -71,6 +103,8 @@ export interface UsageSummary {
   totals: UsageTotals;
   apps: Array<UsageTotals & { appId: string }>;
   models: Array<UsageTotals & { model: string }>;
+  /** only with `groupBy: "finishReason"`; null (rows without one) first, then by the name's bytes */
+  finishReasons?: Array<UsageTotals & { finishReason: string | null }>;
 }
 
 export interface UsageQuery {
@@ -79,6 +113,7 @@ export interface UsageQuery {
   /** epoch milliseconds, exclusive */
   to?: number;
   appId?: string;
+  groupBy?: "finishReason";
 }
 
 /** A key created through the operations API (CONTRACTS §12): never the key, only its digest. */
@@ -103,25 +138,39 @@ export interface KeyUse {
   lastUsedAt: number;
 }
 
-/** A chat and its last messages, read at once. */
-export interface ChatWithMessages {
-  chat: ChatInfo;
-  messages: ChatMessage[];
+/** A Responses API response kept for `previous_response_id` and GET/DELETE (docs/store.md#responses). */
+export interface StoredResponse {
+  id: string;
+  appId: string;
+  keyName: string | null;
+  /** epoch milliseconds */
+  createdAt: number;
+  /** epoch milliseconds: from then on the response is gone */
+  expiresAt: number;
+  previousId: string | null;
+  /** JSON text of the input items */
+  input: string;
+  /** JSON text of the response object */
+  output: string;
 }
 
 export interface Store {
-  /** The chat's owner, title and variables, or undefined when (appId, chatId) has no chat yet. */
-  getChat(appId: string, chatId: string): Promise<ChatInfo | undefined>;
-  /** The last `limit` messages of the chat, oldest first ([] when none or limit is 0). */
-  loadMessages(appId: string, chatId: string, limit: number): Promise<ChatMessage[]>;
-  /** getChat and loadMessages at once (one statement on PostgreSQL); undefined when there is no chat. */
-  getChatWithMessages(appId: string, chatId: string, limit: number): Promise<ChatWithMessages | undefined>;
-  /** Stores the user turn and the assistant turn atomically; creates the chat (title from the first
-   *  user turn) when it does not exist yet, moves its updatedAt and replaces its variables when
-   *  given. Concurrent calls lose no turn. */
-  appendRound(input: AppendRoundInput): Promise<void>;
-  /** A share-link user's chats updated at or after `since`, newest first, at most `limit`. */
-  listChats(owner: ChatOwner, opts: { since: number; limit: number }): Promise<ChatSummary[]>;
+  /** The chat and its newest messages (oldest first), for a caller it belongs to. `who` null: the
+   *  app shares its chats, no owner check. Otherwise the owner is checked before any message is
+   *  read; with `create`, a missing chat is created owned by `who` (by nobody when `who` is null),
+   *  and of concurrent creators with different owners exactly one owns it. `limit` bounds the
+   *  messages (a cut through a round keeps its assistant turn, as the limit counts messages);
+   *  `maxBytes` drops whole rounds, oldest first, so a history never starts with an answer whose
+   *  question was dropped for size. */
+  openChat(appId: string, chatId: string, who: ChatOwner | null, opts: OpenChatOptions): Promise<OpenedChat>;
+  /** Stores the user turn and the assistant turn atomically; creates the chat (owned by
+   *  input.owner) when it does not exist yet, titles it at its first round, moves its updatedAt and
+   *  replaces its variables when given. Resolves false, writing nothing, when the chat belongs to
+   *  someone else and the input is not `shared`. Concurrent calls lose no turn. */
+  appendRound(input: AppendRoundInput): Promise<boolean>;
+  /** A share-link user's chats with at least one round, updated at or after `since`, newest first,
+   *  at most `limit`. */
+  listChats(owner: ShareUser, opts: { since: number; limit: number }): Promise<ChatSummary[]>;
   /** Inserts one usage row and adds its points to every named spend scope, in one transaction. */
   recordUsage(row: UsageRow, spendScopes: string[]): Promise<void>;
   summarizeUsage(query: UsageQuery): Promise<UsageSummary>;
@@ -138,6 +187,17 @@ export interface Store {
   recordKeyUse(uses: KeyUse[]): Promise<void>;
   /** lastUsedAt of every key used so far (config and created keys). */
   listKeyUse(): Promise<KeyUse[]>;
+  /** Remembers the uid a share link's init callback gave for a token (by its digest, never the
+   *  token); a later `at` replaces it. Rows older than 30 days are purged now and then. */
+  rememberShareUid(shareId: string, tokenDigest: string, uid: string, at: number): Promise<void>;
+  /** The uid remembered for the token's digest at or after `since`, or undefined. */
+  findShareUid(shareId: string, tokenDigest: string, since: number): Promise<string | undefined>;
+  /** Keeps a response (replacing one of the same app and id). Expired rows are purged now and then. */
+  saveResponse(row: StoredResponse): Promise<void>;
+  /** The app's response, or undefined when missing, of another app, or expired at `now`. */
+  getResponse(appId: string, id: string, now: number): Promise<StoredResponse | undefined>;
+  /** Deletes the app's response; false when there was none live at `now` (default: the clock). */
+  deleteResponse(appId: string, id: string, now?: number): Promise<boolean>;
   /** Resolves when the store answers; rejects otherwise (used by /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -1,18 +1,21 @@
 // Group commit: writes issued within two turns of the event loop share one SQLite transaction. Every caller's promise
-// resolves only after the commit, so "answered" still means "on disk" (WAL), with one commit per
-// batch. Should a batch fail, each of its writes is retried in a transaction of its own, so one bad
+// resolves only after the commit, with what its write returned, so "answered" still means "on disk"
+// (WAL), with one commit per batch. Should a batch fail, each of its writes is retried in a transaction of its own, so one bad
 // write fails alone. Writes of one kind that combine (usage rows, spend counters) can be gathered by
 // their jobs and made once per batch, just before its commit.
 import type Database from "better-sqlite3";
 
-type Write = (...args: unknown[]) => void;
+type Write = (...args: unknown[]) => unknown;
+type Committed = (result: unknown, ...args: unknown[]) => void;
 
 interface Job {
   write: Write;
   args: unknown[];
+  /** what `write` returned in the transaction that committed */
+  result?: unknown;
   /** runs synchronously right after the commit, before any caller resumes */
-  committed: Write | undefined;
-  resolve: () => void;
+  committed: Committed | undefined;
+  resolve: (result: unknown) => void;
   reject: (err: unknown) => void;
 }
 
@@ -29,7 +32,12 @@ export interface Gathered {
 // holds), for one turn of latency (microseconds when idle).
 const TURNS = 2;
 
-export type Batched = <A extends unknown[]>(write: (...args: A) => void, committed?: (...args: A) => void) => (...args: A) => Promise<void>;
+/** A batched write: `write` runs in a batch's transaction (again in one of its own should the batch
+ *  fail); its promise resolves with what it returned once that committed, right after `committed`. */
+export type Batched = <A extends unknown[], R = void>(
+  write: (...args: A) => R,
+  committed?: (result: R, ...args: A) => void,
+) => (...args: A) => Promise<R>;
 
 export function createWriteBatcher(db: Database.Database, gathered: Gathered[] = []): Batched {
   let queue: Job[] = [];
@@ -37,7 +45,7 @@ export function createWriteBatcher(db: Database.Database, gathered: Gathered[] =
   let turn = 0;
 
   const commit = db.transaction((jobs: Job[]) => {
-    for (const job of jobs) job.write(...job.args);
+    for (const job of jobs) job.result = job.write(...job.args);
     for (const g of gathered) g.flush();
   });
 
@@ -52,8 +60,8 @@ export function createWriteBatcher(db: Database.Database, gathered: Gathered[] =
       return;
     }
     for (const job of jobs) {
-      job.committed?.(...job.args);
-      job.resolve();
+      job.committed?.(job.result, ...job.args);
+      job.resolve(job.result);
     }
   }
 
@@ -68,8 +76,8 @@ export function createWriteBatcher(db: Database.Database, gathered: Gathered[] =
 
   return (write, committed) => {
     return (...args) =>
-      new Promise<void>((resolve, reject) => {
-        queue.push({ write: write as Write, args, committed: committed as Write | undefined, resolve, reject });
+      new Promise((resolve, reject) => {
+        queue.push({ write: write as Write, args, committed: committed as Committed | undefined, resolve: resolve as (r: unknown) => void, reject });
         if (!scheduled) {
           scheduled = true;
           setImmediate(flush);

@@ -239,9 +239,22 @@ export function lastUserText(messages: ChatMessage[]): string {
   return last ? messageText(last.content) : "";
 }
 
-/** What countMessage counts: role + "\n" + content, trimmed. */
+/** What countMessage counts: role + "\n" + content, trimmed; an assistant's tool calls (name and
+ *  arguments) too, which the model reads as part of the prompt. */
 export function countedText(message: ChatMessage): string {
-  return `${message.role}\n${messageText(message.content)}`.trim();
+  const text = `${message.role}\n${messageText(message.content)}`.trim();
+  return message.tool_calls === undefined ? text : text + toolCallsText(message.tool_calls);
+}
+
+/** The names and arguments of a message's tool calls, one per line ("" for none). */
+function toolCallsText(calls: unknown): string {
+  if (!Array.isArray(calls)) return "";
+  let text = "";
+  for (const call of calls as Array<{ function?: { name?: unknown; arguments?: unknown } } | null>) {
+    const f = call?.function;
+    if (f) text += `\n${typeof f.name === "string" ? f.name : ""}\n${typeof f.arguments === "string" ? f.arguments : ""}`;
+  }
+  return text;
 }
 
 /** `tokens(role + "\n" + content, trimmed) + 4`. */
@@ -253,7 +266,8 @@ export function countMessage(message: ChatMessage, tokenizer: TokenizerName = "c
 export function boundMessage(message: ChatMessage): number {
   const { content } = message;
   const bytes = content instanceof RawText ? content.bytes : Buffer.byteLength(messageText(content), "utf8");
-  return bytes + message.role.length + 1 + MESSAGE_OVERHEAD;
+  const calls = message.tool_calls === undefined ? 0 : Buffer.byteLength(toolCallsText(message.tool_calls), "utf8");
+  return bytes + calls + message.role.length + 1 + MESSAGE_OVERHEAD;
 }
 
 export function countMessages(messages: ChatMessage[], tokenizer: TokenizerName = "cl100k_base"): number {

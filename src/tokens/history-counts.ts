@@ -15,6 +15,8 @@ const ENTRY_BYTES = 64;
 export interface HistoryCounts {
   /** the counts of one chat's messages under one tokenizer */
   forChat(appId: string, chatId: string, tokenizer: TokenizerName): KnownCounts;
+  /** the counts of one caller's messages (an agent resends its whole conversation every turn) */
+  forCaller(scope: string, tokenizer: TokenizerName): KnownCounts;
 }
 
 export function createHistoryCounts(opts: { maxBytes?: number } = {}): HistoryCounts {
@@ -23,16 +25,16 @@ export function createHistoryCounts(opts: { maxBytes?: number } = {}): HistoryCo
     maxSize: opts.maxBytes ?? MAX_BYTES,
     sizeCalculation: (_, key) => ENTRY_BYTES + key.length * 2,
   });
+  const under = (prefix: string): KnownCounts => ({
+    keyOf: (text) => prefix + hash("sha256", text, "base64url"),
+    get: (key) => counts.get(key),
+    set: (key, tokens) => void counts.set(key, tokens),
+  });
   return {
-    forChat(appId, chatId, tokenizer) {
-      // the ids' lengths first: no pair of ids can spell another pair's prefix
-      const chat = `${appId.length}:${appId}${chatId.length}:${chatId}${tokenizer}:`;
-      return {
-        keyOf: (text) => chat + hash("sha256", text, "base64url"),
-        get: (key) => counts.get(key),
-        set: (key, tokens) => void counts.set(key, tokens),
-      };
-    },
+    // the ids' lengths first: no pair of ids can spell another pair's prefix
+    forChat: (appId, chatId, tokenizer) => under(`${appId.length}:${appId}${chatId.length}:${chatId}${tokenizer}:`),
+    // a letter first: never a chat's key, which starts with a digit
+    forCaller: (scope, tokenizer) => under(`c${scope.length}:${scope}${tokenizer}:`),
   };
 }
 

@@ -1,59 +1,92 @@
-// The built-in demo channel: answers locally by echoing the last user message, streaming too, and
-// embeds each input as a vector hashed from it, so a fresh install answers its first request with no
-// model server running. It reports no usage, so the gateway's own token counting is what a demo shows.
+// The built-in demo channel: a model server inside the gateway. It answers chat completions by
+// echoing the last user message (streaming too) and embeddings with vectors hashed from each input,
+// so a fresh install answers its first request with no model server running. It is reached through
+// the same transport as a real server (bytes in, bytes out) and reports no usage, so the gateway's
+// own token counting is what a demo shows. Its work per request is bounded (docs/configuration.md#channels).
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
 import type { ChannelConfig } from "../config/schema.js";
-import { lastUserText } from "../tokens/counter.js";
-import type { ChatMessage } from "../chat/request-schema.js";
-import { inputItems, type EmbeddingInput } from "../embeddings/request-schema.js";
-import { scanEmbeddings, type EmbeddingsAnswer } from "../embeddings/answer.js";
-import type { ChannelClient, EmbeddingsCall, UpstreamAnswer, UpstreamRequest } from "./types.js";
+import { answerTooLarge, upstreamStatus } from "./errors.js";
+import type { ChannelClient, PostRequest, UpstreamReply } from "./types.js";
 
 /** Vector length when the request gives no `dimensions`. */
 export const ECHO_DIMENSIONS = 256;
+/** The most vector values one request may ask for (inputs × dimensions): 2^17 values make about
+ *  2.5 MB of JSON and a few ms of hashing; more would let one caller stall the event loop. */
+export const ECHO_MAX_VALUES = 131_072;
 
-function echoText(messages: ChatMessage[]): string {
-  const said = lastUserText(messages);
+const JSON_HEADERS = { "content-type": "application/json" };
+const SSE_HEADERS = { "content-type": "text/event-stream" };
+
+export function createEchoChannel(channel: ChannelConfig): ChannelClient {
+  const reply = (headers: Record<string, string>, body: Readable): UpstreamReply => ({ status: 200, headers, body, maxBytes: channel.maxAnswerBytes });
+  const bytes = (buf: Buffer) => Readable.from([buf], { objectMode: false });
+
+  async function post(req: PostRequest): Promise<UpstreamReply> {
+    if (typeof req.body === "function") throw upstreamStatus(req.model, 415, "the demo channel reads JSON bodies only", undefined);
+    const body = JSON.parse(String(req.body)) as Record<string, unknown>;
+    const model = String(body.model);
+    if (req.path === "/chat/completions") {
+      const text = echoText(body.messages);
+      if (body.stream !== true) return reply(JSON_HEADERS, bytes(Buffer.from(JSON.stringify(completion(model, text)))));
+      const events = [...echoChunks(model, text), "[DONE]"];
+      return reply(SSE_HEADERS, Readable.from(events.map((e) => Buffer.from(`data: ${e}\n\n`))));
+    }
+    if (req.path === "/embeddings") {
+      const answer = Buffer.from(JSON.stringify(embeddings(model, body)));
+      if (answer.length > channel.maxAnswerBytes) throw answerTooLarge(model, channel.maxAnswerBytes);
+      return reply(JSON_HEADERS, bytes(answer));
+    }
+    throw upstreamStatus(model, 404, `the demo channel does not serve ${req.path}`, undefined);
+  }
+  return { name: channel.name, post, close: async () => {} };
+}
+
+function echoText(messages: unknown): string {
+  const list = Array.isArray(messages) ? (messages as Array<{ role?: unknown; content?: unknown }>) : [];
+  const last = list.findLast((m) => m?.role === "user");
+  const content = last?.content;
+  const said = typeof content === "string" ? content : Array.isArray(content) ? content.map((p: { text?: unknown }) => (typeof p?.text === "string" ? p.text : "")).join("") : "";
   return said ? `Echo: ${said}` : "Echo: (no user message)";
 }
 
-export function createEchoChannel(channel: ChannelConfig): ChannelClient {
-  async function send(req: UpstreamRequest): Promise<UpstreamAnswer> {
-    const model = String(req.body.model);
-    const text = echoText(req.body.messages as ChatMessage[]);
-    const id = `chatcmpl-echo-${Date.now().toString(36)}`;
-    const created = Math.floor(Date.now() / 1000);
-    if (!req.stream) {
-      return {
-        kind: "json",
-        completion: {
-          id,
-          object: "chat.completion",
-          created,
-          model,
-          choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
-        },
-      };
-    }
-    const events = [...echoChunks(id, created, model, text), "[DONE]"];
-    return { kind: "stream", body: Readable.from(events.map((e) => Buffer.from(`data: ${e}\n\n`))), maxBytes: Number.POSITIVE_INFINITY };
+function completion(model: string, text: string) {
+  return {
+    id: `chatcmpl-echo-${Date.now().toString(36)}`,
+    object: "chat.completion",
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
+  };
+}
+
+function* echoChunks(model: string, text: string): Generator<string> {
+  const id = `chatcmpl-echo-${Date.now().toString(36)}`;
+  const created = Math.floor(Date.now() / 1000);
+  const chunk = (delta: Record<string, string>, finish: string | null) =>
+    JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta, finish_reason: finish }] });
+  yield chunk({ role: "assistant", content: "" }, null);
+  for (const piece of text.match(/\S+\s*/g) ?? [text]) yield chunk({ content: piece }, null);
+  yield chunk({}, "stop");
+}
+
+function embeddings(model: string, body: Record<string, unknown>) {
+  const dimensions = typeof body.dimensions === "number" ? body.dimensions : ECHO_DIMENSIONS;
+  const input = body.input;
+  const items: unknown[] = typeof input === "string" || (Array.isArray(input) && typeof input[0] === "number") ? [input] : Array.isArray(input) ? input : [];
+  if (items.length * dimensions > ECHO_MAX_VALUES) {
+    throw upstreamStatus(model, 413, `the demo channel makes at most ${ECHO_MAX_VALUES} vector values per request (inputs × dimensions)`, undefined);
   }
-  async function embed(req: EmbeddingsCall): Promise<EmbeddingsAnswer> {
-    const dimensions = typeof req.body.dimensions === "number" ? req.body.dimensions : ECHO_DIMENSIONS;
-    const base64 = req.body.encoding_format === "base64";
-    const data = inputItems(req.body.input as EmbeddingInput).map((item, index) => {
-      const vector = hashedVector(item, dimensions);
-      return { object: "embedding", index, embedding: base64 ? float32Base64(vector) : vector };
-    });
-    // in the shape an upstream's answer arrives in, so that it goes out the same way
-    return scanEmbeddings(Buffer.from(JSON.stringify({ object: "list", data, model: String(req.body.model) })), data.length)!;
-  }
-  return { name: channel.name, send, embed, close: async () => {} };
+  const base64 = body.encoding_format === "base64";
+  const data = items.map((item, index) => {
+    const vector = hashedVector(item, dimensions);
+    return { object: "embedding", index, embedding: base64 ? float32Base64(vector) : vector };
+  });
+  return { object: "list", data, model };
 }
 
 /** A unit vector that depends only on the input: the same input always embeds the same. */
-function hashedVector(item: string | number[], dimensions: number): number[] {
+function hashedVector(item: unknown, dimensions: number): number[] {
   const seed = JSON.stringify(item);
   const vector: number[] = [];
   for (let block = 0; vector.length < dimensions; block++) {
@@ -69,12 +102,4 @@ export function float32Base64(vector: number[]): string {
   const bytes = Buffer.alloc(vector.length * 4);
   vector.forEach((v, i) => bytes.writeFloatLE(v, i * 4));
   return bytes.toString("base64");
-}
-
-function* echoChunks(id: string, created: number, model: string, text: string): Generator<string> {
-  const chunk = (delta: Record<string, string>, finish: string | null) =>
-    JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta, finish_reason: finish }] });
-  yield chunk({ role: "assistant", content: "" }, null);
-  for (const piece of text.match(/\S+\s*/g) ?? [text]) yield chunk({ content: piece }, null);
-  yield chunk({}, "stop");
 }

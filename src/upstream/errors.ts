@@ -1,26 +1,9 @@
-// Upstream failures as gateway errors (CONTRACTS §9): status and wording the client can act on, with
+// Upstream failures as gateway errors (docs/api.md#upstream-failures): status and wording the client can act on, with
 // nothing of the upstream's URL, key or reply body in them — except a 4xx's own message, which
 // tells the client what was wrong with its request (redacted first).
-import { GatewayError } from "../http/errors.js";
-import type { UpstreamOutcome } from "../observability/observer.js";
+import { GatewayError, UpstreamError } from "../http/errors.js";
 
-export class UpstreamError extends GatewayError {
-  readonly outcome: UpstreamOutcome;
-  /** what the operator's log gets: the upstream's own words (redacted), never shown to the client */
-  readonly detail: string | undefined;
-  constructor(
-    status: number,
-    code: string,
-    message: string,
-    outcome: UpstreamOutcome,
-    opts: { headers?: Record<string, string>; detail?: string } = {},
-  ) {
-    const type = status === 429 ? "rate_limit_error" : status >= 500 ? "api_error" : "invalid_request_error";
-    super(status, code, message, { type, headers: opts.headers });
-    this.outcome = outcome;
-    this.detail = opts.detail;
-  }
-}
+export { UpstreamError };
 
 export const unreachable = (model: string) =>
   new UpstreamError(502, "upstream_error", `The model server for ${model} could not be reached.`, "unreachable");

@@ -1,12 +1,12 @@
-// "An answer from some channel of this model" (CONTRACTS §9): the model's channels in the router's
+// "An answer from some channel of this model" (docs/api.md#upstream-failures): the model's channels in the router's
 // order, at most `maxAttempts` attempts, each before the first byte reaches the client. An attempt
 // that failed for the channel's sake moves on; one the request itself caused (4xx) does not.
-import type { Cancel } from "../http/cancel.js";
-import { GatewayError } from "../http/errors.js";
-import type { AttemptOutcome, Observer, UpstreamOutcome } from "../observability/observer.js";
-import { UpstreamError, mapTransportError, upstreamTimeout } from "./errors.js";
+import { cutError, type Cancel } from "../http/cancel.js";
+import { GatewayError, UpstreamError, type UpstreamOutcome } from "../http/errors.js";
+import type { AttemptOutcome, Observer } from "../observability/observer.js";
+import { mapTransportError } from "./errors.js";
 import type { ChannelEntry, ChannelRouter } from "./router.js";
-import type { ChannelClient, UpstreamAnswer } from "./types.js";
+import type { ChannelClient } from "./types.js";
 
 /** Outcomes that say the channel, not the request, failed: the next channel may do better. A
  *  connection lost during an attempt (`stream_cut`) is one: nothing has reached the client yet. */
@@ -20,26 +20,6 @@ export interface AttemptOptions {
   maxAttempts: number;
   /** called as each attempt starts: the channel now in use (for billing and logs) */
   onAttempt: (entry: ChannelEntry) => void;
-}
-
-export interface AnswerRequest extends AttemptOptions {
-  body: Record<string, unknown>;
-  stream: boolean;
-}
-
-export interface Answer {
-  answer: UpstreamAnswer;
-  entry: ChannelEntry;
-  /** attempts made, this one included */
-  attempts: number;
-}
-
-/** A chat answer from some channel of the model. */
-export async function requestAnswer(router: ChannelRouter, observer: Observer, req: AnswerRequest): Promise<Answer> {
-  const { result, entry, attempts } = await withFailover(router, observer, req, (client) =>
-    client.send({ body: req.body, stream: req.stream, signal: req.cancel }),
-  );
-  return { answer: result, entry, attempts };
 }
 
 /** `call` (one attempt on one channel's client) tried on the model's channels until one succeeds. */
@@ -100,13 +80,3 @@ function retryAfterMs(error: GatewayError): number | undefined {
   const value = Number(error.headers["Retry-After"]);
   return Number.isFinite(value) && value > 0 ? value * 1000 : undefined;
 }
-
-/** The error for work stopped by its Cancel: the client left, the deadline passed, or shutdown. */
-export function cutError(cancel: Cancel, model: string): GatewayError {
-  if (cancel.reason === "timeout") return upstreamTimeout(model, "did not finish the answer in time");
-  if (cancel.reason === "shutdown") return shuttingDown();
-  return new UpstreamError(499, "client_closed", "The client closed the request.", "aborted");
-}
-
-export const shuttingDown = () =>
-  new UpstreamError(503, "shutting_down", "The gateway is shutting down; retry the request.", "shutdown", { headers: { "Retry-After": "1" } });

@@ -1,28 +1,27 @@
-// A channel to an OpenAI-compatible model server (chat completions and embeddings), over one pooled
-// undici client per channel, behind a connection gate that bounds the calls waiting for a connection.
+// A channel to an OpenAI-compatible model server, over one pooled undici client per channel, behind
+// a connection gate that bounds the calls waiting for a connection. It posts what a kind gives it
+// and hands back the answer's bytes; it reads no payload (docs/architecture.md#transport).
+import type { Readable } from "node:stream";
 import { Pool, request } from "undici";
 import type { ChannelConfig } from "../config/schema.js";
-import type { Cancel } from "../http/cancel.js";
-import { jsonBody } from "../http/raw-text.js";
-import { answerTooLarge, badUpstreamReply, channelBusy, mapTransportError, redactUpstreamMessage, upstreamStatus } from "./errors.js";
+import { channelBusy, mapTransportError, redactUpstreamMessage, upstreamStatus } from "./errors.js";
 import { ConnectionGate, GateRefused } from "./gate.js";
-import { scanEmbeddings, type EmbeddingsAnswer } from "../embeddings/answer.js";
-import { inputItems, type EmbeddingInput } from "../embeddings/request-schema.js";
-import type { ChannelClient, CompletionJson, EmbeddingsCall, UpstreamAnswer, UpstreamRequest } from "./types.js";
+import { readLimited } from "./read.js";
+import type { ChannelClient, PostRequest, UpstreamReply } from "./types.js";
 
 const MAX_ERROR_BODY = 64 * 1024;
+const JSON_TYPE = "application/json";
+const ACCEPT = "application/json, text/event-stream, */*";
 
-type Body = AsyncIterable<Buffer> & { destroy(): void; once(event: "close", listener: () => void): unknown; on(event: "error", l: () => void): unknown };
-
-/** `{baseUrl}/v1/chat/completions`, without doubling a `/v1` the base already ends in. */
-function completionsUrl(baseUrl: string): URL {
+/** The channel's `/v1` path: a baseUrl already ending in `/v1` is not doubled. */
+function apiBase(baseUrl: string): URL {
   const base = baseUrl.replace(/\/+$/, "");
-  return new URL(/\/v1$/.test(base) ? `${base}/chat/completions` : `${base}/v1/chat/completions`);
+  return new URL(/\/v1$/.test(base) ? base : `${base}/v1`);
 }
 
 export function createOpenAIChannel(channel: ChannelConfig, onQueueDepth?: (depth: number) => void): ChannelClient {
-  const url = completionsUrl(channel.baseUrl);
-  const pool = new Pool(url.origin, {
+  const base = apiBase(channel.baseUrl);
+  const pool = new Pool(base.origin, {
     connections: channel.connections,
     headersTimeout: channel.firstByteTimeoutMs,
     bodyTimeout: channel.idleTimeoutMs,
@@ -35,27 +34,34 @@ export function createOpenAIChannel(channel: ChannelConfig, onQueueDepth?: (dept
     onDepth: onQueueDepth,
   });
   const auth = channel.key ? { authorization: `Bearer ${channel.key}` } : {};
-  const headers = { "content-type": "application/json", accept: "application/json, text/event-stream", ...auth };
+  // header objects made once per content type: undici reads them on every request
+  const jsonHeaders = { "content-type": JSON_TYPE, accept: ACCEPT, ...auth };
+  const headersFor = (type: string | undefined) => (type === undefined || type === JSON_TYPE ? jsonHeaders : { "content-type": type, accept: ACCEPT, ...auth });
   // no content-type at all, not an undefined one: undici makes each such request far costlier
-  const checkHeaders = { accept: headers.accept, ...auth };
+  const checkHeaders = { accept: ACCEPT, ...auth };
   const secrets = channel.key ? [channel.key] : [];
+  // worked out once: URL's getters are slow enough to show in a profile when read per request
+  const basePath = base.pathname.replace(/\/+$/, "");
+  const search = base.search;
+  const paths = new Map<string, string>();
+  const pathOf = (path: string) => paths.get(path) ?? (paths.set(path, `${basePath}${path}${search}`).get(path) as string);
 
-  /** POSTs `payload` to `path` through the gate; a 2xx answer's response, else the §9 error. */
-  async function post(path: string, payload: Record<string, unknown>, signal: Cancel) {
-    const model = String(payload.model);
-    // serialized before any network step: a body that cannot be sent is never the channel's fault
-    const text = jsonBody(payload);
+  /** POSTs through the gate; a 2xx reply, else the channel failure. */
+  async function post(req: PostRequest): Promise<UpstreamReply> {
+    const { model, signal } = req;
     const release = await gate.acquire(signal).catch((err: unknown) => {
       throw err instanceof GateRefused && err.reason === "busy" ? channelBusy(model) : mapTransportError(err, model);
     });
     let res;
     try {
-      res = await pool.request({ path, method: "POST", headers, body: text, signal });
+      const body = typeof req.body === "function" ? req.body() : req.body;
+      const headers = req.headers ? { ...headersFor(req.contentType), ...req.headers } : headersFor(req.contentType);
+      res = await pool.request({ path: pathOf(req.path), method: "POST", headers, body, signal });
     } catch (err) {
       release();
       throw mapTransportError(err, model);
     }
-    const body = res.body as unknown as Body;
+    const body = res.body as unknown as Readable;
     body.on("error", ignore); // errors are read where the body is consumed; none may go unheard
     body.once("close", release);
     if (res.statusCode < 200 || res.statusCode >= 300) {
@@ -63,30 +69,10 @@ export function createOpenAIChannel(channel: ChannelConfig, onQueueDepth?: (dept
       const retryAfter = res.headers["retry-after"];
       throw upstreamStatus(model, res.statusCode, redactUpstreamMessage(error, secrets), Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
     }
-    return { model, res, body };
+    return { status: res.statusCode, headers: res.headers, body, maxBytes: channel.maxAnswerBytes };
   }
 
-  // worked out once: URL's getters are slow enough to show in a profile when read per request
-  const completionsPath = url.pathname + url.search;
-  async function send(req: UpstreamRequest): Promise<UpstreamAnswer> {
-    const { model, res, body } = await post(completionsPath, req.body, req.signal);
-    const type = String(res.headers["content-type"] ?? "");
-    if (req.stream && type.includes("text/event-stream")) {
-      return { kind: "stream", body: res.body, maxBytes: channel.maxAnswerBytes };
-    }
-    return { kind: "json", completion: await readAnswer(body, model, channel.maxAnswerBytes, isCompletion) };
-  }
-
-  const embeddingsPath = url.pathname.replace(/\/chat\/completions$/, "/embeddings") + url.search;
-  async function embed(req: EmbeddingsCall): Promise<EmbeddingsAnswer> {
-    const { model, body } = await post(embeddingsPath, req.body, req.signal);
-    // the vectors are passed on as bytes: only the answer's top level is read (./embeddings/answer.ts)
-    const answer = scanEmbeddings(await readBody(body, model, channel.maxAnswerBytes), inputItems(req.body.input as EmbeddingInput).length);
-    if (!answer) throw badUpstreamReply(model);
-    return answer;
-  }
-
-  const modelsUrl = new URL(url.pathname.replace(/\/chat\/completions$/, "/models"), url.origin);
+  const modelsUrl = new URL(`${basePath}/models`, base.origin);
   async function check(timeoutMs: number): Promise<boolean> {
     try {
       const res = await request(modelsUrl, { method: "GET", headers: checkHeaders, signal: AbortSignal.timeout(timeoutMs) });
@@ -97,51 +83,7 @@ export function createOpenAIChannel(channel: ChannelConfig, onQueueDepth?: (dept
     }
   }
 
-  return { name: channel.name, send, embed, check, close: () => pool.close(), load: () => ({ active: gate.active, queued: gate.queued }) };
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object";
-const isCompletion = (v: unknown): v is CompletionJson => isObject(v) && Array.isArray(v.choices);
-
-/** The answer's JSON, when it has the expected shape; anything else is the upstream's fault (502). */
-async function readAnswer<T>(body: Body, model: string, limit: number, valid: (v: unknown) => v is T): Promise<T> {
-  const text = (await readBody(body, model, limit)).toString("utf8");
-  let answer: unknown;
-  try {
-    answer = JSON.parse(text);
-  } catch {
-    throw badUpstreamReply(model);
-  }
-  if (!valid(answer)) throw badUpstreamReply(model);
-  return answer;
-}
-
-/** The whole answer body; past `limit` bytes it is the upstream's fault (502). */
-async function readBody(body: Body, model: string, limit: number): Promise<Buffer> {
-  try {
-    return await readLimited(body, limit);
-  } catch (err) {
-    if (err instanceof TooLarge) throw answerTooLarge(model, limit);
-    throw mapTransportError(err, model);
-  }
-}
-
-class TooLarge extends Error {}
-
-/** The body's bytes; past `limit` bytes the body is destroyed and TooLarge thrown. */
-async function readLimited(body: Body, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.length;
-    if (size > limit) {
-      body.destroy();
-      throw new TooLarge();
-    }
-    chunks.push(chunk);
-  }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+  return { name: channel.name, post, check, close: () => pool.close(), load: () => ({ active: gate.active, queued: gate.queued }) };
 }
 
 function ignore(): void {}
-

@@ -1,48 +1,38 @@
+// What a channel is to the kinds above it: a place to post bytes to (docs/architecture.md#transport).
+// It knows no payloads: a kind gives the path under the channel's `/v1`, the body and its type, and
+// gets back a 2xx answer's status, headers and body stream — or the channel failure as an
+// UpstreamError (docs/api.md#upstream-failures).
 import type { Readable } from "node:stream";
-import type { EmbeddingsAnswer } from "../embeddings/answer.js";
 import type { Cancel } from "../http/cancel.js";
 
-// What a channel gives back, whatever the channel is (an OpenAI-compatible server or the echo demo).
-
-export interface Usage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens?: number;
-}
-
-/** A non-stream answer: the upstream's chat.completion object. */
-export interface CompletionJson {
-  id?: string;
-  object?: string;
-  created?: number;
-  model?: string;
-  choices: Array<{ index?: number; message?: { role?: string; content?: string | null }; finish_reason?: string | null }>;
-  usage?: Usage | null;
-  [key: string]: unknown;
-}
-
-export type UpstreamAnswer =
-  | { kind: "json"; completion: CompletionJson }
-  /** the upstream's SSE bytes, as they arrive */
-  | { kind: "stream"; body: Readable; /** the answer is cut past this many bytes */ maxBytes: number };
-
-export interface UpstreamRequest {
-  body: Record<string, unknown>;
-  stream: boolean;
-  /** fires when the client went away */
+export interface PostRequest {
+  /** under the channel's `/v1`: "/chat/completions", "/embeddings", "/rerank", … */
+  path: string;
+  /** the bytes to send; a function makes a fresh stream for each attempt (a spooled upload) */
+  body: string | Buffer | (() => Readable);
+  /** default `application/json` */
+  contentType?: string;
+  /** more request headers the body needs (a streamed body's content-length) */
+  headers?: Record<string, string>;
+  /** fires when the client went away, a deadline passed or the gateway shuts down */
   signal: Cancel;
+  /** the model asked for, for the words of an error */
+  model: string;
 }
 
-export interface EmbeddingsCall {
-  body: Record<string, unknown>;
-  signal: Cancel;
+export interface UpstreamReply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** the answer's bytes as they arrive; consume or destroy it */
+  body: Readable;
+  /** the answer is cut past this many bytes (the channel's maxAnswerBytes) */
+  maxBytes: number;
 }
 
 export interface ChannelClient {
   readonly name: string;
-  send(req: UpstreamRequest): Promise<UpstreamAnswer>;
-  /** `POST /v1/embeddings`: the answer's bytes, checked to hold one vector per input */
-  embed(req: EmbeddingsCall): Promise<EmbeddingsAnswer>;
+  /** POSTs to the channel; a 2xx reply, else rejects with the channel failure (UpstreamError) */
+  post(req: PostRequest): Promise<UpstreamReply>;
   close(): Promise<void>;
   /** calls holding a connection and calls waiting for one */
   load?(): { active: number; queued: number };

@@ -5,7 +5,7 @@
 // a settle the quota does not wait for is seen by the next call. describeClusterContract(name, open)
 // runs it against one implementation; a fresh state per test.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createQuota, type QuotaLimit } from "../../src/chat/quota.js";
+import { createQuota, type QuotaLimit } from "../../src/metered/quota.js";
 import type { AdmitResult, BudgetHold, ClusterState, KeyChange, RateLimit } from "../../src/cluster/types.js";
 import { GatewayError } from "../../src/http/errors.js";
 import { silentObserver } from "../../src/observability/observer.js";
@@ -19,7 +19,7 @@ const key = (maxUsagePoints: number, qpm = 0): QuotaLimit => ({ scope: "key:web"
 function usage(points: number): UsageRow {
   return {
     time: T0, appId: "support", keyName: "web", shareId: null, model: "glm", channel: "local",
-    inputTokens: 1, outputTokens: 1, points, status: 200, durationMs: 1, chatId: null,
+    inputTokens: 1, outputTokens: 1, points, status: 200, durationMs: 1, chatId: null, finishReason: "stop",
   };
 }
 
@@ -220,23 +220,23 @@ export function describeClusterContract(name: string, open: () => Promise<Cluste
         const holds = [{ scope: "app:support", max: 0.3 }, { scope: "key:web", max: 1 }];
         const rates = [{ scope: "app:support", limit: 3 }, { scope: "key:web", limit: 10 }];
         // 0.1 + 0.1 + 0.1 is a little more than 0.3 in binary: still fits
-        for (let i = 0; i < 3; i++) expect(await admit(holds, 0.1, rates)).toEqual({ ok: true });
+        for (let i = 0; i < 3; i++) expect(await admit(holds, 0.1, rates)).toMatchObject({ ok: true });
         expect(await admit(holds, 0.1, rates)).toEqual({ ok: false, refused: "budget", scope: "app:support" });
         // 0 points still fit the full budget; the window is full until its first second leaves it
         expect(await admit(holds, 0, rates, T0 + 1_500)).toEqual({ ok: false, refused: "rate", scope: "app:support", retryAfterMs: 58_500 });
-        expect(await onlyRate("key:web", 4)).toEqual({ ok: true });
+        expect(await onlyRate("key:web", 4)).toMatchObject({ ok: true });
         expect(await onlyRate("key:web", 4)).toMatchObject({ ok: false, refused: "rate" });
       });
 
       it("a request refused by a rate window holds no budget and counts no hit in its other windows", async () => {
         const holds = [{ scope: "app:support", max: 1 }];
         const rates = [{ scope: "app:support", limit: 3 }, { scope: "key:web", limit: 1 }];
-        expect(await admit(holds, 0.5, rates)).toEqual({ ok: true });
+        expect(await admit(holds, 0.5, rates)).toMatchObject({ ok: true });
         expect(await admit(holds, 0.5, rates)).toEqual({ ok: false, refused: "rate", scope: "key:web", retryAfterMs: 60_000 });
         // the other half of the budget is still there, exactly, and the app's window has 2 hits left
-        expect(await onlyBudget("app:support", 0.5, 1)).toEqual({ ok: true });
+        expect(await onlyBudget("app:support", 0.5, 1)).toMatchObject({ ok: true });
         expect(await onlyBudget("app:support", 0.01, 1)).toMatchObject({ ok: false, refused: "budget" });
-        for (let i = 0; i < 2; i++) expect(await onlyRate("app:support", 3)).toEqual({ ok: true });
+        for (let i = 0; i < 2; i++) expect(await onlyRate("app:support", 3)).toMatchObject({ ok: true });
         expect(await onlyRate("app:support", 3)).toMatchObject({ ok: false, refused: "rate" });
       });
 
@@ -244,8 +244,8 @@ export function describeClusterContract(name: string, open: () => Promise<Cluste
         const holds = [{ scope: "app:support", max: 1 }, { scope: "key:web", max: 0.5 }];
         const rates = [{ scope: "app:support", limit: 2 }];
         for (let i = 0; i < 3; i++) expect(await admit(holds, 0.6, rates)).toEqual({ ok: false, refused: "budget", scope: "key:web" });
-        expect(await onlyBudget("app:support", 1, 1)).toEqual({ ok: true });
-        for (let i = 0; i < 2; i++) expect(await onlyRate("app:support", 2)).toEqual({ ok: true });
+        expect(await onlyBudget("app:support", 1, 1)).toMatchObject({ ok: true });
+        for (let i = 0; i < 2; i++) expect(await onlyRate("app:support", 2)).toMatchObject({ ok: true });
         expect(await onlyRate("app:support", 2)).toMatchObject({ ok: false, refused: "rate" });
       });
 
@@ -253,19 +253,47 @@ export function describeClusterContract(name: string, open: () => Promise<Cluste
         // the window binds: 15 hits, the budget (20 × 0.05) keeps exactly 15 holds
         const byRate = await Promise.all(Array.from({ length: 200 }, () => admit([{ scope: "app:support", max: 1 }], 0.05, [{ scope: "app:support", limit: 15 }])));
         expect(tally(byRate)).toEqual({ ok: 15, budget: 0, rate: 185 });
-        expect(await onlyBudget("app:support", 0.25, 1)).toEqual({ ok: true });
+        expect(await onlyBudget("app:support", 0.25, 1)).toMatchObject({ ok: true });
         expect(await onlyBudget("app:support", 0.01, 1)).toMatchObject({ ok: false, refused: "budget" });
 
         // the budget binds: 20 holds, and the window (30) counted exactly those 20
         const byBudget = await Promise.all(Array.from({ length: 200 }, () => admit([{ scope: "key:web", max: 1 }], 0.05, [{ scope: "key:web", limit: 30 }])));
         expect(tally(byBudget)).toEqual({ ok: 20, budget: 180, rate: 0 });
-        for (let i = 0; i < 10; i++) expect(await onlyRate("key:web", 30)).toEqual({ ok: true });
+        for (let i = 0; i < 10; i++) expect(await onlyRate("key:web", 30)).toMatchObject({ ok: true });
         expect(await onlyRate("key:web", 30)).toMatchObject({ ok: false, refused: "rate" });
+      });
+
+      it("serves until spent: holds what the tightest budget has left of a range, never less than its least", async () => {
+        const holds = [{ scope: "app:support", max: 10 }, { scope: "key:web", max: 3 }];
+        const range = (min: number, max: number) => state.admit(holds, { min, max }, [], T0, noSpent);
+        // the key's 3 points bind: 3 of the 5 asked for are held
+        expect(await range(1, 5)).toEqual({ ok: true, held: 3 });
+        // nothing left for even the least: refused, nothing held
+        expect(await range(0.01, 5)).toEqual({ ok: false, refused: "budget", scope: "key:web" });
+        await state.settle(["app:support", "key:web"], 3, 2.5);
+        // 0.5 left of the key's budget: a range whose least fits gets exactly that
+        expect(await range(0.25, 5)).toEqual({ ok: true, held: 0.5 });
+        await state.settle(["app:support", "key:web"], 0.5, 0);
+        // a range that fits whole is held whole; a check {min, max: 0} holds nothing
+        expect(await range(0.1, 0.2)).toEqual({ ok: true, held: 0.2 });
+        expect(await range(0.3, 0)).toEqual({ ok: true, held: 0 });
+        expect(await range(0.31, 0)).toMatchObject({ ok: false, refused: "budget" });
+        // without budgets, the range's most
+        expect(await state.admit([], { min: 1, max: 4 }, [], T0, noSpent)).toEqual({ ok: true, held: 4 });
+      });
+
+      it("serves until spent under 200 concurrent ranges: never more held than the budget", async () => {
+        const results = await Promise.all(Array.from({ length: 200 }, () => state.admit([{ scope: "key:conc", max: 1 }], { min: 0.01, max: 0.07 }, [], T0, noSpent)));
+        const held = results.reduce((sum, r) => sum + (r.ok ? r.held : 0), 0);
+        expect(held).toBeGreaterThan(1 - 1e-9);
+        expect(held).toBeLessThan(1 + 1e-9);
+        // 14 whole holds of 0.07 and one of the 0.02 left, then refusals
+        expect(results.filter((r) => r.ok).length).toBe(15);
       });
 
       it("the quota retries with the counted worst case when the bound does not fit, counting one hit", async () => {
         const quota = newQuota();
-        const worst = (bound: number, counted: number) => ({ bound, counted: async () => counted });
+        const worst = (bound: number, counted: number) => ({ bound, counted: async () => ({ most: counted }) });
         const r = await quota.admit([app(1, 2)], worst(5, 0.5), T0);
         // 0.5 held, one of the window's two hits used
         (await quota.admit([app(1, 2)], 0.5, T0)).release();

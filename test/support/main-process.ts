@@ -5,7 +5,7 @@ import { createServer, type AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
-/** `npm run dev`'s entry: the TypeScript sources under tsx */
+/** the TypeScript sources under tsx (`npm run dev` serves them through listhen: test/dev-server.test.ts) */
 export const SOURCE_ENTRY = ["--import", "tsx", `${REPO_ROOT}src/main.ts`];
 /** `npm start`'s entry: the transpiled build (scripts/build.mjs) */
 export const BUILT_ENTRY = [`${REPO_ROOT}dist/main.js`];

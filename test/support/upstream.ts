@@ -29,6 +29,9 @@ export interface UpstreamBehaviour {
   cutAfterChunks: number | null;
   /** Read the request, then never answer. */
   hang: boolean;
+  /** Report no more output than max_tokens × n allows (finish_reason "length" when cut to it), as a
+   *  model server does; off: `usage` whatever was asked. */
+  honourMaxTokens: boolean;
 }
 
 export interface UpstreamOptions extends Partial<UpstreamBehaviour> {
@@ -92,6 +95,7 @@ export const UPSTREAM_DEFAULTS: Readonly<UpstreamBehaviour> = Object.freeze({
   usage: Object.freeze({ prompt_tokens: 11, completion_tokens: 13 }),
   cutAfterChunks: null,
   hang: false,
+  honourMaxTokens: false,
 });
 
 const CHAT_PATH = "/v1/chat/completions";
@@ -126,7 +130,7 @@ export async function startUpstream(opts: UpstreamOptions = {}): Promise<Upstrea
     arrived.bump();
 
     // One request sees one behaviour (and its cache), even if a test changes it meanwhile.
-    const { behaviour: b, cached } = current;
+    const { behaviour: b, cached } = honoured(current, body);
     let cut = false;
     const stop = new AbortController();
     res.on("close", () => {
@@ -203,8 +207,17 @@ export async function startUpstream(opts: UpstreamOptions = {}): Promise<Upstrea
   };
 }
 
+/** The behaviour for one request: with honourMaxTokens, output cut to what max_tokens × n allows
+ *  (answered uncached, "length"). */
+function honoured(current: ReturnType<typeof withCache>, body: UpstreamRequestBody): ReturnType<typeof withCache> {
+  const b = current.behaviour;
+  const allowed = typeof body.max_tokens === "number" ? body.max_tokens * (typeof body.n === "number" ? body.n : 1) : Number.POSITIVE_INFINITY;
+  if (!b.honourMaxTokens || !b.usage || b.usage.completion_tokens <= allowed) return current;
+  return withCache({ ...b, usage: { ...b.usage, completion_tokens: allowed }, finishReason: "length" });
+}
+
 /** A behaviour with its whole answers for the no-delay, no-cut case: no per-request JSON work. */
-function withCache(behaviour: UpstreamBehaviour) {
+function withCache(behaviour: UpstreamBehaviour & { finishReason?: string }) {
   const answers = new Map<string, Buffer>();
   const cached = (key: string, build: () => Buffer | string): Buffer => {
     let hit = answers.get(key);
@@ -233,25 +246,25 @@ function errorBody(message: string, url: string): string {
   });
 }
 
-function completion(b: UpstreamBehaviour, model: string): string {
+function completion(b: UpstreamBehaviour & { finishReason?: string }, model: string): string {
   return JSON.stringify({
     id: ID,
     object: "chat.completion",
     created: CREATED,
     model,
-    choices: [{ index: 0, message: { role: "assistant", content: b.text }, finish_reason: "stop" }],
+    choices: [{ index: 0, message: { role: "assistant", content: b.text }, finish_reason: b.finishReason ?? "stop" }],
     ...(b.usage === false ? {} : { usage: fullUsage(b.usage) }),
   });
 }
 
 /** The content chunks, then the stop chunk, the usage chunk when asked, and `[DONE]`. */
-function streamFrames(b: UpstreamBehaviour, model: string, withUsage: boolean): string[] {
+function streamFrames(b: UpstreamBehaviour & { finishReason?: string }, model: string, withUsage: boolean): string[] {
   const chunk = (choices: unknown[], extra: object = {}) =>
     `data: ${JSON.stringify({ id: ID, object: "chat.completion.chunk", created: CREATED, model, choices, ...extra })}\n\n`;
   const frames = splitText(b.text, b.chunks).map((piece, i) =>
     chunk([{ index: 0, delta: i === 0 ? { role: "assistant", content: piece } : { content: piece }, finish_reason: null }]),
   );
-  frames.push(chunk([{ index: 0, delta: {}, finish_reason: "stop" }]));
+  frames.push(chunk([{ index: 0, delta: {}, finish_reason: b.finishReason ?? "stop" }]));
   if (withUsage && b.usage !== false) frames.push(chunk([], { usage: fullUsage(b.usage) }));
   frames.push("data: [DONE]\n\n");
   return frames;

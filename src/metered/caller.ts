@@ -1,10 +1,9 @@
-// Who is calling the chat endpoint: an app key, or a share-link user (no key). Resolves the app,
-// the model it may use, and the budget and rate limits that apply.
-import type { AppConfig, ModelConfig, ShareLinkConfig } from "../config/schema.js";
+// Who is calling a metered endpoint: an app key, or a share-link user (no key) where the kind
+// admits them. Resolves the app and the budget and rate limits that apply (docs/api.md#keys).
+import type { AppConfig, ShareLinkConfig } from "../config/schema.js";
 import { missingApiKey, type Keyring, type KeyIdentity } from "../auth/keys.js";
-import { GatewayError, notFound } from "../http/errors.js";
+import { GatewayError } from "../http/errors.js";
 import type { QuotaLimit } from "./quota.js";
-import type { ChatRequest } from "./request-schema.js";
 
 export interface Caller {
   app: AppConfig;
@@ -25,7 +24,7 @@ export interface CallerDeps {
 export function identifyCaller(
   deps: CallerDeps,
   key: KeyIdentity | undefined,
-  req: Pick<ChatRequest, "shareId" | "outLinkUid">,
+  req: { shareId?: string; outLinkUid?: string },
   now: number,
   what = "Chat",
 ): Caller {
@@ -58,15 +57,4 @@ export function identifyCaller(
 
 function appLimit(app: AppConfig): QuotaLimit {
   return { scope: `app:${app.id}`, label: `App ${app.id}`, maxUsagePoints: app.maxUsagePoints, qpm: app.qpm };
-}
-
-/** The model named by the request (absent: the app's default); 404 when the app may not use it. */
-export function resolveModel(models: Map<string, ModelConfig>, app: AppConfig, requested: string | undefined, serves: (m: string) => boolean): ModelConfig {
-  const name = requested ?? app.model;
-  const allowed = app.models ?? [app.model];
-  const model = models.get(name);
-  if (!model || !allowed.includes(name) || !serves(name)) {
-    throw notFound("model_not_found", `The model ${JSON.stringify(name.slice(0, 100))} does not exist or this app may not use it.`);
-  }
-  return model;
 }

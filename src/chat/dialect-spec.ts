@@ -1,0 +1,112 @@
+// A dialect of chat as a spec of the metered pipeline (docs/architecture.md#dialects): the dialect's
+// body parsed, its model resolved like chat's (aliases, the app's models), its request translated
+// into a chat request, which the chat path limits (never trimming an agent's history), meters and
+// sends; the upstream's answer translated back, whole or as it streams.
+import type { ModelConfig } from "../config/schema.js";
+import { jsonResponse } from "../http/json.js";
+import type { Meter } from "../metered/meter.js";
+import { appAllows, resolveModel } from "../metered/models.js";
+import type { MeteredSpec, Streamed } from "../metered/spec.js";
+import { historyCounts } from "../tokens/history-counts.js";
+import { computePoints } from "../tokens/points.js";
+import { cutError, cutFinishReason } from "../http/cancel.js";
+import { GatewayError } from "../http/errors.js";
+import { mapTransportError, streamCut } from "../upstream/errors.js";
+import { attemptChat, type ChatAnswer, type CompletionJson, type Usage } from "./attempt.js";
+import type { ChatDialect, DialectUsage } from "./dialect.js";
+import { affordChat, planChat, type ChatCall, type ChatPlan } from "./plan.js";
+import { pump } from "./pump.js";
+import { SSE_HEADERS, completionAsSse } from "./respond-stream.js";
+import { settleChat } from "./settle.js";
+import type { ChatSpecDeps } from "./spec.js";
+import { TranslatedRelay } from "./translated-relay.js";
+
+interface DialectPlan<Ctx> extends ChatPlan {
+  ctx: Ctx;
+  chatCall: ChatCall;
+}
+
+export function createDialectSpec<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDialect<Req, Ctx>): MeteredSpec<Req, ModelConfig, DialectPlan<Ctx>, ChatAnswer> {
+  return {
+    what: "Chat",
+    rawTexts: true,
+    credential: (headers) => dialect.credential(headers),
+    parse: (body) => dialect.parse(body),
+    streams: (req) => dialect.streams(req),
+    model: (req, caller) => resolveModel(deps.models, deps.aliases, dialect.model(req) ?? caller.app.model, (m) => appAllows(caller.app, m), deps.serves),
+    least: (model) => computePoints(model, 0, 1),
+    async prepare(call) {
+      const { chat, ctx } = await dialect.toChat(call.req, call.caller);
+      const chatCall: ChatCall = { ...call, req: chat };
+      // an agent resends its whole conversation every turn: its counts are kept between requests
+      const known = historyCounts.forCaller(call.caller.limits.at(-1)!.scope, call.model.tokenizer);
+      return { ...(await planChat(deps, chatCall, { trim: false, known })), ctx, chatCall };
+    },
+    afford: (plan, call, held) => affordChat(plan, call.model, held),
+    attempt: (client, plan) => attemptChat(client, plan, plan.chatCall),
+    async respond(answer, plan, _call, meter) {
+      if (answer.kind === "json" && !plan.stream) return respondWhole(deps, dialect, plan, meter, answer.completion);
+      const body = answer.kind === "stream" ? answer.body : completionAsSse(answer.completion);
+      return streamTranslated(deps, dialect, plan, meter, body, answer.kind === "stream" ? answer.maxBytes : Number.POSITIVE_INFINITY);
+    },
+  };
+}
+
+const usageOf = (t: { inputTokens: number; outputTokens: number }, usage: Usage | null | undefined): DialectUsage => ({
+  input: t.inputTokens,
+  output: t.outputTokens,
+  reasoning: (usage?.completion_tokens_details as { reasoning_tokens?: number } | undefined)?.reasoning_tokens,
+});
+
+async function respondWhole<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDialect<Req, Ctx>, plan: DialectPlan<Ctx>, meter: Meter, completion: CompletionJson): Promise<Response> {
+  const choice = completion.choices[0];
+  let answer: unknown;
+  await settleChat(deps, plan.chatCall, plan, meter, {
+    text: () => choice?.message?.content ?? "",
+    usage: completion.usage,
+    finishReason: () => choice?.finish_reason ?? "stop",
+    keep: (t) => {
+      answer = dialect.answer(completion, usageOf(t, completion.usage), plan.ctx);
+      return dialect.keep?.(plan.ctx, answer, plan.chatCall.caller);
+    },
+  });
+  return jsonResponse(answer);
+}
+
+function streamTranslated<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDialect<Req, Ctx>, plan: DialectPlan<Ctx>, meter: Meter, body: import("node:stream").Readable, maxBytes: number): Streamed {
+  const translator = dialect.stream(plan.ctx);
+  const call = plan.chatCall;
+  return {
+    headers: SSE_HEADERS,
+    error: (err) => translator.fail(err),
+    async pump(res) {
+      const write = (text: string) => (res.destroyed ? true : res.write(text));
+      const onFirstContent = () => (call.facts.ttftMs = performance.now() - call.started);
+      const relay = new TranslatedRelay(translator, write, call.model.model, onFirstContent);
+      write(translator.begin());
+      const out = { text: () => relay.generated(), usage: undefined as Usage | undefined };
+      try {
+        await pump(body, res, relay, maxBytes, call.model.model);
+        relay.finish();
+        if (!relay.done && !relay.finishReason()) throw streamCut(call.model.model);
+      } catch (err) {
+        // cut: billed for what was generated; the pipeline ends the stream with the dialect's error
+        const error = call.cancel.aborted ? cutError(call.cancel, call.model.model) : err instanceof GatewayError ? err : mapTransportError(err, call.model.model);
+        await settleChat(deps, call, plan, meter, { text: out.text, usage: relay.usage, finishReason: () => cutFinishReason(call.cancel), cut: error });
+        throw error;
+      }
+      const finishReason = relay.finishReason() ?? "stop";
+      let closing = "";
+      await settleChat(deps, call, plan, meter, {
+        text: out.text,
+        usage: relay.usage,
+        finishReason: () => finishReason,
+        keep: (t) => {
+          closing = translator.end(finishReason, usageOf(t, relay.usage));
+          return dialect.keep?.(plan.ctx, translator.result?.(), call.caller);
+        },
+      });
+      write(closing);
+    },
+  };
+}

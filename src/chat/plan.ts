@@ -1,0 +1,146 @@
+// What a chat request asks of its model once its limits are applied (docs/api.md#chat): the
+// operator's before-chat check for share-link users, the conversation's history and variables, the
+// model's limits, and the body the upstream gets. Nothing here reaches a channel.
+import type { ModelConfig } from "../config/schema.js";
+import { badRequest } from "../http/errors.js";
+import { jsonBody } from "../http/raw-text.js";
+import type { Caller } from "../metered/caller.js";
+import { computePoints } from "../tokens/points.js";
+import type { WorstCase } from "../metered/quota.js";
+import type { Call, PlanBase } from "../metered/spec.js";
+import type { ShareAuth } from "../share/callbacks.js";
+import { chatNotOwned } from "../share/links.js";
+import type { ChatOwner, Store } from "../store/types.js";
+import { lastUserText } from "../tokens/counter.js";
+import { historyCounts } from "../tokens/history-counts.js";
+import type { KnownCounts } from "../tokens/tally.js";
+import { applyLimits, type LimitedChat } from "./limits.js";
+import type { ChatMessage, ChatRequest } from "./request-schema.js";
+import { shareRequest, upstreamBody } from "./upstream-body.js";
+import { createPromptFiller, mergeVariables, type Variables } from "./variables.js";
+
+export interface ChatPlan extends PlanBase {
+  /** the request as it is served: a share-link user's reduced to FastGPT's share-link request */
+  req: ChatRequest;
+  limited: LimitedChat;
+  /** choices asked for (`n`): every one can write max_tokens */
+  choices: number;
+  /** the upstream's JSON body */
+  body: string | Buffer;
+  stream: boolean;
+  /** FastGPT's detail answer: the completion report (share links: when the link allows it) */
+  detail: boolean;
+  includeUsage: boolean;
+  /** FastGPT variables: the chat's stored ones with the request's over them */
+  variables: Variables;
+  /** share-link users: the uid the operator (or the localId) gave */
+  uid: string | undefined;
+  /** the upstream gets FastGPT's share-link request only */
+  shareUpstream: boolean;
+  /** who the conversation (chatId) belongs to: its creator */
+  owner: ChatOwner;
+}
+
+export interface PlanDeps {
+  store: Store;
+  shareAuth: ShareAuth;
+  /** the most bytes a filled-in system prompt, a chat's variables or the history read may take */
+  maxBytes: number;
+}
+
+export type ChatCall = Call<ChatRequest, ModelConfig>;
+
+/** How a dialect's chat is limited: an agent's history is never trimmed, and its counts are kept
+ *  per caller (docs/api.md#limits). */
+export interface PlanOptions {
+  trim?: boolean;
+  known?: KnownCounts;
+}
+
+export async function planChat(deps: PlanDeps, call: ChatCall, opts: PlanOptions = {}): Promise<ChatPlan> {
+  const { caller, model } = call;
+  const req = caller.share ? shareRequest(call.req) : call.req;
+  // 1. Choices: each can write max_tokens, so they are bounded by the model (docs/api.md#budgets).
+  const choices = req.n ?? 1;
+  if (choices > model.maxChoices) throw badRequest("invalid_request", `n: ${model.model} answers at most ${model.maxChoices} choices per request.`, "n");
+
+  // 2. Share-link users: the operator's before-chat check gives the uid.
+  const uid = caller.share ? await deps.shareAuth.start(caller.share.link, caller.share.token, lastUserText(req.messages)) : undefined;
+
+  // 3. Conversation history and variables, then the model's limits (with the system prompt filled in).
+  const owner: ChatOwner = caller.share ? { shareId: caller.share.link.shareId, uid: uid! } : { keyName: caller.key?.name ?? "" };
+  const stored = req.chatId ? await openChat(deps, caller, req.chatId, owner) : undefined;
+  const variables = mergeVariables(stored?.variables, req.variables, deps.maxBytes);
+  const fillIn = createPromptFiller(variables, { now: new Date(call.time), maxBytes: deps.maxBytes });
+  const known = req.chatId ? historyCounts.forChat(caller.app.id, req.chatId, model.tokenizer) : opts.known;
+  const limited = await applyLimits(req, mergeHistory(stored?.history ?? [], req.messages), model, caller.app, { renderPrompt: fillIn, known, trim: opts.trim });
+
+  return {
+    req,
+    limited,
+    choices,
+    body: jsonBody(upstreamBody(req, model, limited, caller.share !== undefined)),
+    stream: req.stream === true,
+    detail: req.detail === true && (!caller.share || caller.share.link.responseDetail),
+    includeUsage: req.stream_options?.include_usage === true,
+    variables,
+    uid,
+    shareUpstream: caller.share !== undefined,
+    owner,
+    chatId: req.chatId,
+    worstCase: worstCase(caller, model, limited, choices),
+  };
+}
+
+/** The most the request can cost: its prompt and all of max_tokens for every choice, and the least it
+ *  can be served for: the prompt and one token each (the prompt counted only when its bound does not
+ *  fit a budget). */
+function worstCase(caller: Caller, model: ModelConfig, limited: LimitedChat, choices: number): WorstCase | number {
+  if (!caller.limits.some((l) => l.maxUsagePoints >= 0)) return 0;
+  const maxOut = choices * limited.maxTokens;
+  return {
+    bound: computePoints(model, limited.promptBound, maxOut),
+    least: computePoints(model, limited.promptBound, choices),
+    counted: async () => {
+      const prompt = await limited.countPrompt();
+      return { most: computePoints(model, prompt, maxOut), least: computePoints(model, prompt, choices) };
+    },
+  };
+}
+
+/**
+ * Serve until spent (docs/api.md#budgets): when the budgets held less than the worst case, max_tokens
+ * is lowered to what the hold pays for with the prompt counted exactly (the answer then ends
+ * `length`). The hold always covers the prompt and one token per choice.
+ */
+export async function affordChat(plan: ChatPlan, model: ModelConfig, held: number): Promise<void> {
+  const { limited, choices } = plan;
+  const perToken = computePoints(model, 0, choices);
+  if (perToken <= 0 || held >= computePoints(model, limited.promptBound, choices * limited.maxTokens)) return;
+  const prompt = computePoints(model, await limited.countPrompt(), 0);
+  // a hair under the exact quotient: a float just below a whole number must not round the answer up
+  const tokens = Math.floor((held - prompt) / perToken + 1e-9);
+  if (tokens >= limited.maxTokens) return;
+  limited.maxTokens = Math.max(1, tokens);
+  plan.body = jsonBody(upstreamBody(plan.req, model, limited, plan.shareUpstream));
+}
+
+/**
+ * The conversation's stored turns and variables (docs/api.md#conversations): the chat is the
+ * caller's (created as theirs, atomically, when new), or the caller gets 403 before any of it is
+ * read; its history bounded by the app's rounds and by bytes.
+ */
+async function openChat(deps: PlanDeps, caller: Caller, chatId: string, owner: ChatOwner): Promise<{ history: ChatMessage[]; variables?: Variables }> {
+  const who = caller.app.sharedChats && !caller.share ? null : owner;
+  const opened = await deps.store.openChat(caller.app.id, chatId, who, { limit: caller.app.history * 2, maxBytes: deps.maxBytes, create: true });
+  if (opened.status === "not_owned") throw chatNotOwned("chatId");
+  if (opened.status === "missing") return { history: [] };
+  return { history: opened.messages.map((m) => ({ role: m.role, content: m.content })), variables: opened.chat.variables };
+}
+
+/** The request's system messages first, then the stored history, then the rest of the request. */
+function mergeHistory(history: ChatMessage[], messages: ChatMessage[]): ChatMessage[] {
+  if (history.length === 0) return messages;
+  const system = messages.filter((m) => m.role === "system");
+  return [...system, ...history, ...messages.filter((m) => m.role !== "system")];
+}

@@ -1,0 +1,108 @@
+// A streamed chat answer translated for a dialect (docs/architecture.md#dialects): every upstream
+// event is parsed and handed to the dialect's translator, whose events are what the client reads.
+// What the gateway must know of the answer — usage, finish reason, the text and tool arguments
+// generated (counted when the upstream gives no usage) — is taken on the way.
+import { badUpstreamReply, upstreamReportedError } from "../upstream/errors.js";
+import type { Usage } from "./attempt.js";
+import type { ChatChunk, StreamTranslator } from "./dialect.js";
+import type { SseSink } from "./pump.js";
+
+const EVENT_END = "\n\n";
+
+export class TranslatedRelay implements SseSink {
+  done = false;
+  usage: Usage | undefined;
+  #finishReason: string | undefined;
+  #generated: string[] = [];
+  #pending = "";
+  #first = false;
+
+  constructor(
+    private readonly translator: StreamTranslator,
+    private readonly write: (text: string) => boolean,
+    private readonly model: string,
+    private readonly onFirstContent: () => void,
+  ) {}
+
+  push(chunk: Buffer): boolean {
+    if (this.done) return true;
+    let text = this.#pending + chunk.toString("utf8");
+    if (text.includes("\r")) text = text.replace(/\r\n?/g, "\n");
+    const cut = text.lastIndexOf(EVENT_END);
+    if (cut < 0) {
+      this.#pending = text;
+      return true;
+    }
+    this.#pending = text.slice(cut + EVENT_END.length);
+    let out = "";
+    for (const block of text.slice(0, cut).split(EVENT_END)) {
+      out += this.#event(block);
+      if (this.done) break;
+    }
+    return out === "" || this.write(out);
+  }
+
+  /** The upstream ended: an unterminated last event is taken as one. */
+  finish(): void {
+    if (this.done || !this.#pending.trim()) return;
+    const rest = this.#pending;
+    this.#pending = "";
+    const out = this.#event(rest);
+    if (out) this.write(out);
+  }
+
+  finishReason(): string | undefined {
+    return this.#finishReason;
+  }
+
+  /** What the model generated: text, reasoning and tool arguments (counted when no usage came). */
+  generated(): string {
+    return this.#generated.join("");
+  }
+
+  #event(block: string): string {
+    const data = dataOf(block);
+    if (data === undefined) return "";
+    if (data === "[DONE]") {
+      this.done = true;
+      return "";
+    }
+    let chunk: ChatChunk;
+    try {
+      chunk = JSON.parse(data) as ChatChunk;
+    } catch {
+      throw badUpstreamReply(this.model);
+    }
+    if (!chunk || typeof chunk !== "object") throw badUpstreamReply(this.model);
+    // its text may carry the upstream's internals, so the client gets less
+    if (chunk.error) throw upstreamReportedError(this.model);
+    if (chunk.usage) this.usage = chunk.usage;
+    const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0);
+    if (choice) this.#take(choice);
+    return this.translator.chunk(chunk);
+  }
+
+  #take(choice: NonNullable<ChatChunk["choices"]>[number]): void {
+    const delta = choice.delta;
+    if (choice.finish_reason) this.#finishReason = choice.finish_reason;
+    if (!delta) return;
+    const before = this.#generated.length;
+    for (const piece of [delta.content, delta.reasoning_content, delta.reasoning]) if (piece) this.#generated.push(piece);
+    for (const call of delta.tool_calls ?? []) if (call.function?.arguments) this.#generated.push(call.function.arguments);
+    if (!this.#first && (this.#generated.length > before || (delta.tool_calls?.length ?? 0) > 0)) {
+      this.#first = true;
+      this.onFirstContent();
+    }
+  }
+}
+
+/** The `data:` payload of one SSE event (several data lines join with newlines); undefined if none. */
+function dataOf(block: string): string | undefined {
+  let data: string | undefined;
+  for (const line of block.split("\n")) {
+    if (!line.startsWith("data:")) continue;
+    const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
+    data = data === undefined ? value : `${data}\n${value}`;
+  }
+  return data;
+}

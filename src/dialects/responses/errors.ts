@@ -1,0 +1,20 @@
+// Errors of the Responses dialect: the OpenAI shape of the chat path (docs/api.md#errors), plus the
+// two the store adds. Over `maxContext` stays a 400 `context_length_exceeded`: Codex tells its user
+// the context window is full on that code, and does not retry.
+import { badRequest, GatewayError } from "../../http/errors.js";
+
+export function responsesError(err: GatewayError): { status: number; body: unknown; headers: Record<string, string> } {
+  return { status: err.status, body: err.toBody(), headers: err.headers };
+}
+
+/** GET/DELETE of a response that is missing, expired, of another app, or was made with `store: false`. */
+export const responseNotFound = () =>
+  new GatewayError(404, "response_not_found", "No such response: it may have expired, been deleted, or been made with store: false.");
+
+/** `previous_response_id` that names no stored response of this app (the API answers 400 here). */
+export const previousResponseNotFound = () =>
+  badRequest(
+    "previous_response_not_found",
+    "previous_response_id: no such response (it may have expired, been deleted, or been made with store: false).",
+    "previous_response_id",
+  );

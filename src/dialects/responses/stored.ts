@@ -1,0 +1,80 @@
+// What `store: true` keeps (docs/codex.md#store-and-previous_response_id): the conversation so far
+// as input items (the previous response's conversation, then this request's input) and the Response
+// object itself. A follow-up's `previous_response_id` continues from both, so a chain of any length
+// is read in one look-up; the previous instructions are not carried over (the API's rule).
+import type { InputItem } from "./request-schema.js";
+import type { OutputItem, ResponseObject } from "./response-object.js";
+import type { ResponsesCtx } from "./to-chat.js";
+
+/** The store's row of a response (src/store/types.ts StoredResponse). */
+export interface StoredResponseRow {
+  id: string;
+  appId: string;
+  keyName: string | null;
+  /** epoch milliseconds */
+  createdAt: number;
+  /** epoch milliseconds: from then on the response is gone */
+  expiresAt: number;
+  previousId: string | null;
+  /** JSON text of the input items */
+  input: string;
+  /** JSON text of the response object */
+  output: string;
+}
+
+const DAY_MS = 86_400_000;
+
+/** The row to save for `response`, or undefined when the request said `store: false`. */
+export function storedRow(
+  ctx: ResponsesCtx,
+  response: ResponseObject,
+  owner: { appId: string; keyName: string | null },
+  opts: { now: number; retentionDays: number },
+): StoredResponseRow | undefined {
+  if (!ctx.store) return undefined;
+  return {
+    id: ctx.id,
+    appId: owner.appId,
+    keyName: owner.keyName,
+    createdAt: opts.now,
+    expiresAt: opts.now + opts.retentionDays * DAY_MS,
+    previousId: ctx.previousId,
+    input: JSON.stringify(ctx.conversation),
+    output: JSON.stringify(response),
+  };
+}
+
+/** The conversation a follow-up continues: the stored input items, then the answer's items as input. */
+export function conversationOf(row: StoredResponseRow): InputItem[] {
+  const input = JSON.parse(row.input) as InputItem[];
+  const response = JSON.parse(row.output) as ResponseObject;
+  return [...input, ...response.output.flatMap(outputAsInput)];
+}
+
+/** What `GET /v1/responses/{id}` answers. */
+export function storedResponse(row: StoredResponseRow): ResponseObject {
+  return JSON.parse(row.output) as ResponseObject;
+}
+
+/** What `DELETE /v1/responses/{id}` answers. */
+export function deletedResponse(id: string): { id: string; object: "response.deleted"; deleted: true } {
+  return { id, object: "response.deleted", deleted: true };
+}
+
+function outputAsInput(item: OutputItem): InputItem[] {
+  switch (item.type) {
+    case "message":
+      return [{ type: "message", role: "assistant", content: item.content.map((p) => ({ type: "output_text" as const, text: p.text })) }];
+    case "function_call": {
+      const call: InputItem = { type: "function_call", call_id: item.call_id, name: item.name, arguments: item.arguments };
+      return item.namespace ? [{ ...call, namespace: item.namespace }] : [call];
+    }
+    case "custom_tool_call": {
+      const call: InputItem = { type: "custom_tool_call", call_id: item.call_id, name: item.name, input: item.input };
+      return item.namespace ? [{ ...call, namespace: item.namespace }] : [call];
+    }
+    case "reasoning":
+      // never sent upstream again
+      return [];
+  }
+}

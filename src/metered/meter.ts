@@ -1,0 +1,91 @@
+// One request's metering (docs/api.md#metering): the channel it reached, then exactly one ending —
+// settled to what was generated (usage row, spend, the budget hold settled to the actual points),
+// or failed before anything was generated (the hold released; a usage row with the status when a
+// channel was reached). Kinds call `settle`; the pipeline calls `fail` on every failure path, which
+// does nothing once the request settled.
+import type { GatewayError } from "../http/errors.js";
+import { UpstreamError } from "../http/errors.js";
+import type { RequestFacts } from "../http/facts.js";
+import type { Observer } from "../observability/observer.js";
+import type { Store } from "../store/types.js";
+import type { Caller } from "./caller.js";
+import type { Reservation } from "./quota.js";
+
+export interface Tally {
+  inputTokens: number;
+  /** absent for kinds that generate no tokens (embeddings, rerank) */
+  outputTokens?: number;
+  points: number;
+  /** the upstream's, or client_abort / upstream_error / shutdown for a cut answer; absent where
+   *  answers have none */
+  finishReason?: string;
+  /** the error that cut the answer after it began (its status goes on the usage row) */
+  cut?: GatewayError;
+}
+
+export interface MeterDeps {
+  store: Store;
+  observer: Observer;
+}
+
+export class Meter {
+  /** the channel of the current attempt ("" until one began) */
+  channel = "";
+  #ended = false;
+
+  constructor(
+    private readonly deps: MeterDeps,
+    private readonly caller: Caller,
+    private readonly model: string,
+    private readonly reservation: Reservation,
+    private readonly facts: RequestFacts,
+    private readonly at: { time: number; started: number; chatId?: string },
+  ) {}
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /** The answer was given or cut: its usage row (with `also`, writes that share its commit), the
+   *  spend and the hold settled to `t.points`. Resolves once the row is on disk. */
+  async settle(t: Tally, also: Array<Promise<unknown>> = []): Promise<void> {
+    if (this.#ended) return;
+    this.#ended = true;
+    const outcome = !t.cut ? "ok" : t.cut instanceof UpstreamError ? t.cut.outcome : "http_error";
+    this.deps.observer.upstreamFinished(this.channel, this.model, outcome);
+    Object.assign(this.facts, { inputTokens: t.inputTokens, outputTokens: t.outputTokens, points: t.points, finishReason: t.finishReason });
+    await Promise.all([this.#row(t.cut?.status ?? 200, t), ...also]);
+    this.reservation.settle(t.points);
+  }
+
+  /** Nothing was generated: the hold released, and a usage row with `status` once a channel was
+   *  reached (a failed row write never hides the request's own error). */
+  async fail(status: number): Promise<void> {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.reservation.release();
+    if (this.channel) await this.#row(status, { inputTokens: 0, points: 0 }).catch(() => {});
+  }
+
+  #row(status: number, t: Pick<Tally, "inputTokens" | "outputTokens" | "points" | "finishReason">): Promise<void> {
+    const { caller } = this;
+    return this.deps.store.recordUsage(
+      {
+        time: this.at.time,
+        appId: caller.app.id,
+        keyName: caller.key?.name ?? null,
+        shareId: caller.share?.link.shareId ?? null,
+        model: this.model,
+        channel: this.channel,
+        inputTokens: t.inputTokens,
+        outputTokens: t.outputTokens ?? 0,
+        points: t.points,
+        status,
+        durationMs: Math.round(performance.now() - this.at.started),
+        chatId: this.at.chatId ?? null,
+        finishReason: t.finishReason ?? null,
+      },
+      caller.limits.map((l) => l.scope),
+    );
+  }
+}

@@ -1,0 +1,56 @@
+// Which model a request names (docs/configuration.md#aliases): a registered model of that name, else
+// an exact alias, else the longest matching `*` glob; then the app's permission. The answer names
+// the model the client asked for; the upstream is called with the resolved model's name.
+import type { AppConfig } from "../config/schema.js";
+import { notFound } from "../http/errors.js";
+
+export interface Aliases {
+  /** the configured model a requested name stands for; undefined when no alias matches */
+  resolve(name: string): string | undefined;
+  /** every alias key, for the model list */
+  readonly names: string[];
+}
+
+export function createAliases(aliases: Record<string, string>): Aliases {
+  const exact = new Map<string, string>();
+  const globs: Array<{ pattern: RegExp; length: number; target: string }> = [];
+  for (const [key, target] of Object.entries(aliases)) {
+    if (!key.includes("*")) exact.set(key, target);
+    else globs.push({ pattern: globPattern(key), length: key.replaceAll("*", "").length, target });
+  }
+  // the longest (most specific) glob first
+  globs.sort((a, b) => b.length - a.length);
+  return {
+    resolve: (name) => exact.get(name) ?? globs.find((g) => g.pattern.test(name))?.target,
+    names: Object.keys(aliases),
+  };
+}
+
+function globPattern(glob: string): RegExp {
+  return new RegExp(`^${glob.split("*").map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`);
+}
+
+/** What an app may use: its `models` (or only its default chat model, when it lists none). */
+export function appAllows(app: AppConfig, model: string): boolean {
+  return (app.models ?? [app.model]).includes(model);
+}
+
+/**
+ * The model of `models` the request's `name` resolves to; 404 model_not_found when none, when the
+ * app may not use it, or when no channel serves it. `allowed` says what the app may use of this kind.
+ */
+export function resolveModel<M>(
+  models: Map<string, M>,
+  aliases: Aliases,
+  name: string,
+  allowed: (model: string) => boolean,
+  serves: (model: string) => boolean,
+  what = "model",
+): M {
+  const resolved = models.has(name) ? name : aliases.resolve(name);
+  const model = resolved === undefined ? undefined : models.get(resolved);
+  if (!model || !allowed(resolved!) || !serves(resolved!)) {
+    throw notFound("model_not_found", `The ${what} ${JSON.stringify(name.slice(0, 100))} does not exist or this app may not use it.`);
+  }
+  return model;
+}

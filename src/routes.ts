@@ -1,0 +1,45 @@
+// The route table (docs/api.md#endpoints): every route once — method, paths, the label its metrics
+// and request log use, whether it is metered, its error dialect, and its handler in the current
+// runtime. src/gateway.ts registers them in one loop.
+import { anthropicError } from "./dialects/anthropic/errors.js";
+import type { ErrorFormat } from "./http/errors.js";
+import type { Handlers } from "./runtime.js";
+
+export interface RouteDef {
+  method: "GET" | "POST" | "DELETE";
+  paths: string[];
+  /** the metrics and request-log label; absent: each path is its own label */
+  label?: string;
+  /** metered requests wait for, and need, the state shared with other instances */
+  metered?: true;
+  /** how errors are written (default: OpenAI's shape) */
+  errors?: ErrorFormat;
+  handler: keyof Handlers;
+}
+
+const V1 = (path: string) => [`/v1${path}`, `/api/v1${path}`];
+
+export const ROUTES: RouteDef[] = [
+  { method: "POST", paths: V1("/chat/completions"), metered: true, handler: "chat" },
+  // one label for both prefixes: dashboards select sluice_requests_total{route="embeddings"}
+  { method: "POST", paths: V1("/embeddings"), label: "embeddings", metered: true, handler: "embeddings" },
+  // the dialects (docs/api.md#dialects): Anthropic's Messages, with its own error shape, and Responses
+  { method: "POST", paths: V1("/messages"), label: "messages", metered: true, errors: anthropicError, handler: "messages" },
+  { method: "POST", paths: V1("/messages/count_tokens"), label: "count_tokens", errors: anthropicError, handler: "countTokens" },
+  { method: "POST", paths: V1("/responses"), label: "responses", metered: true, handler: "responses" },
+  { method: "GET", paths: V1("/responses/:id"), label: "response_get", handler: "responseGet" },
+  { method: "DELETE", paths: V1("/responses/:id"), label: "response_delete", handler: "responseDelete" },
+  { method: "GET", paths: V1("/models"), handler: "models" },
+  { method: "GET", paths: V1("/models/:id"), handler: "model" },
+  { method: "GET", paths: ["/api/v1/usage"], handler: "usage" },
+  { method: "POST", paths: ["/api/share/init"], handler: "shareInit" },
+  { method: "POST", paths: ["/api/share/chats"], handler: "shareChats" },
+  { method: "POST", paths: ["/api/share/chat"], handler: "shareChat" },
+  { method: "GET", paths: ["/chat/share"], handler: "sharePage" },
+  { method: "GET", paths: ["/chat/share/window.js"], handler: "shareScript" },
+  { method: "GET", paths: ["/api/admin/channels"], handler: "adminChannels" },
+  { method: "POST", paths: ["/api/admin/reload"], handler: "adminReload" },
+  { method: "POST", paths: ["/api/admin/keys"], handler: "adminKeyCreate" },
+  { method: "GET", paths: ["/api/admin/keys"], handler: "adminKeyList" },
+  { method: "DELETE", paths: ["/api/admin/keys/:name"], handler: "adminKeyRevoke" },
+];

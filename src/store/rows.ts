@@ -1,0 +1,98 @@
+// What both stores make of their rows the same way: a chat's title, its owner columns and who may use
+// it, the newest messages of its rounds within a count and a byte bound, and how long records last.
+import type { ChatInfo, ChatMessage, ChatOwner } from "./types.js";
+
+const TITLE_MAX_CHARS = 60;
+
+/** docs/store.md#share-link-uids: a remembered uid is kept 30 days */
+export const SHARE_UID_KEEP_MS = 30 * 24 * 60 * 60 * 1000;
+/** Every PURGE_EVERY-th write to a table of records that expire also deletes up to PURGE_ROWS of
+ *  those past their time: more than the writes add meanwhile, so the table stays bounded by its
+ *  live rows, at a small cost per call. */
+export const PURGE_EVERY = 16;
+export const PURGE_ROWS = 256;
+
+/** The first user turn, whitespace collapsed, cut to 60 characters (code points, not UTF-16 units). */
+export function titleFrom(user: string): string {
+  // only the head can reach the title: 60 code points of at most 2 UTF-16 units, with room for
+  // runs of blanks that collapse
+  const text = user.slice(0, TITLE_MAX_CHARS * 8).replace(/\s+/g, " ").trim();
+  return text.length <= TITLE_MAX_CHARS ? text : Array.from(text).slice(0, TITLE_MAX_CHARS).join("");
+}
+
+/** The owner columns of a chat row: share_id, uid, key_name (all null: owned by nobody in particular). */
+export function ownerColumns(owner: ChatOwner | null): [string | null, string | null, string | null] {
+  if (owner === null) return [null, null, null];
+  return "shareId" in owner ? [owner.shareId, owner.uid, null] : [null, null, owner.keyName];
+}
+
+export interface OwnerRow {
+  share_id: string | null;
+  uid: string | null;
+  key_name: string | null;
+}
+
+export function ownerOf(row: OwnerRow): ChatOwner | null {
+  if (row.share_id !== null && row.uid !== null) return { shareId: row.share_id, uid: row.uid };
+  return row.key_name !== null ? { keyName: row.key_name } : null;
+}
+
+/** Whether `who` may read and write a chat of `owner`: its creator; a chat of nobody in particular
+ *  (docs/store.md#chat-ownership) any key of the app, no share-link user. The postgres store's SQL
+ *  (postgres-chats.ts, mayUse) says the same. */
+export function mayUse(owner: ChatOwner | null, who: ChatOwner): boolean {
+  if ("shareId" in who) return owner !== null && "shareId" in owner && owner.shareId === who.shareId && owner.uid === who.uid;
+  return owner === null || ("keyName" in owner && owner.keyName === who.keyName);
+}
+
+export interface ChatRow extends OwnerRow {
+  title: string;
+  updated_at: number;
+  /** JSON object, or null */
+  variables: string | null;
+}
+
+export function chatInfoOf(chatId: string, row: ChatRow): ChatInfo {
+  const info: ChatInfo = { chatId, owner: ownerOf(row), title: row.title, updatedAt: row.updated_at };
+  if (row.variables) info.variables = JSON.parse(row.variables) as Record<string, unknown>;
+  return info;
+}
+
+/** A round as stored: a user turn and its answer (SQLite keeps odd turns of old databases as
+ *  rounds with one side). */
+export interface StoredRound {
+  user: string | null;
+  assistant: string | null;
+  createdAt: number;
+}
+
+export function messagesOf(r: StoredRound): ChatMessage[] {
+  const messages: ChatMessage[] = [];
+  if (r.user !== null) messages.push({ role: "user", content: r.user, createdAt: r.createdAt });
+  if (r.assistant !== null) messages.push({ role: "assistant", content: r.assistant, createdAt: r.createdAt });
+  return messages;
+}
+
+/** The newest messages of `rounds` (oldest first), oldest first: at most `limit` of them (the
+ *  oldest round may lose its user turn to the count) and at most `maxBytes` of UTF-8 content, whole
+ *  rounds only: a round that does not fit is dropped with everything older. */
+export function newestMessages(rounds: readonly StoredRound[], limit: number, maxBytes: number): ChatMessage[] {
+  const count = Math.floor(limit);
+  if (!(count > 0)) return [];
+  // NaN and Infinity: no bound
+  const bounded = maxBytes < Number.MAX_SAFE_INTEGER;
+  const picked: ChatMessage[][] = [];
+  let taken = 0;
+  let bytes = 0;
+  for (let i = rounds.length - 1; i >= 0 && taken < count; i--) {
+    const all = messagesOf(rounds[i]!);
+    const some = all.length > count - taken ? all.slice(all.length - (count - taken)) : all;
+    if (bounded) {
+      bytes += some.reduce((sum, m) => sum + Buffer.byteLength(m.content, "utf8"), 0);
+      if (bytes > maxBytes) break;
+    }
+    picked.push(some);
+    taken += some.length;
+  }
+  return picked.reverse().flat();
+}

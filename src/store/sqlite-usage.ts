@@ -1,0 +1,108 @@
+// The SQLite half of the Store that holds usage rows and spend counters. Rows and spend of a write
+// batch are gathered and written once at its end (multi-row INSERTs, one upsert per scope): a
+// statement costs about as much as the row it writes.
+import type Database from "better-sqlite3";
+import type { Batched, Gathered } from "./write-batch.js";
+import type { UsageQuery, UsageRow, UsageSummary, UsageTotals } from "./types.js";
+
+const USAGE_COLUMNS = 13;
+const MAX_ROWS_PER_INSERT = 32;
+
+interface SummaryRow extends UsageTotals {
+  name: string | null;
+}
+interface UsageFilter {
+  from: number;
+  to: number;
+  appId: string | null;
+}
+
+export type UsageGatherer = Gathered & { add(row: UsageRow, scopes: string[]): void };
+
+export function createUsageGatherer(db: Database.Database): UsageGatherer {
+  const addSpend = db.prepare<[string, number]>(
+    `INSERT INTO spend (scope, points) VALUES (?, ?)
+     ON CONFLICT (scope) DO UPDATE SET points = points + excluded.points`,
+  );
+  // one prepared INSERT per row count, made when first needed (at most MAX_ROWS_PER_INSERT of them)
+  const inserts = new Map<number, Database.Statement<unknown[]>>();
+  const insert = (rows: number) => {
+    let statement = inserts.get(rows);
+    if (!statement) {
+      // positional parameters: binding by name costs measurably more on the hot path
+      const values = Array.from({ length: rows }, () => `(${Array(USAGE_COLUMNS).fill("?").join(", ")})`).join(", ");
+      statement = db.prepare<unknown[]>(
+        `INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens,
+           points, status, duration_ms, chat_id, finish_reason) VALUES ${values}`,
+      );
+      inserts.set(rows, statement);
+    }
+    return statement;
+  };
+  let values: unknown[] = [];
+  const spend = new Map<string, number>();
+
+  return {
+    add(row, scopes) {
+      const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason } = row;
+      values.push(time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason);
+      // a scope named twice is still one budget; a free answer changes no counter
+      if (points === 0) return;
+      scopes.forEach((scope, i) => {
+        if (scopes.indexOf(scope) === i) spend.set(scope, (spend.get(scope) ?? 0) + points);
+      });
+    },
+    flush() {
+      const step = MAX_ROWS_PER_INSERT * USAGE_COLUMNS;
+      for (let at = 0; at < values.length; at += step) {
+        const part = values.length <= step ? values : values.slice(at, at + step);
+        insert(part.length / USAGE_COLUMNS).run(part);
+      }
+      for (const [scope, points] of spend) addSpend.run(scope, points);
+      this.clear();
+    },
+    clear() {
+      values = [];
+      spend.clear();
+    },
+  };
+}
+
+export function createUsageOps(db: Database.Database, batched: Batched, usage: UsageGatherer) {
+  const totals = `COUNT(*) AS requests, COALESCE(SUM(input_tokens), 0) AS inputTokens,
+    COALESCE(SUM(output_tokens), 0) AS outputTokens, COALESCE(SUM(points), 0) AS points`;
+  const filter = `WHERE time >= @from AND time < @to AND (@appId IS NULL OR app_id = @appId)`;
+  // names in byte order (BINARY), NULL first
+  const grouped = (column: string) =>
+    db.prepare<UsageFilter, SummaryRow>(`SELECT ${column} AS name, ${totals} FROM usage ${filter} GROUP BY ${column} ORDER BY ${column}`);
+  const sql = {
+    totals: db.prepare<UsageFilter, UsageTotals>(`SELECT ${totals} FROM usage ${filter}`),
+    byApp: grouped("app_id"),
+    byModel: grouped("model"),
+    byFinishReason: grouped("finish_reason"),
+    getSpent: db.prepare<[string], { points: number }>(`SELECT points FROM spend WHERE scope = ?`),
+  };
+  // gathered in the batch's transaction, written once at its end
+  const recordUsage = batched((row: UsageRow, scopes: string[]) => usage.add(row, scopes));
+
+  return {
+    recordUsage,
+    async summarizeUsage(query: UsageQuery): Promise<UsageSummary> {
+      const f: UsageFilter = {
+        from: query.from ?? Number.MIN_SAFE_INTEGER,
+        to: query.to ?? Number.MAX_SAFE_INTEGER,
+        appId: query.appId ?? null,
+      };
+      const summary: UsageSummary = {
+        totals: { ...(sql.totals.get(f) ?? { requests: 0, inputTokens: 0, outputTokens: 0, points: 0 }) },
+        apps: sql.byApp.all(f).map(({ name, ...t }) => ({ appId: name!, ...t })),
+        models: sql.byModel.all(f).map(({ name, ...t }) => ({ model: name!, ...t })),
+      };
+      if (query.groupBy === "finishReason") summary.finishReasons = sql.byFinishReason.all(f).map(({ name, ...t }) => ({ finishReason: name, ...t }));
+      return summary;
+    },
+    async getSpent(scope: string): Promise<number> {
+      return sql.getSpent.get(scope)?.points ?? 0;
+    },
+  };
+}

@@ -1,0 +1,178 @@
+// The Anthropic whole-answer translation, the error table and count_tokens counting.
+import { describe, expect, it } from "vitest";
+import { toAnswer, toolInput } from "../src/dialects/anthropic/answer.js";
+import { countInputTokens, toCountChat } from "../src/dialects/anthropic/count-tokens.js";
+import { anthropicError, errorEvent } from "../src/dialects/anthropic/errors.js";
+import { chatToolCallId } from "../src/dialects/anthropic/ids.js";
+import { toChat, type MessagesCtx } from "../src/dialects/anthropic/to-chat.js";
+import { GatewayError, badRequest } from "../src/http/errors.js";
+import { channelBusy, streamCut, upstreamStatus, upstreamTimeout } from "../src/upstream/errors.js";
+import { countMessages, countText } from "../src/tokens/counter.js";
+import type { CompletionJson } from "../src/chat/attempt.js";
+import { applyLimits } from "../src/chat/limits.js";
+import type { ModelConfig } from "../src/config/schema.js";
+
+const ctx = (over: Partial<MessagesCtx> = {}): MessagesCtx => ({ model: "claude-sonnet-5", stream: false, stopSequences: [], topK: undefined, ...over });
+const completion = (message: Record<string, unknown>, finish = "stop", extra: Record<string, unknown> = {}): CompletionJson => ({
+  id: "chatcmpl-1",
+  model: "qwen3-coder",
+  choices: [{ index: 0, message: { role: "assistant", ...message }, finish_reason: finish, ...extra }],
+});
+
+describe("Anthropic whole answer", () => {
+  it("answers text with a msg_ id, the client's model name, end_turn and the usage", () => {
+    const answer = toAnswer(completion({ content: "Hi there" }), { input: 12, output: 3 }, ctx());
+    expect(answer).toEqual({
+      id: expect.stringMatching(/^msg_[A-Za-z0-9]{24}$/),
+      type: "message",
+      role: "assistant",
+      model: "claude-sonnet-5",
+      content: [{ type: "text", text: "Hi there" }],
+      stop_reason: "end_turn",
+      stop_sequence: null,
+      usage: { input_tokens: 12, output_tokens: 3, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+    });
+  });
+
+  it("puts reasoning first as a thinking block, then the text, then each tool call with its id kept", () => {
+    const answer = toAnswer(
+      completion(
+        {
+          content: "Checking.",
+          reasoning_content: "Need to list files.",
+          tool_calls: [
+            { id: "call_1", type: "function", function: { name: "Bash", arguments: '{"command":"ls"}' } },
+            { id: "functions.Read:1", type: "function", function: { name: "Read", arguments: '{"file_path":"a"}' } },
+          ],
+        },
+        "tool_calls",
+      ),
+      { input: 1, output: 1 },
+      ctx(),
+    );
+    expect(answer.content).toEqual([
+      { type: "thinking", thinking: "Need to list files.", signature: "" },
+      { type: "text", text: "Checking." },
+      { type: "tool_use", id: "toolu_call_1", name: "Bash", input: { command: "ls" } },
+      { type: "tool_use", id: expect.stringMatching(/^toolu_[A-Za-z0-9_-]+$/), name: "Read", input: { file_path: "a" } },
+    ]);
+    expect(answer.stop_reason).toBe("tool_use");
+    // the id the client sends back in its tool_result reaches the model as the model gave it
+    const back = toChat({
+      model: "m",
+      max_tokens: 5,
+      messages: [
+        { role: "assistant", content: answer.content },
+        { role: "user", content: answer.content.filter((b) => b.type === "tool_use").map((b) => ({ type: "tool_result", tool_use_id: (b as { id: string }).id, content: "ok" })) },
+      ],
+    }).chat.messages;
+    expect((back[0]!.tool_calls as Array<{ id: string }>).map((c) => c.id)).toEqual(["call_1", "functions.Read:1"]);
+    expect(back.slice(1).map((m) => m.tool_call_id)).toEqual(["call_1", "functions.Read:1"]);
+    expect(chatToolCallId((answer.content[3] as { id: string }).id)).toBe("functions.Read:1");
+  });
+
+  it("reads a tool call ended with finish_reason stop as tool_use, and length as max_tokens", () => {
+    const call = { tool_calls: [{ id: "c", function: { name: "f", arguments: "{}" } }] };
+    expect(toAnswer(completion(call, "stop"), { input: 1, output: 1 }, ctx()).stop_reason).toBe("tool_use");
+    expect(toAnswer(completion({ content: "long" }, "length"), { input: 1, output: 1 }, ctx()).stop_reason).toBe("max_tokens");
+    expect(toAnswer(completion({ content: "x" }, "content_filter"), { input: 1, output: 1 }, ctx()).stop_reason).toBe("end_turn");
+  });
+
+  it("reports the stop sequence vLLM names in stop_reason when the client asked for it", () => {
+    const answer = toAnswer(completion({ content: "a, b" }, "stop", { stop_reason: "###" }), { input: 1, output: 1 }, ctx({ stopSequences: ["###"] }));
+    expect(answer).toMatchObject({ stop_reason: "stop_sequence", stop_sequence: "###" });
+  });
+
+  it("makes tool arguments an object: double-encoded JSON read through, anything else {}", () => {
+    expect(toolInput('{"a":1}')).toEqual({ a: 1 });
+    expect(toolInput(JSON.stringify('{"a":1}'))).toEqual({ a: 1 });
+    expect(toolInput('{"a":')).toEqual({});
+    expect(toolInput("[1,2]")).toEqual({});
+    expect(toolInput("")).toEqual({});
+    expect(toolInput(undefined)).toEqual({});
+  });
+
+  it("answers an empty completion with no content block", () => {
+    expect(toAnswer(completion({ content: "" }), { input: 1, output: 0 }, ctx()).content).toEqual([]);
+    expect(toAnswer({ choices: [] }, { input: 1, output: 0 }, ctx()).content).toEqual([]);
+  });
+});
+
+describe("Anthropic errors", () => {
+  const cases: Array<[GatewayError, number, string]> = [
+    [badRequest("invalid_request", "max_tokens is required", "max_tokens"), 400, "invalid_request_error"],
+    [new GatewayError(401, "invalid_api_key", "Invalid API key."), 401, "authentication_error"],
+    [new GatewayError(403, "app_key_required", "Use an application key."), 403, "permission_error"],
+    [new GatewayError(404, "model_not_found", "No such model."), 404, "not_found_error"],
+    [new GatewayError(413, "request_too_large", "Too large."), 413, "request_too_large"],
+    [new GatewayError(429, "insufficient_quota", "Budget spent.", { type: "insufficient_quota" }), 429, "rate_limit_error"],
+    [upstreamStatus("qwen3-coder", 429, undefined, "7"), 429, "rate_limit_error"],
+    [new GatewayError(500, "internal_error", "Internal server error", { type: "server_error" }), 500, "api_error"],
+    [streamCut("qwen3-coder"), 502, "api_error"],
+    [channelBusy("qwen3-coder"), 503, "overloaded_error"],
+    [upstreamTimeout("qwen3-coder"), 504, "api_error"],
+    [new GatewayError(408, "request_timeout", "Too slow."), 408, "invalid_request_error"],
+  ];
+
+  it.each(cases)("%s → its status and Anthropic's type", (err, status, type) => {
+    const e = anthropicError(err);
+    expect(e.status).toBe(status);
+    expect(e.body).toEqual({ type: "error", error: { type, message: err.message } });
+  });
+
+  it("keeps Retry-After", () => {
+    expect(anthropicError(upstreamStatus("qwen3-coder", 429, undefined, "7")).headers).toEqual({ "Retry-After": "7" });
+    expect(anthropicError(channelBusy("m")).headers).toEqual({ "Retry-After": "1" });
+  });
+
+  it("words a prompt over the context as Claude Code parses it: prompt is too long: N tokens > M maximum", () => {
+    const claudeCode = /prompt is too long[^0-9]*(\d+)\s*tokens?\s*>\s*(\d+)/;
+    const withFields = Object.assign(new GatewayError(400, "context_length_exceeded", "too long"), { promptTokens: 9100, maxContext: 8000 });
+    const e = anthropicError(withFields);
+    expect(e.body).toEqual({ type: "error", error: { type: "invalid_request_error", message: "prompt is too long: 9100 tokens > 8000 maximum" } });
+    const counted = new GatewayError(400, "context_length_exceeded", "The system messages and the last user message take 9100 tokens; model qwen allows 8000 in all.");
+    const m = claudeCode.exec((anthropicError(counted).body as { error: { message: string } }).error.message)!;
+    expect(Number(m[1])).toBeGreaterThan(Number(m[2]));
+    expect([m[1], m[2]]).toEqual(["9100", "7999"]);
+  });
+
+  it("reads the numbers of the chat limits' own refusal", async () => {
+    const model = { model: "qwen", maxContext: 100, maxResponse: 50, maxTemperature: 1, tokenizer: "cl100k_base", vision: false, defaultSystemChatPrompt: "" } as unknown as ModelConfig;
+    const { chat } = toChat({ model: "qwen", max_tokens: 10, messages: [{ role: "user", content: "word ".repeat(300) }] });
+    const refused = await applyLimits(chat, chat.messages, model, undefined).then(() => undefined, (err: unknown) => err as GatewayError);
+    expect(refused?.code).toBe("context_length_exceeded");
+    const message = (anthropicError(refused!).body as { error: { message: string } }).error.message;
+    expect(message).toMatch(/^prompt is too long: (\d+) tokens > 99 maximum$/);
+    expect(Number(/(\d+) tokens/.exec(message)![1])).toBeGreaterThan(99);
+  });
+
+  it("writes the same body as an SSE error event", () => {
+    expect(errorEvent(channelBusy("m"))).toBe(
+      `event: error\ndata: ${JSON.stringify({ type: "error", error: { type: "overloaded_error", message: channelBusy("m").message } })}\n\n`,
+    );
+  });
+});
+
+describe("Anthropic count_tokens", () => {
+  it("counts messages as the chat path counts them", async () => {
+    const { chat } = toCountChat({ model: "m", system: "Be brief.", messages: [{ role: "user", content: "Hello there" }, { role: "assistant", content: "Hi" }] });
+    expect(chat).not.toHaveProperty("max_tokens");
+    expect(await countInputTokens(chat, "cl100k_base")).toBe(countMessages(chat.messages, "cl100k_base"));
+    expect(await countInputTokens(chat, "o200k_base")).toBe(countMessages(chat.messages, "o200k_base"));
+  });
+
+  it("adds the tool definitions and the arguments of earlier tool calls", async () => {
+    const tools = [{ name: "Bash", description: "Runs a command.", input_schema: { type: "object", properties: { command: { type: "string" } } } }];
+    const messages = [
+      { role: "user", content: "list" },
+      { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "Bash", input: { command: "ls -la /tmp" } }] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "a b c" }] },
+    ];
+    const bare = toCountChat({ model: "m", messages }).chat;
+    const withTools = toCountChat({ model: "m", messages, tools }).chat;
+    const messagesOnly = countMessages(bare.messages);
+    const args = countText('Bash\n{"command":"ls -la /tmp"}');
+    expect(await countInputTokens(bare, "cl100k_base")).toBe(messagesOnly + args);
+    expect(await countInputTokens(withTools, "cl100k_base")).toBe(messagesOnly + args + countText(JSON.stringify(withTools.tools)));
+  });
+});

@@ -1,0 +1,101 @@
+// What `npm install`, `npm run build` and `npm start` make of the checkout (docs/operations.md#build):
+// dist/ holds the share window's bundle and the built gateway runs without any dev dependency;
+// without esbuild a dist/ built from the same sources is used and a stale or missing one is
+// explained; package-lock.json already agrees with package.json, so an install does not rewrite it.
+import { execFile } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BUILT_ENTRY, REPO_ROOT, createMainProcesses } from "./support/main-process.js";
+
+const run = promisify(execFile);
+const processes = createMainProcesses();
+let dir: string;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "sluice-build-"));
+});
+afterAll(async () => {
+  await processes.killAll();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+// Resolving a dev dependency fails in the gateway's process, as after `npm ci --omit=dev`.
+const DEV_ONLY = ["esbuild", "marked", "dompurify", "tsx", "listhen"];
+const HOOKS = `export async function resolve(specifier, context, next) {
+  if (${JSON.stringify(DEV_ONLY)}.includes(specifier)) throw Object.assign(new Error("dev dependency " + specifier + " is not installed"), { code: "ERR_MODULE_NOT_FOUND" });
+  return next(specifier, context);
+}`;
+const WITHOUT_DEV_DEPENDENCIES = `data:text/javascript,${encodeURIComponent(
+  `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(HOOKS)}`)});`,
+)}`;
+
+describe("the build", () => {
+  it("bundles the share window into dist/, and the built gateway serves it with no dev dependency resolvable", async () => {
+    const built = readFileSync(join(REPO_ROOT, "dist/share/window.bundle.js"), "utf8");
+    expect(built).toContain("DOMPurify");
+    // the shipped config, its store in memory
+    const config = join(dir, "config.json");
+    const shipped = JSON.parse(readFileSync(join(REPO_ROOT, "config.json"), "utf8"));
+    writeFileSync(config, JSON.stringify({ ...shipped, store: { driver: "memory" } }));
+
+    const gw = await processes.startMain(["--import", WITHOUT_DEV_DEPENDENCIES, ...BUILT_ENTRY], ["--config", config]);
+    expect((await fetch(`${gw.url}/chat/share?shareId=demo-public`)).status).toBe(200);
+    const script = await fetch(`${gw.url}/chat/share/window.js`);
+    expect(script.status).toBe(200);
+    expect(await script.text()).toBe(built);
+    gw.proc.kill("SIGTERM");
+    expect(await gw.exited).toBe(0);
+  });
+
+  it("the hooks above do refuse a dev dependency", async () => {
+    const probe = run(process.execPath, ["--import", WITHOUT_DEV_DEPENDENCIES, "--input-type=module", "-e", 'await import("esbuild")'], { cwd: REPO_ROOT });
+    await expect(probe).rejects.toMatchObject({ stderr: expect.stringContaining("dev dependency esbuild is not installed") });
+  });
+
+  it("without esbuild: `npm start`'s step stops with the reason, the install's step warns and goes on", async () => {
+    // a checkout with no node_modules: esbuild cannot be found from it
+    const bare = join(dir, "bare");
+    cpSync(join(REPO_ROOT, "src"), join(bare, "src"), { recursive: true });
+    cpSync(join(REPO_ROOT, "scripts/build.mjs"), join(bare, "scripts/build.mjs"));
+    const build = (flag: string) => run(process.execPath, [join(bare, "scripts/build.mjs"), flag], { cwd: bare });
+
+    const start = build("--if-changed");
+    await expect(start).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining("dist/ has not been built, and cannot be built here: esbuild, a dev dependency, is not installed") });
+    const install = await build("--install");
+    expect(install.stderr).toContain("dist/ has not been built, and is left so: esbuild, a dev dependency, is not installed");
+  });
+
+  it("without esbuild: a dist/ built from the same sources elsewhere is used as it is, one older than src/ is not", async () => {
+    // copies: other files' times than where dist/ was built
+    const deployed = join(dir, "deployed");
+    for (const path of ["src", "dist", "scripts/build.mjs"]) cpSync(join(REPO_ROOT, path), join(deployed, path), { recursive: true });
+    const build = () => run(process.execPath, [join(deployed, "scripts/build.mjs"), "--if-changed"], { cwd: deployed });
+    await expect(build()).resolves.toMatchObject({ stderr: "" });
+
+    writeFileSync(join(deployed, "src/dev.ts"), "// changed\n", { flag: "a" });
+    await expect(build()).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining("dist/ is older than src/, and cannot be built here") });
+  });
+
+  it("package-lock.json's root entry agrees with package.json, so `npm install` leaves it as it is", () => {
+    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
+    const root = JSON.parse(readFileSync(join(REPO_ROOT, "package-lock.json"), "utf8")).packages[""];
+    expect(root).toMatchObject({ name: pkg.name, version: pkg.version, bin: pkg.bin, engines: pkg.engines });
+    expect(root.dependencies).toEqual(pkg.dependencies);
+    expect(root.devDependencies).toEqual(pkg.devDependencies);
+    // npm marks a package whose install runs a script of its own
+    const installScript = ["preinstall", "install", "postinstall"].some((s) => s in pkg.scripts);
+    expect(root.hasInstallScript ?? false).toBe(installScript);
+  });
+
+  it("keeps the build tools out of the production dependencies", () => {
+    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
+    for (const name of DEV_ONLY) {
+      expect(pkg.dependencies[name], name).toBeUndefined();
+      expect(pkg.devDependencies[name], name).toBeDefined();
+    }
+    expect(pkg.scripts.start).toBe("exec node --enable-source-maps dist/main.js");
+  });
+});
