@@ -33,7 +33,7 @@ const apiKeySchema = z
     if (k.kind !== "app" && k.appId) ctx.addIssue({ code: "custom", message: `a ${k.kind} key carries no appId`, path: ["appId"] });
   });
 
-const channelSchema = z.strictObject({
+export const channelSchema = z.strictObject({
   name,
   /** `openai`: an OpenAI-compatible upstream; `echo`: answers locally (demo and tests). */
   type: z.enum(["openai", "echo"]).default("openai"),
@@ -361,11 +361,14 @@ function checkFleetReferences(c: FleetRefValue, ctx: z.RefinementCtx): void {
   }
   // a model with its own requestUrl is served there alone: a channel listing it would never be called
   const ownUrl = new Set(c.reRankModels.filter((m) => m.requestUrl).map((m) => m.model));
-  c.channels.forEach((ch, i) =>
+  c.channels.forEach((ch, i) => {
     ch.models.forEach((m, j) => {
       if (ownUrl.has(m)) ctx.addIssue({ code: "custom", path: ["channels", i, "models", j], message: `"${m}" has its own requestUrl in reRankModels: list it in no channel, or drop its requestUrl` });
-    }),
-  );
+    });
+    // the gateway names the channel it makes for a requestUrl so (src/config/fleet.ts)
+    const made = /^rerank:(.+)$/.exec(ch.name)?.[1];
+    if (made !== undefined && ownUrl.has(made)) ctx.addIssue({ code: "custom", path: ["channels", i, "name"], message: `"${ch.name}" names the channel made for the requestUrl of rerank model "${made}": choose another name` });
+  });
 }
 
 /** Several workers share one port, so their records and counters must live outside any one of them:

@@ -3,11 +3,10 @@
 // and hands back the answer's bytes; it reads no payload (docs/architecture.md#transport).
 import type { Readable } from "node:stream";
 import { Pool, request } from "undici";
-import type { ChannelConfig } from "../config/schema.js";
 import { channelBusy, mapTransportError, redactUpstreamMessage, upstreamStatus } from "./errors.js";
 import { ConnectionGate, GateRefused } from "./gate.js";
 import { readLimited } from "./read.js";
-import type { ChannelClient, PostRequest, UpstreamReply } from "./types.js";
+import type { ChannelClient, PostRequest, UpstreamChannelConfig, UpstreamReply } from "./types.js";
 
 const MAX_ERROR_BODY = 64 * 1024;
 const JSON_TYPE = "application/json";
@@ -19,8 +18,8 @@ function apiBase(baseUrl: string): URL {
   return new URL(/\/v1$/.test(base) ? base : `${base}/v1`);
 }
 
-export function createOpenAIChannel(channel: ChannelConfig, onQueueDepth?: (depth: number) => void): ChannelClient {
-  const base = apiBase(channel.baseUrl);
+export function createOpenAIChannel(channel: UpstreamChannelConfig, onQueueDepth?: (depth: number) => void): ChannelClient {
+  const base = channel.endpoint ? new URL(channel.baseUrl) : apiBase(channel.baseUrl);
   const pool = new Pool(base.origin, {
     connections: channel.connections,
     headersTimeout: channel.firstByteTimeoutMs,
@@ -44,7 +43,11 @@ export function createOpenAIChannel(channel: ChannelConfig, onQueueDepth?: (dept
   const basePath = base.pathname.replace(/\/+$/, "");
   const search = base.search;
   const paths = new Map<string, string>();
-  const pathOf = (path: string) => paths.get(path) ?? (paths.set(path, `${basePath}${path}${search}`).get(path) as string);
+  // a model's own endpoint is posted to exactly as configured, trailing slash and query included
+  const endpointPath = `${base.pathname}${search}`;
+  const pathOf = channel.endpoint
+    ? () => endpointPath
+    : (path: string) => paths.get(path) ?? (paths.set(path, `${basePath}${path}${search}`).get(path) as string);
 
   /** POSTs through the gate; a 2xx reply, else the channel failure. */
   async function post(req: PostRequest): Promise<UpstreamReply> {

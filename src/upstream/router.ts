@@ -2,15 +2,14 @@
 // inside a priority, channels seen down tried after the others. Keeps each channel's `up` (its last
 // request or health check succeeded; unknown = down) and its breaker in the cluster state.
 import type { ClusterState } from "../cluster/types.js";
-import type { ChannelConfig } from "../config/schema.js";
 import type { Observer } from "../observability/observer.js";
 import { createEchoChannel } from "./echo-channel.js";
 import { startHealthChecks } from "./health-check.js";
 import { createOpenAIChannel } from "./openai-channel.js";
-import type { ChannelClient } from "./types.js";
+import type { ChannelClient, UpstreamChannelConfig } from "./types.js";
 
 export interface ChannelEntry {
-  config: ChannelConfig;
+  config: UpstreamChannelConfig;
   client: ChannelClient;
   /** last request or health check succeeded; undefined until the channel was first contacted */
   up: boolean | undefined;
@@ -25,7 +24,7 @@ export interface RouterOptions {
   previous?: ChannelEntry[];
 }
 
-export function createChannelRouter(channels: ChannelConfig[], observer: Observer, state: ClusterState, opts: RouterOptions = {}) {
+export function createChannelRouter(channels: UpstreamChannelConfig[], observer: Observer, state: ClusterState, opts: RouterOptions = {}) {
   const random = opts.random ?? Math.random;
   const now = opts.now ?? Date.now;
   const kept = new Map((opts.previous ?? []).map((e) => [e.config.name, e]));

@@ -3,7 +3,15 @@
 // gets back a 2xx answer's status, headers and body stream — or the channel failure as an
 // UpstreamError (docs/api.md#upstream-failures).
 import type { Readable } from "node:stream";
+import type { ChannelConfig } from "../config/schema.js";
 import type { Cancel } from "../http/cancel.js";
+
+/** A channel as the router builds it: a configured one, or one the gateway makes for a model served
+ *  at its own URL (a rerank model's `requestUrl`, docs/fleet.md#rerank). */
+export interface UpstreamChannelConfig extends ChannelConfig {
+  /** every post goes to `baseUrl` itself, whatever the kind's path: the model's one endpoint */
+  endpoint?: boolean;
+}
 
 export interface PostRequest {
   /** under the channel's `/v1`: "/chat/completions", "/embeddings", "/rerank", … */
