@@ -1,7 +1,9 @@
 // Relays an upstream SSE byte stream to the client. Bytes pass through untouched unless an event
 // carries something the gateway must act on (a usage object, an error, `[DONE]`), or the client
 // asked for FastGPT's event stream; only such events are parsed. The answer's text and finish
-// reason are recovered from the kept bytes afterwards, and only when something needs them.
+// reason are recovered from the kept bytes afterwards, and only when something needs them: where a
+// chunk holds its text is the kind's (`StreamText`: a chat's `delta.content`, a legacy completion's
+// `text`), the rest of the relay is the same for both.
 import { CLOSE_BRACE, OPEN_BRACE, isSpace } from "../json/scan.js";
 import { badUpstreamReply, UpstreamError } from "../upstream/errors.js";
 import type { Usage } from "./attempt.js";
@@ -12,8 +14,18 @@ const CR = 13;
 /** What makes an event worth parsing. `"usage":null`, which OpenAI-style servers put on every
  *  chunk once usage is asked for, is not: only a usage object is. A false positive costs a parse. */
 const MARKER = /"usage": ?\{|\[DONE\]|"error"/g;
-const CONTENT = /"content": ?"[^"]/;
 const ANSWER_EVENT = Buffer.from("event: answer\n");
+
+/** Where a streamed chunk holds its answer text. */
+export interface StreamText {
+  /** an event holding answer text, for the first-content signal (a false positive costs nothing) */
+  content: RegExp;
+  /** the text one choice of a parsed chunk adds */
+  piece(choice: ChunkChoice): string | null | undefined;
+}
+
+/** Chat Completions: `choices[].delta.content`. */
+export const CHAT_TEXT: StreamText = { content: /"content": ?"[^"]/, piece: (choice) => choice.delta?.content };
 
 export interface RelayOptions {
   /** FastGPT event stream: every chunk as `event: answer` */
@@ -24,16 +36,27 @@ export interface RelayOptions {
   /** writes to the client; false asks the caller to wait for drain */
   write: (bytes: string | Buffer) => boolean;
   onFirstContent: () => void;
+  /** where the answer text is (default: a chat's) */
+  text?: StreamText;
+}
+
+export interface ChunkChoice {
+  index?: number;
+  delta?: { content?: string | null };
+  text?: string | null;
+  finish_reason?: string | null;
 }
 
 interface ChunkShape {
-  choices?: Array<{ index?: number; delta?: { content?: string | null }; finish_reason?: string | null }>;
+  choices?: ChunkChoice[];
   usage?: Usage | null;
   error?: unknown;
 }
 
 interface Collected {
-  text: string;
+  /** each choice's text, by index (a map: an upstream's index is not trusted to be small) */
+  texts: Map<number, string>;
+  /** the first choice's last finish reason */
   finishReason: string | undefined;
 }
 
@@ -42,6 +65,7 @@ export class SseRelay implements SseSink {
   done = false;
   usage: Usage | undefined;
   readonly #opts: RelayOptions;
+  readonly #text: StreamText;
   readonly #kept: Buffer[] = [];
   #pending: Buffer | undefined;
   #firstContent = false;
@@ -49,6 +73,7 @@ export class SseRelay implements SseSink {
 
   constructor(opts: RelayOptions) {
     this.#opts = opts;
+    this.#text = opts.text ?? CHAT_TEXT;
   }
 
   /** Feeds upstream bytes; returns what the client write returned (false: apply backpressure). */
@@ -74,15 +99,25 @@ export class SseRelay implements SseSink {
     this.push(Buffer.concat([rest, Buffer.from(EVENT_END)]));
   }
 
-  /** The answer's text, parsed from every relayed region (memoized). */
+  /** The answer's text (the first choice's), parsed from every relayed region (memoized). */
   text(): string {
-    return (this.#collected ??= collect(this.#kept)).text;
+    return this.#collect().texts.get(0) ?? "";
+  }
+
+  /** Every choice's text, in the order of their indexes (with n > 1 or several prompts the choices
+   *  interleave in the stream). */
+  texts(): string[] {
+    return [...this.#collect().texts].sort((a, b) => a[0] - b[0]).map(([, text]) => text);
+  }
+
+  #collect(): Collected {
+    return (this.#collected ??= collect(this.#kept, this.#text));
   }
 
   /** The first choice's last finish reason; undefined when none. Read from the end of the kept bytes
    *  (one event parsed) unless the text was parsed already or the event found is another choice's. */
   finishReason(): string | undefined {
-    return this.#collected?.finishReason ?? lastFinishReason(this.#kept) ?? (this.#collected ??= collect(this.#kept)).finishReason;
+    return this.#collected?.finishReason ?? lastFinishReason(this.#kept) ?? this.#collect().finishReason;
   }
 
   #relay(region: Buffer): boolean {
@@ -95,7 +130,7 @@ export class SseRelay implements SseSink {
       throw badUpstreamReply(this.#opts.model);
     }
     this.#kept.push(region);
-    if (!this.#firstContent && CONTENT.test(view)) {
+    if (!this.#firstContent && this.#text.content.test(view)) {
       this.#firstContent = true;
       this.#opts.onFirstContent();
     }
@@ -230,19 +265,24 @@ function lastFinishReason(regions: Buffer[]): string | undefined {
   return undefined;
 }
 
-function collect(regions: Buffer[]): Collected {
-  const out: Collected = { text: "", finishReason: undefined };
+function collect(regions: Buffer[], where: StreamText): Collected {
+  const out: Collected = { texts: new Map(), finishReason: undefined };
   for (const region of regions) {
     for (const block of region.toString("utf8").split(EVENT_END)) {
       const data = dataOf(block);
       if (data === undefined || data === "[DONE]") continue;
+      let choices: ChunkChoice[] | undefined;
       try {
-        // with n > 1 the choices interleave: the answer is the first one's (CONTRACTS §13)
-        const choice = (JSON.parse(data) as ChunkShape).choices?.find((c) => (c.index ?? 0) === 0);
-        out.text += choice?.delta?.content ?? "";
-        if (choice?.finish_reason) out.finishReason = choice.finish_reason;
+        choices = (JSON.parse(data) as ChunkShape).choices;
       } catch {
-        // relayed regions were valid or already failed the stream
+        continue; // relayed regions were valid or already failed the stream
+      }
+      for (const choice of Array.isArray(choices) ? choices : []) {
+        const index = typeof choice?.index === "number" ? choice.index : 0;
+        const piece = where.piece(choice ?? {});
+        out.texts.set(index, (out.texts.get(index) ?? "") + (typeof piece === "string" ? piece : ""));
+        // with n > 1 the choices interleave: the answer's finish reason is the first one's
+        if (index === 0 && choice?.finish_reason) out.finishReason = choice.finish_reason;
       }
     }
   }
