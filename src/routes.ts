@@ -29,6 +29,11 @@ export const ROUTES: RouteDef[] = [
   { method: "POST", paths: V1("/responses"), label: "responses", metered: true, handler: "responses" },
   { method: "GET", paths: V1("/responses/:id"), label: "response_get", handler: "responseGet" },
   { method: "DELETE", paths: V1("/responses/:id"), label: "response_delete", handler: "responseDelete" },
+  // the rest of a model fleet (docs/fleet.md); Cohere's v2 clients post to /v2/rerank
+  { method: "POST", paths: [...V1("/rerank"), "/v2/rerank"], label: "rerank", metered: true, handler: "rerank" },
+  { method: "POST", paths: V1("/audio/speech"), label: "speech", metered: true, handler: "speech" },
+  { method: "POST", paths: V1("/audio/transcriptions"), label: "transcription", metered: true, handler: "transcription" },
+  { method: "POST", paths: V1("/completions"), label: "completions", metered: true, handler: "completions" },
   { method: "GET", paths: V1("/models"), handler: "models" },
   { method: "GET", paths: V1("/models/:id"), handler: "model" },
   { method: "GET", paths: ["/api/v1/usage"], handler: "usage" },

@@ -10,12 +10,17 @@ import { createKeyring } from "./auth/keys.js";
 import { createCatalogRoutes } from "./catalog/routes.js";
 import { createDialectSpec } from "./chat/dialect-spec.js";
 import { createChatSpec } from "./chat/spec.js";
+import { createCompletionsSpec } from "./completions/spec.js";
+import { modelKinds, sttModels, upstreamChannels } from "./config/fleet.js";
 import { createCountTokensRoute } from "./dialects/anthropic/count-route.js";
 import { anthropicDialect } from "./dialects/anthropic/dialect.js";
 import { createResponseRoutes, createResponsesDialect } from "./dialects/responses/index.js";
 import type { ClusterState } from "./cluster/types.js";
 import type { Config } from "./config/schema.js";
 import { createEmbeddingsSpec } from "./embeddings/spec.js";
+import { createSpeechSpec } from "./audio/speech-spec.js";
+import { createTranscriptionSpec } from "./audio/transcription-spec.js";
+import { createRerankSpec } from "./rerank/spec.js";
 import { readJsonBody } from "./http/body.js";
 import type { Inflight } from "./http/inflight.js";
 import { jsonResponse } from "./http/json.js";
@@ -57,6 +62,10 @@ export type Handlers = Record<
   | "messages"
   | "countTokens"
   | "responses"
+  | "rerank"
+  | "speech"
+  | "transcription"
+  | "completions"
   | "responseGet"
   | "responseDelete"
   | "models"
@@ -85,11 +94,16 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   // 1. Lookups from the config.
   const models = new Map(config.llmModels.map((m) => [m.model, m]));
   const vectorModels = new Map(config.vectorModels.map((m) => [m.model, m]));
+  const rerankModels = new Map(config.reRankModels.map((m) => [m.model, m]));
+  const speechModels = new Map(config.audioSpeechModels.map((m) => [m.model, m]));
+  const transcriptionModels = new Map(sttModels(config).map((m) => [m.model, m]));
+  const kinds = modelKinds(config);
   const apps = new Map(config.apps.map((a) => [a.id, a]));
   const links = new Map(config.shareLinks.map((l) => [l.shareId, l]));
   const aliases = createAliases(config.aliases);
   const keyring = createKeyring(config.apiKeys, shared.keys);
-  const router = createChannelRouter(config.channels, shared.observer, shared.state, { previous: previous?.router.entries });
+  // rerank models with their own requestUrl get a channel of their own (docs/fleet.md#rerank)
+  const router = createChannelRouter(upstreamChannels(config), shared.observer, shared.state, { previous: previous?.router.entries });
 
   // 2. The metered kinds: specs of the one pipeline, over what every one of them needs.
   const body = { maxBytes: config.server.bodyLimitBytes, maxDepth: config.server.maxJsonDepth };
@@ -112,11 +126,15 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const messages = createDialectSpec(chatDeps, anthropicDialect);
   const responses = createDialectSpec(chatDeps, createResponsesDialect({ store: shared.store, retentionDays: config.responses.retentionDays, maxStoredBytes: body.maxBytes }));
   const storedResponses = createResponseRoutes({ keyring, store: shared.store });
+  const rerank = createRerankSpec({ rerankModels, aliases, serves });
+  const speech = createSpeechSpec({ speechModels, aliases, serves });
+  const transcription = createTranscriptionSpec({ sttModels: transcriptionModels, aliases, serves, limitBytes: config.server.audioLimitBytes });
+  const completions = createCompletionsSpec({ models, aliases, serves });
 
   // 3. The other routes.
   const readJson = (event: H3Event) => readJsonBody(event, body);
   const share = createShareRoutes({ links, apps, store: shared.store, auth: shared.shareAuth, readJson, state: shared.state, server: config.server, page: config.server.sharePage });
-  const catalog = createCatalogRoutes({ keyring, models, apps });
+  const catalog = createCatalogRoutes({ keyring, config, kinds, aliases, apps });
   const admin = createAdminRoutes({ keyring, router, reload: shared.reload });
   const keys = createKeyRoutes({ keyring, apps, keys: shared.keys, readJson });
 
@@ -129,11 +147,15 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
       messages: (e) => runMetered(e, metered, messages),
       countTokens: createCountTokensRoute({ keyring, apps, models, aliases, serves, body }),
       responses: (e) => runMetered(e, metered, responses),
+      rerank: (e) => runMetered(e, metered, rerank),
+      speech: (e) => runMetered(e, metered, speech),
+      transcription: (e) => runMetered(e, metered, transcription),
+      completions: (e) => runMetered(e, metered, completions),
       responseGet: storedResponses.get,
       responseDelete: storedResponses.delete,
       models: catalog.models,
       model: catalog.model,
-      usage: createUsageRoute({ keyring, apps, store: shared.store }),
+      usage: createUsageRoute({ keyring, apps, store: shared.store, kinds }),
       shareInit: async (e) => jsonResponse(await share.init(e)),
       shareChats: async (e) => jsonResponse(await share.chats(e)),
       shareChat: async (e) => jsonResponse(await share.chat(e)),

@@ -6,7 +6,8 @@ import type { AudioSpeechModelConfig } from "../config/schema.js";
 import { badRequest } from "../http/errors.js";
 import { parseBody } from "../http/validation.js";
 
-export const SPEECH_PATH = "/v1/audio/speech";
+/** Under the channel's `/v1`. */
+export const SPEECH_PATH = "/audio/speech";
 
 export const SPEECH_FORMATS = ["mp3", "opus", "aac", "flac", "wav", "pcm"] as const;
 export type SpeechFormat = (typeof SPEECH_FORMATS)[number];

@@ -6,7 +6,8 @@ import { z } from "zod";
 import { badRequest } from "../http/errors.js";
 import { parseBody } from "../http/validation.js";
 
-export const TRANSCRIPTION_PATH = "/v1/audio/transcriptions";
+/** Under the channel's `/v1`. */
+export const TRANSCRIPTION_PATH = "/audio/transcriptions";
 
 export const TRANSCRIPTION_FORMATS = ["json", "text", "srt", "vtt", "verbose_json"] as const;
 export type TranscriptionFormat = (typeof TRANSCRIPTION_FORMATS)[number];

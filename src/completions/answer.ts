@@ -3,7 +3,7 @@
 // else counted: the prompts (./limits.ts) and every choice's text, an echoed prompt left out.
 import type { ModelConfig } from "../config/schema.js";
 import { countTextAsync, createPacer } from "../tokens/counter.js";
-import type { Usage } from "../upstream/types.js";
+import type { Usage } from "../chat/attempt.js";
 import { promptList, type CompletionsRequest } from "./request-schema.js";
 
 export interface TextCompletion {
@@ -48,6 +48,6 @@ export async function countChoices(texts: string[], req: CompletionsRequest, mod
 }
 
 /** The client's answer: the upstream's, naming the model the client asked for, with final usage. */
-export function completionAnswer(answer: TextCompletion, clientModel: string, usage: Usage): TextCompletion {
+export function completionAnswer(answer: TextCompletion, clientModel: string, usage: Pick<Usage, "prompt_tokens" | "completion_tokens">): TextCompletion {
   return { ...answer, model: clientModel, usage: { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.prompt_tokens + usage.completion_tokens } };
 }

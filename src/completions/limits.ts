@@ -2,9 +2,11 @@
 // clamped to [0, maxTemperature], `max_tokens` clamped to maxResponse (absent: maxResponse) and
 // lowered so the longest prompt (with its suffix) and the answer fit in maxContext. A raw prompt has
 // no history to trim: one that leaves no room for an answer is refused (400
-// context_length_exceeded). Text whose bytes already prove it fits is not counted.
+// context_length_exceeded). Text whose bytes already prove it fits is not counted. The upstream gets
+// OpenAI's completion fields and the model's `passThrough` ones only, as on chat: never a field that
+// sets the answer's length under another name than max_tokens.
 import type { ModelConfig } from "../config/schema.js";
-import { GatewayError } from "../http/errors.js";
+import { GatewayError, badRequest } from "../http/errors.js";
 import { countTextAsync, createPacer, type Pacer } from "../tokens/counter.js";
 import { promptList, type CompletionsRequest, type Prompt } from "./request-schema.js";
 
@@ -23,9 +25,18 @@ export interface LimitedCompletion {
   countPrompt(): Promise<number>;
 }
 
+/** OpenAI's completion fields a model may be sent, besides model, max_tokens and temperature (which
+ *  the gateway sets). `best_of` multiplies the answers generated: the output bound counts it. */
+const OPENAI_FIELDS = ["prompt", "suffix", "stream", "stream_options", "n", "best_of", "echo", "logprobs", "stop", "top_p", "presence_penalty", "frequency_penalty", "logit_bias", "seed", "user"] as const;
+
 export async function applyCompletionLimits(req: CompletionsRequest, model: ModelConfig): Promise<LimitedCompletion> {
   const prompts = promptList(req.prompt);
   const suffix = req.suffix ?? "";
+  // every generation can write max_tokens, so their number per prompt is bounded like chat's choices
+  for (const field of ["n", "best_of"] as const) {
+    const asked = req[field];
+    if (asked != null && asked > model.maxChoices) throw badRequest("invalid_request", `${field}: ${model.model} writes at most ${model.maxChoices} answers per prompt.`, field);
+  }
 
   // 1. Temperature clamped to [0, maxTemperature].
   const temperature = req.temperature == null ? undefined : Math.min(Math.max(req.temperature, 0), model.maxTemperature);
@@ -50,8 +61,7 @@ export async function applyCompletionLimits(req: CompletionsRequest, model: Mode
   maxTokens = Math.min(maxTokens, model.maxContext - longest);
 
   const generations = prompts.length * Math.max(req.n ?? 1, req.best_of ?? 1);
-  const body: Record<string, unknown> = { ...req, model: model.model, max_tokens: maxTokens };
-  if (temperature !== undefined) body.temperature = temperature;
+  const body = upstreamBody(req, model, maxTokens, temperature);
   let counted: Promise<number> | undefined;
   return {
     body,
@@ -62,6 +72,18 @@ export async function applyCompletionLimits(req: CompletionsRequest, model: Mode
     outputBound: generations * maxTokens,
     countPrompt: () => (counted ??= countAll(prompts, suffix, model)),
   };
+}
+
+/** The body a completions model gets: the allowed fields, the limited values. A stream always asks
+ *  for usage, so tokens are the model's own count (the chunk is hidden from a client that did not ask). */
+export function upstreamBody(req: CompletionsRequest, model: ModelConfig, maxTokens: number, temperature: number | undefined): Record<string, unknown> {
+  const body: Record<string, unknown> = { model: model.model };
+  for (const field of OPENAI_FIELDS) if (req[field] != null) body[field] = req[field];
+  for (const field of model.passThrough) if (req[field] !== undefined && !(field in body)) body[field] = req[field];
+  body.max_tokens = maxTokens;
+  if (temperature !== undefined) body.temperature = temperature;
+  if (req.stream) body.stream_options = { ...(req.stream_options ?? {}), include_usage: true };
+  return body;
 }
 
 function promptBytes(p: Prompt): number {

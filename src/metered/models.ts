@@ -35,6 +35,13 @@ export function appAllows(app: AppConfig, model: string): boolean {
   return (app.models ?? [app.model]).includes(model);
 }
 
+/** What an app may use of the kinds that are its workflows' tools rather than its assistant —
+ *  embeddings, rerank, speech, transcription (docs/fleet.md#apps): its `models`, or every one when it
+ *  lists none. */
+export function appAllowsTool(app: AppConfig, model: string): boolean {
+  return !app.models || app.models.includes(model);
+}
+
 /**
  * The model of `models` the request's `name` resolves to; 404 model_not_found when none, when the
  * app may not use it, or when no channel serves it. `allowed` says what the app may use of this kind.

@@ -1,8 +1,8 @@
 // Tokens and points of a rerank (docs/fleet.md#rerank). Counted (cl100k_base) as the query's tokens
 // plus each document's, when the upstream reports none. The worst case a budget must hold is larger:
 // a cross-encoder reads the query once per document, and vLLM reports exactly that (plus a few
-// special tokens per pair), so the bound is the query's bytes once per document plus the documents'
-// bytes (a token is never shorter than a byte).
+// special tokens per pair). Its bound: the query's bytes once per document plus the documents' bytes
+// (a token is never shorter than a byte); counted: the same with tokens for bytes.
 import type { ReRankModelConfig } from "../config/schema.js";
 import { computePoints } from "../tokens/points.js";
 import { countTextAsync, createPacer } from "../tokens/counter.js";
@@ -22,6 +22,16 @@ export function rerankTokenBound(query: string, texts: string[]): number {
 export async function countRerankTokens(query: string, texts: string[]): Promise<number> {
   const pacer = createPacer();
   let total = await countTextAsync(query, "cl100k_base", { pacer });
+  for (const text of texts) total += await countTextAsync(text, "cl100k_base", { pacer });
+  return total;
+}
+
+/** What a cross-encoder reads, counted: the query's tokens and the special ones once per document,
+ *  plus the documents' tokens. */
+export async function countRerankBound(query: string, texts: string[]): Promise<number> {
+  const pacer = createPacer();
+  const perPair = (await countTextAsync(query, "cl100k_base", { pacer })) + PAIR_SPECIAL_TOKENS;
+  let total = texts.length * perPair;
   for (const text of texts) total += await countTextAsync(text, "cl100k_base", { pacer });
   return total;
 }

@@ -1,0 +1,84 @@
+// POST /v1/audio/transcriptions and /api/v1/audio/transcriptions as a spec of the metered pipeline
+// (docs/fleet.md#transcription): the multipart upload spooled to a temporary file as it arrives
+// (`read`; 413 past server.audioLimitBytes, the rest of the upload left unread), removed once the
+// request is over (`release`), its duration read from the file; each attempt posts a fresh multipart
+// stream of it; the model's answer passed back in the format asked for. Billed by minutes of audio
+// (the usage row's inputTokens are its seconds, rounded up).
+import type { IncomingHttpHeaders } from "node:http";
+import { FastResponse } from "srvx";
+import type { SttModelConfig } from "../config/schema.js";
+import { GatewayError } from "../http/errors.js";
+import { nodeRequest } from "../http/node.js";
+import { appAllowsTool, resolveModel, type Aliases } from "../metered/models.js";
+import type { MeteredSpec, PlanBase } from "../metered/spec.js";
+import { readReply } from "../upstream/read.js";
+import { durationBound, readAudioInfo, type AudioInfo } from "./audio-info.js";
+import { createMultipartBody, type MultipartBody } from "./multipart-body.js";
+import { readAudioUpload, type AudioUpload } from "./multipart-upload.js";
+import { transcriptionPoints } from "./points.js";
+import { answerSeconds, billedSeconds, transcriptionHeaders } from "./transcription-answer.js";
+import { TRANSCRIPTION_PATH, parseTranscriptionFields, transcriptionUpstreamFields, type TranscriptionRequest } from "./transcription-request.js";
+
+interface TranscriptionCall extends TranscriptionRequest {
+  upload: AudioUpload;
+}
+
+interface TranscriptionPlan extends PlanBase {
+  info: AudioInfo;
+  /** the most seconds the file can play: what the budget holds */
+  bound: number;
+  body: MultipartBody;
+}
+
+interface TranscriptionAnswer {
+  body: Buffer;
+  headers: IncomingHttpHeaders;
+}
+
+export interface TranscriptionSpecDeps {
+  sttModels: Map<string, SttModelConfig>;
+  aliases: Aliases;
+  serves: (model: string) => boolean;
+  /** server.audioLimitBytes */
+  limitBytes: number;
+}
+
+export function createTranscriptionSpec(deps: TranscriptionSpecDeps): MeteredSpec<TranscriptionCall, SttModelConfig, TranscriptionPlan, TranscriptionAnswer> {
+  return {
+    what: "Transcription",
+    read(event, _limits, cancel) {
+      const req = nodeRequest(event);
+      if (!req) throw new GatewayError(500, "upload_unsupported", "Uploads need the Node server adapter.", { type: "server_error" });
+      return readAudioUpload({ headers: req.headers, body: req }, { limitBytes: deps.limitBytes, cancel });
+    },
+    release: (upload) => (upload as AudioUpload).remove(),
+    parse: (upload) => ({ ...parseTranscriptionFields((upload as AudioUpload).fields), upload: upload as AudioUpload }),
+    model: (req, caller) => resolveModel(deps.sttModels, deps.aliases, req.model, (m) => appAllowsTool(caller.app, m), deps.serves, "transcription model"),
+    // the least any audio costs: one unit of the points' rounding
+    least: (model) => (model.charsPointsPrice > 0 ? 1e-6 : 0),
+    async prepare({ req, caller, model }) {
+      // 400 for a file that is not audio, before any budget is held or channel called
+      const info = await readAudioInfo(req.upload.path);
+      const bound = durationBound(info, req.upload.bytes);
+      const body = createMultipartBody(transcriptionUpstreamFields(req, model), req.upload);
+      const budgeted = caller.limits.some((l) => l.maxUsagePoints >= 0);
+      return { info, bound, body, worstCase: budgeted ? transcriptionPoints(model, bound) : 0 };
+    },
+    async attempt(client, { body }, { model, cancel }) {
+      const reply = await client.post({
+        path: TRANSCRIPTION_PATH,
+        body: () => body.open(),
+        contentType: body.contentType,
+        headers: { "content-length": String(body.contentLength) },
+        signal: cancel,
+        model: model.model,
+      });
+      return { body: await readReply(reply, model.model), headers: reply.headers };
+    },
+    async respond(answer, plan, { req, model }, meter) {
+      const seconds = billedSeconds(plan.info, answerSeconds(answer.body, req.responseFormat), plan.bound);
+      await meter.settle({ inputTokens: Math.ceil(seconds), points: transcriptionPoints(model, seconds) });
+      return new FastResponse(new Uint8Array(answer.body), { headers: transcriptionHeaders(answer.headers, req.responseFormat) });
+    },
+  };
+}

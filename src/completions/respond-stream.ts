@@ -1,0 +1,47 @@
+// A streamed legacy completion (docs/fleet.md#completions): the upstream's SSE bytes relayed as they
+// arrive by the chat byte relay, told where a completion chunk holds its text; the usage chunk the
+// gateway always asks for is hidden from a client that did not ask. A cut after the first byte is
+// billed for what was generated, then fails the stream (the pipeline ends it with the error event).
+import type { ServerResponse } from "node:http";
+import type { Readable } from "node:stream";
+import { SSE_HEADERS } from "../chat/respond-stream.js";
+import { pump } from "../chat/pump.js";
+import { SseRelay } from "../chat/sse-relay.js";
+import { cutError, cutFinishReason } from "../http/cancel.js";
+import { GatewayError } from "../http/errors.js";
+import type { Meter } from "../metered/meter.js";
+import type { Streamed } from "../metered/spec.js";
+import { mapTransportError, streamCut } from "../upstream/errors.js";
+import { settleCompletion, type CompletionsCall, type CompletionsPlan } from "./settle.js";
+import { COMPLETION_TEXT } from "./stream-text.js";
+
+export function streamCompletion(call: CompletionsCall, plan: CompletionsPlan, meter: Meter, body: Readable, maxBytes: number): Streamed {
+  return {
+    headers: SSE_HEADERS,
+    pump: (res) => relay(call, plan, meter, body, res, maxBytes),
+    error: (err) => `data: ${JSON.stringify(err.toBody())}\n\n`,
+  };
+}
+
+async function relay(call: CompletionsCall, plan: CompletionsPlan, meter: Meter, body: Readable, res: ServerResponse, maxBytes: number): Promise<void> {
+  const { cancel, model } = call;
+  const write = (bytes: string | Buffer) => (res.destroyed ? true : res.write(bytes));
+  const onFirstContent = () => (call.facts.ttftMs = performance.now() - call.started);
+  const sse = new SseRelay({ detail: false, includeUsage: plan.includeUsage, model: model.model, write, onFirstContent, text: COMPLETION_TEXT });
+  const texts = () => sse.texts();
+  try {
+    // 1. Relay until [DONE] (or the end of a stream that already gave its finish reason).
+    await pump(body, res, sse, maxBytes, model.model);
+    sse.finish();
+    if (!sse.done && !sse.finishReason()) throw streamCut(model.model);
+  } catch (err) {
+    // 2a. Cut: bill what was generated, then fail the stream.
+    const error = cancel.aborted ? cutError(cancel, model.model) : err instanceof GatewayError ? err : mapTransportError(err, model.model);
+    await settleCompletion(call, plan, meter, { texts, usage: sse.usage, finishReason: cutFinishReason(cancel), cut: error });
+    throw error;
+  }
+  // 2b. Settle, then close the stream (with the usage chunk the client asked for and the upstream did not send).
+  const settled = await settleCompletion(call, plan, meter, { texts, usage: sse.usage, finishReason: sse.finishReason() ?? "stop" });
+  if (plan.includeUsage && !sse.usage) write(`data: ${JSON.stringify({ object: "text_completion", choices: [], usage: settled })}\n\n`);
+  write("data: [DONE]\n\n");
+}

@@ -1,0 +1,101 @@
+// POST /v1/completions and /api/v1/completions as a spec of the metered pipeline
+// (docs/fleet.md#completions): the legacy completions autocomplete and fill-in-the-middle tools send,
+// for chat models marked `completions: true`. Limits and reservation as chat (serve until spent: a
+// budget that holds less than the worst case lowers max_tokens); the answer is the upstream's, whole
+// or relayed as it streams.
+import type { Readable } from "node:stream";
+import type { ModelConfig } from "../config/schema.js";
+import { jsonResponse } from "../http/json.js";
+import type { Caller } from "../metered/caller.js";
+import { appAllows, resolveModel, type Aliases } from "../metered/models.js";
+import type { WorstCase } from "../metered/quota.js";
+import type { MeteredSpec } from "../metered/spec.js";
+import { computePoints } from "../tokens/points.js";
+import { contentTypeOf, readJsonReply } from "../upstream/read.js";
+import { completionAnswer, readTextCompletion, type TextCompletion } from "./answer.js";
+import { applyCompletionLimits, upstreamBody, type LimitedCompletion } from "./limits.js";
+import { parseCompletionsRequest, type CompletionsRequest } from "./request-schema.js";
+import { streamCompletion } from "./respond-stream.js";
+import { settleCompletion, type CompletionsPlan } from "./settle.js";
+
+type CompletionsAnswer = { kind: "json"; completion: TextCompletion } | { kind: "stream"; body: Readable; maxBytes: number };
+
+export interface CompletionsSpecDeps {
+  models: Map<string, ModelConfig>;
+  aliases: Aliases;
+  serves: (model: string) => boolean;
+}
+
+const isTextCompletion = (v: unknown): v is TextCompletion => readTextCompletion(v) !== undefined;
+
+export function createCompletionsSpec(deps: CompletionsSpecDeps): MeteredSpec<CompletionsRequest, ModelConfig, CompletionsPlan, CompletionsAnswer> {
+  // only the chat models the operator marked: most chat servers have no legacy endpoint
+  const served = new Map([...deps.models].filter(([, m]) => m.completions));
+  return {
+    what: "Completions",
+    rawTexts: true,
+    parse: parseCompletionsRequest,
+    streams: (req) => req.stream === true,
+    model: (req, caller) => resolveModel(served, deps.aliases, req.model, (m) => appAllows(caller.app, m), deps.serves, "completions model"),
+    least: (model) => computePoints(model, 0, 1),
+    async prepare({ req, caller, model }) {
+      const limited = await applyCompletionLimits(req, model);
+      return {
+        limited,
+        body: JSON.stringify(limited.body),
+        stream: req.stream === true,
+        includeUsage: req.stream_options?.include_usage === true,
+        worstCase: worstCase(caller, model, limited),
+      };
+    },
+    afford: (plan, call, held) => affordCompletion(plan, call.req, call.model, held),
+    async attempt(client, plan, { model, cancel }) {
+      const reply = await client.post({ path: "/completions", body: plan.body, signal: cancel, model: model.model });
+      if (plan.stream && contentTypeOf(reply).includes("text/event-stream")) return { kind: "stream", body: reply.body, maxBytes: reply.maxBytes };
+      return { kind: "json", completion: await readJsonReply(reply, model.model, isTextCompletion) };
+    },
+    async respond(answer, plan, call, meter) {
+      if (answer.kind === "stream") return streamCompletion(call, plan, meter, answer.body, answer.maxBytes);
+      const { completion } = answer;
+      // an upstream that answered a stream request whole: its answer, whole (clients read either)
+      const usage = await settleCompletion(call, plan, meter, {
+        texts: () => completion.choices.map((c) => c.text),
+        usage: completion.usage,
+        finishReason: completion.choices[0]?.finish_reason ?? "stop",
+      });
+      return jsonResponse(completionAnswer(completion, call.req.model, usage));
+    },
+  };
+}
+
+/** The most the request can cost: every prompt and all of max_tokens for every generation; the least
+ *  it can be served for: the prompts and one token each (counted only when the bound does not fit). */
+function worstCase(caller: Caller, model: ModelConfig, limited: LimitedCompletion): WorstCase | number {
+  if (!caller.limits.some((l) => l.maxUsagePoints >= 0)) return 0;
+  return {
+    bound: computePoints(model, limited.promptBound, limited.outputBound),
+    least: computePoints(model, limited.promptBound, limited.generations),
+    counted: async () => {
+      const prompt = await limited.countPrompt();
+      return { most: computePoints(model, prompt, limited.outputBound), least: computePoints(model, prompt, limited.generations) };
+    },
+  };
+}
+
+/**
+ * Serve until spent (docs/api.md#budgets), as chat does: when the budgets held less than the worst
+ * case, max_tokens is lowered to what the hold pays for with the prompts counted exactly (the answers
+ * then end `length`). The hold always covers the prompts and one token per generation.
+ */
+async function affordCompletion(plan: CompletionsPlan, req: CompletionsRequest, model: ModelConfig, held: number): Promise<void> {
+  const { limited } = plan;
+  const perToken = computePoints(model, 0, limited.generations);
+  if (perToken <= 0 || held >= computePoints(model, limited.promptBound, limited.outputBound)) return;
+  const prompt = computePoints(model, await limited.countPrompt(), 0);
+  // a hair under the exact quotient: a float just below a whole number must not round the answer up
+  const tokens = Math.floor((held - prompt) / perToken + 1e-9);
+  if (tokens >= limited.maxTokens) return;
+  limited.maxTokens = Math.max(limited.maxTokens === 0 ? 0 : 1, tokens);
+  limited.outputBound = limited.generations * limited.maxTokens;
+  plan.body = JSON.stringify(upstreamBody(req, model, limited.maxTokens, limited.temperature));
+}

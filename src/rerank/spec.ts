@@ -1,0 +1,70 @@
+// POST /v1/rerank (also /api/v1/rerank and Cohere's /v2/rerank) as a spec of the metered pipeline
+// (docs/fleet.md#rerank): a query and documents in Jina's or Cohere's shape, scored by a rerank model
+// of a channel (or of its own requestUrl); the answer sorted, cut to top_n, documents filled in.
+// Billed by tokens: the upstream's count, else the query's and each document's.
+import { randomUUID } from "node:crypto";
+import type { ReRankModelConfig } from "../config/schema.js";
+import { jsonResponse } from "../http/json.js";
+import type { Caller } from "../metered/caller.js";
+import { appAllowsTool, resolveModel, type Aliases } from "../metered/models.js";
+import type { WorstCase } from "../metered/quota.js";
+import type { MeteredSpec, PlanBase } from "../metered/spec.js";
+import { badUpstreamReply } from "../upstream/errors.js";
+import { readJsonReply } from "../upstream/read.js";
+import { readUpstreamRerank, rerankAnswer, type UpstreamRerank } from "./answer.js";
+import { checkDocumentCount, documentTexts, parseRerankRequest, type RerankRequest } from "./request-schema.js";
+import { countRerankBound, countRerankTokens, rerankPoints, rerankTokenBound } from "./tokens.js";
+import { RERANK_PATH, rerankUpstreamBody } from "./upstream.js";
+
+interface RerankPlan extends PlanBase {
+  body: string;
+  texts: string[];
+  /** the query's and the documents' tokens, counted the first time they are asked for */
+  tokens: () => Promise<number>;
+}
+
+export interface RerankSpecDeps {
+  rerankModels: Map<string, ReRankModelConfig>;
+  aliases: Aliases;
+  serves: (model: string) => boolean;
+}
+
+const isAnything = (v: unknown): v is unknown => v !== undefined;
+
+export function createRerankSpec(deps: RerankSpecDeps): MeteredSpec<RerankRequest, ReRankModelConfig, RerankPlan, UpstreamRerank> {
+  return {
+    what: "Rerank",
+    parse: parseRerankRequest,
+    model: (req, caller) => resolveModel(deps.rerankModels, deps.aliases, req.model, (m) => appAllowsTool(caller.app, m), deps.serves, "rerank model"),
+    least: (model) => rerankPoints(model, 1),
+    async prepare({ req, caller, model }) {
+      checkDocumentCount(req, model);
+      const texts = documentTexts(req);
+      let counted: Promise<number> | undefined;
+      const tokens = () => (counted ??= countRerankTokens(req.query, texts));
+      return { body: JSON.stringify(rerankUpstreamBody(req, model)), texts, tokens, worstCase: worstCase(caller, model, req.query, texts) };
+    },
+    async attempt(client, plan, { model, cancel }) {
+      const reply = await client.post({ path: RERANK_PATH, body: plan.body, signal: cancel, model: model.model });
+      const scores = readUpstreamRerank(await readJsonReply(reply, model.model, isAnything), plan.texts.length);
+      if (!scores) throw badUpstreamReply(model.model);
+      return scores;
+    },
+    async respond(scores, plan, { req, model }, meter) {
+      const tokens = scores.tokens ?? (await plan.tokens());
+      await meter.settle({ inputTokens: tokens, points: rerankPoints(model, tokens) });
+      const answer = rerankAnswer(scores.results, { id: `rerank-${randomUUID()}`, model: req.model, topN: req.top_n, returnDocuments: req.return_documents, texts: plan.texts, tokens });
+      return jsonResponse(answer);
+    },
+  };
+}
+
+/** The most a rerank can cost: what a cross-encoder reads (the query once per document), bounded by
+ *  bytes, or counted when a budget cannot hold that bound. */
+function worstCase(caller: Caller, model: ReRankModelConfig, query: string, texts: string[]): WorstCase | number {
+  if (!caller.limits.some((l) => l.maxUsagePoints >= 0)) return 0;
+  return {
+    bound: rerankPoints(model, rerankTokenBound(query, texts)),
+    counted: async () => ({ most: rerankPoints(model, await countRerankBound(query, texts)) }),
+  };
+}
