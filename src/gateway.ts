@@ -7,6 +7,7 @@ import { createQuota } from "./metered/quota.js";
 import { createMemoryClusterState } from "./cluster/memory.js";
 import { createRedisClusterState } from "./cluster/redis.js";
 import type { ClusterState } from "./cluster/types.js";
+import { modelKinds, upstreamChannels } from "./config/fleet.js";
 import { ConfigError } from "./config/load.js";
 import type { Config } from "./config/schema.js";
 import { allowedOrigin, preflightResponse } from "./http/cors.js";
@@ -149,8 +150,9 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
 }
 
 function metricNames(config: Config) {
-  const models = [...config.llmModels, ...config.vectorModels].map((m) => m.model);
-  return { models, apps: config.apps.map((a) => a.id), channels: config.channels.map((c) => c.name) };
+  // every kind's models, and the channels made for rerank models with their own requestUrl
+  const models = [...modelKinds(config).keys()];
+  return { models, apps: config.apps.map((a) => a.id), channels: upstreamChannels(config).map((c) => c.name) };
 }
 
 /** Settings a running gateway cannot take over: said in the log, kept until a restart. */

@@ -1,38 +1,82 @@
 // GET /v1/models and /v1/models/{id} (docs/api.md#models): what a key may use, as OpenAI model
-// objects. Any valid key may ask; an app key sees its app's models, a global or admin key every one.
+// objects with the kind each serves (`sluice_kind`: chat, embeddings, rerank, speech, transcription;
+// chat models that also serve /v1/completions say `completions: true`), then the aliases the key may
+// use (`sluice_alias_of`: the model it stands for). Any valid key may ask; an app key sees what its
+// app may use (docs/fleet.md#apps), a global or admin key everything.
 import type { H3Event } from "h3";
 import type { KeyIdentity, Keyring } from "../auth/keys.js";
-import type { AppConfig, ModelConfig } from "../config/schema.js";
+import type { ModelKind } from "../config/fleet.js";
+import type { AppConfig, Config } from "../config/schema.js";
 import { notFound } from "../http/errors.js";
 import { jsonResponse } from "../http/json.js";
+import { appAllows, appAllowsTool, type Aliases } from "../metered/models.js";
 
 export interface CatalogDeps {
   keyring: Keyring;
-  models: Map<string, ModelConfig>;
+  config: Pick<Config, "llmModels" | "vectorModels" | "reRankModels" | "audioSpeechModels" | "whisperModel" | "sttModels">;
+  /** every configured model's kind, in the config's order */
+  kinds: Map<string, ModelKind>;
+  aliases: Aliases;
   apps: Map<string, AppConfig>;
+}
+
+interface ModelObject {
+  id: string;
+  object: "model";
+  created: number;
+  owned_by: "sluice";
+  name: string;
+  sluice_kind: ModelKind;
+  completions?: true;
+  sluice_alias_of?: string;
 }
 
 export function createCatalogRoutes(deps: CatalogDeps) {
   const created = Math.floor(Date.now() / 1000);
+  const { config } = deps;
+  const names = new Map<string, string | undefined>();
+  const completions = new Set(config.llmModels.filter((m) => m.completions).map((m) => m.model));
+  for (const m of [...config.llmModels, ...config.vectorModels, ...config.reRankModels, ...config.audioSpeechModels, ...config.sttModels]) names.set(m.model, m.name);
+  if (config.whisperModel) names.set(config.whisperModel.model, config.whisperModel.name);
+
   const authenticate = (event: H3Event) => deps.keyring.authenticate(event.req.headers.get("authorization"));
-  const modelObject = (id: string) => ({ id, object: "model", created, owned_by: "sluice", name: deps.models.get(id)?.name ?? id });
-  /** The models a key may use: its app's (none when a reload removed the app of a created key), or
-   *  every model for a global or admin key. */
-  const usable = (key: KeyIdentity) => {
-    if (!key.appId) return [...deps.models.keys()];
+  const modelObject = (model: string, id = model): ModelObject => ({
+    id,
+    object: "model",
+    created,
+    owned_by: "sluice",
+    name: names.get(model) ?? model,
+    sluice_kind: deps.kinds.get(model)!,
+    ...(completions.has(model) ? { completions: true as const } : {}),
+    ...(id !== model ? { sluice_alias_of: model } : {}),
+  });
+
+  /** May the key use this configured model? Its app's models (none when a reload removed the app
+   *  of a created key), or every model for a global or admin key. */
+  function allows(key: KeyIdentity): (model: string) => boolean {
+    if (!key.appId) return (model) => deps.kinds.has(model);
     const app = deps.apps.get(key.appId);
-    return app ? (app.models ?? [app.model]) : [];
-  };
+    return app ? (model) => (deps.kinds.get(model) === "chat" ? appAllows(app, model) : appAllowsTool(app, model) && deps.kinds.has(model)) : () => false;
+  }
 
   async function models(event: H3Event): Promise<Response> {
-    return jsonResponse({ object: "list", data: usable(authenticate(event)).map(modelObject) });
+    const may = allows(authenticate(event));
+    const data = [...deps.kinds.keys()].filter(may).map((m) => modelObject(m));
+    for (const alias of deps.aliases.names) {
+      const target = deps.aliases.resolve(alias);
+      if (target !== undefined && deps.kinds.has(target) && may(target)) data.push(modelObject(target, alias));
+    }
+    return jsonResponse({ object: "list", data });
   }
 
   async function model(event: H3Event): Promise<Response> {
-    const key = authenticate(event);
+    const may = allows(authenticate(event));
     const id = decodeURIComponent(event.context.params?.id ?? "");
-    if (!usable(key).includes(id)) throw notFound("model_not_found", `The model ${JSON.stringify(id.slice(0, 100))} does not exist or this key may not use it.`);
-    return jsonResponse(modelObject(id));
+    const target = deps.kinds.has(id) ? id : deps.aliases.resolve(id);
+    if (target === undefined || !deps.kinds.has(target) || !may(target)) {
+      throw notFound("model_not_found", `The model ${JSON.stringify(id.slice(0, 100))} does not exist or this key may not use it.`);
+    }
+    return jsonResponse(modelObject(target, id));
   }
 
   return { models, model };

@@ -16,7 +16,7 @@ import type {
 import { joinInstanceMetrics } from "./cluster.js";
 
 export interface MetricsOptions {
-  /** configured `llmModels[].model` and `vectorModels[].model` names */
+  /** every configured model's name, of every kind (src/config/fleet.ts) */
   models: string[];
   /** configured `apps[].id` values */
   apps: string[];
@@ -55,7 +55,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   let inflight = 0;
-  const tally = { requests: new Tally(), tokens: new Tally(), points: new Tally(), upstream: new Tally(), attempts: new Tally() };
+  const tally = { requests: new Tally(), tokens: new Tally(), points: new Tally(), routePoints: new Tally(), upstream: new Tally(), attempts: new Tally() };
   const f = defineFamilies(registry, tally, () => inflight);
   const label = createLabelBounds(opts);
   initialiseSeries(f, opts);
@@ -85,7 +85,10 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       if (r.ttftMs !== undefined) f.ttft.observe({ model }, amount(r.ttftMs) / 1000);
       recordTokens(f, tally.tokens, model, app, "input", r.inputTokens);
       recordTokens(f, tally.tokens, model, app, "output", r.outputTokens);
-      if (r.points !== undefined) tally.points.add(amount(r.points), model, app);
+      if (r.points !== undefined) {
+        tally.points.add(amount(r.points), model, app);
+        tally.routePoints.add(amount(r.points), route, model, app);
+      }
     },
 
     upstreamFinished(channel: string, model: string, outcome: UpstreamOutcome) {
@@ -124,7 +127,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
 
 type Families = ReturnType<typeof defineFamilies>;
 
-type Tallies = Record<"requests" | "tokens" | "points" | "upstream" | "attempts", Tally>;
+type Tallies = Record<"requests" | "tokens" | "points" | "routePoints" | "upstream" | "attempts", Tally>;
 
 function defineFamilies(registers: Registry, tally: Tallies, inflight: () => number) {
   const reg = { registers: [registers] };
@@ -174,6 +177,16 @@ function defineFamilies(registers: Registry, tally: Tallies, inflight: () => num
       labelNames: ["model", "app"] as const,
       collect() {
         tally.points.flushInto(this);
+      },
+      ...reg,
+    }),
+    // points by the kind of request (chat, rerank, speech, …): a model may serve several routes
+    routePoints: new Counter({
+      name: "sluice_route_points_total",
+      help: "Usage points charged, by route (the kind of request), model and app.",
+      labelNames: ["route", "model", "app"] as const,
+      collect() {
+        tally.routePoints.flushInto(this);
       },
       ...reg,
     }),
