@@ -1,22 +1,21 @@
 // Legacy completions (docs/fleet.md#completions): the request checked field by field, the model's
 // limits (temperature, max_tokens, maxContext over the longest prompt and its suffix), the answer's
-// shape and usage (the upstream's, else counted with an echoed prompt left out), and the text and
-// finish reason of a streamed answer's `text_completion` chunks. Over real sockets: the openai SDK's
-// completions.create, whole and streamed, through a small server built of these functions.
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { pipeline } from "node:stream/promises";
+// shape and usage (the upstream's, else counted with an echoed prompt left out), and the
+// text of a streamed answer's `text_completion` chunks. Through the gateway over real sockets: the
+// openai SDK's completions.create, whole and streamed (several prompts and choices), failover, serve
+// until spent and a budget refusal, a stream cut short, usage rows and metrics.
 import OpenAI from "openai";
-import { request } from "undici";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { completionAnswer, countChoices, readTextCompletion, reportedUsage } from "../src/completions/answer.js";
 import { applyCompletionLimits } from "../src/completions/limits.js";
-import { COMPLETIONS_PATH, parseCompletionsRequest, promptList } from "../src/completions/request-schema.js";
-import { TEXT_EVENT, chunkText, collectCompletionStream } from "../src/completions/stream-text.js";
+import { parseCompletionsRequest, promptList } from "../src/completions/request-schema.js";
+import { COMPLETION_TEXT } from "../src/completions/stream-text.js";
+import { SseRelay } from "../src/chat/sse-relay.js";
 import type { ModelConfig } from "../src/config/schema.js";
 import { GatewayError } from "../src/http/errors.js";
 import { countText } from "../src/tokens/counter.js";
-import { startCompletionsUpstream, type CompletionsUpstream } from "./support/completions-upstream.js";
+import { expectError } from "./support/fixtures.js";
+import { FLEET_KEY, TIGHT_KEY, useFleet } from "./support/fleet.js";
 
 const MODEL: ModelConfig = {
   model: "qwen-coder",
@@ -32,6 +31,8 @@ const MODEL: ModelConfig = {
   charsPointsPrice: 0,
   tokenizer: "cl100k_base",
   completions: true,
+  maxChoices: 4,
+  passThrough: ["top_k"],
 };
 
 function refusal(fn: () => unknown): GatewayError {
@@ -72,9 +73,9 @@ describe("completions request", () => {
 describe("completions limits", () => {
   const limits = (body: Record<string, unknown>) => applyCompletionLimits(parseCompletionsRequest({ model: "alias", ...body }), MODEL);
 
-  it("clamps temperature and max_tokens, sets an absent max_tokens to maxResponse, keeps every other field", async () => {
-    const l = await limits({ prompt: "def add(a, b):", suffix: "\n\nprint(add(1, 2))", temperature: 3, max_tokens: 500, stop: ["\n\n"], echo: false });
-    expect(l.body).toEqual({ model: "qwen-coder", prompt: "def add(a, b):", suffix: "\n\nprint(add(1, 2))", temperature: 1, max_tokens: 40, stop: ["\n\n"], echo: false });
+  it("clamps temperature and max_tokens, sets an absent max_tokens to maxResponse, keeps OpenAI's and the model's passThrough fields only", async () => {
+    const l = await limits({ prompt: "def add(a, b):", suffix: "\n\nprint(add(1, 2))", temperature: 3, max_tokens: 500, stop: ["\n\n"], echo: false, top_k: 5, min_tokens: 4000, ignore_eos: true, suffix_extra: 1 });
+    expect(l.body).toEqual({ model: "qwen-coder", prompt: "def add(a, b):", suffix: "\n\nprint(add(1, 2))", temperature: 1, max_tokens: 40, stop: ["\n\n"], echo: false, top_k: 5 });
     expect((await limits({ prompt: "x", temperature: -1 })).temperature).toBe(0);
     expect((await limits({ prompt: "x" })).maxTokens).toBe(40);
     expect((await limits({ prompt: "x", max_tokens: 0 })).maxTokens).toBe(0);
@@ -100,6 +101,17 @@ describe("completions limits", () => {
     const l = await limits({ prompt: ["a", "b"], n: 2, best_of: 3, max_tokens: 10 });
     expect(l.generations).toBe(6);
     expect(l.outputBound).toBe(60);
+  });
+
+  it("refuses more answers per prompt than the model's maxChoices, naming n or best_of", async () => {
+    await expect(limits({ prompt: "a", n: 5 })).rejects.toMatchObject({ status: 400, param: "n" });
+    await expect(limits({ prompt: "a", best_of: 5 })).rejects.toMatchObject({ status: 400, param: "best_of" });
+  });
+
+  it("asks a stream for usage always, the client's stream_options kept", async () => {
+    expect((await limits({ prompt: "a", stream: true })).body.stream_options).toEqual({ include_usage: true });
+    expect((await limits({ prompt: "a", stream: true, stream_options: { include_usage: false } })).body.stream_options).toEqual({ include_usage: true });
+    expect((await limits({ prompt: "a" })).body).not.toHaveProperty("stream_options");
   });
 });
 
@@ -127,85 +139,52 @@ describe("completions answer", () => {
 });
 
 describe("completions stream text", () => {
-  it("reads each choice's text and finish reason from text_completion chunks", () => {
-    expect(chunkText({ choices: [{ index: 1, text: "ab", finish_reason: null }] })).toEqual([{ index: 1, text: "ab", finishReason: undefined }]);
-    expect(chunkText({ choices: [] })).toEqual([]);
-    expect(chunkText({ usage: {} })).toEqual([]);
-    expect(TEXT_EVENT.test('data: {"choices":[{"index":0,"text":"a"}]}')).toBe(true);
-    expect(TEXT_EVENT.test('data: {"choices":[{"index":0,"text":""}]}')).toBe(false);
+  it("tells the SSE relay where a text_completion chunk's text is: every choice's recovered, the first content seen", () => {
+    const written: string[] = [];
+    let first = 0;
+    const relay = new SseRelay({ detail: false, includeUsage: false, model: "m", write: (b) => written.push(String(b)) > 0, onFirstContent: () => first++, text: COMPLETION_TEXT });
+    const event = (choices: unknown[]) => Buffer.from(`data: ${JSON.stringify({ object: "text_completion", choices })}\n\n`);
+    relay.push(event([{ index: 0, text: "", finish_reason: null }]));
+    expect(first).toBe(0);
+    relay.push(event([{ index: 1, text: "ab", finish_reason: null }]));
+    relay.push(event([{ index: 0, text: "cd", finish_reason: null }, { index: 1, text: "e", finish_reason: "stop" }]));
+    relay.push(event([{ index: 0, text: "", finish_reason: "length" }]));
+    relay.push(Buffer.from("data: [DONE]\n\n"));
+    expect(first).toBe(1);
+    expect(relay.texts()).toEqual(["cd", "abe"]);
+    expect(relay.text()).toBe("cd");
+    expect(relay.finishReason()).toBe("length");
+    expect(relay.done).toBe(true);
   });
 });
 
-/** A server made of the completions functions, forwarding to `upstream`: whole answers are checked,
- *  given usage and the client's model name; streams pass through as bytes. */
-async function startCompletionsRelay(upstream: string): Promise<{ url: string; server: Server; streams: Buffer[][] }> {
-  const streams: Buffer[][] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", async () => {
-      try {
-        const parsed = parseCompletionsRequest(JSON.parse(Buffer.concat(chunks).toString("utf8")));
-        const limited = await applyCompletionLimits(parsed, MODEL);
-        const up = await request(`${upstream}${COMPLETIONS_PATH}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(limited.body) });
-        if (parsed.stream) {
-          const kept: Buffer[] = [];
-          streams.push(kept);
-          res.writeHead(200, { "content-type": "text/event-stream" });
-          up.body.on("data", (c: Buffer) => kept.push(c));
-          await pipeline(up.body, res);
-          return;
-        }
-        const answer = readTextCompletion(await up.body.json());
-        if (!answer) throw new GatewayError(502, "upstream_error", "not a text completion");
-        const usage = reportedUsage(answer.usage) ?? {
-          prompt_tokens: await limited.countPrompt(),
-          completion_tokens: await countChoices(answer.choices.map((c) => c.text), parsed, MODEL),
-        };
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(completionAnswer(answer, parsed.model, usage)));
-      } catch (err) {
-        const e = err instanceof GatewayError ? err : new GatewayError(502, "upstream_error", "relay failed");
-        res.writeHead(e.status, { "content-type": "application/json" }).end(JSON.stringify(e.toBody()));
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, streams };
-}
+describe("completions through the gateway", () => {
+  const f = useFleet();
+  const openai = (key = FLEET_KEY) => new OpenAI({ apiKey: key, baseURL: `${f.gw.url}/v1`, maxRetries: 0 });
+  const points = (input: number, output: number) => Math.round((input * 1 + output * 2)) / 1000;
 
-describe("completions over real sockets", () => {
-  let up: CompletionsUpstream;
-  let relay: Awaited<ReturnType<typeof startCompletionsRelay>>;
-  let openai: OpenAI;
-  beforeAll(async () => {
-    up = await startCompletionsUpstream();
-    relay = await startCompletionsRelay(up.url);
-    openai = new OpenAI({ apiKey: "sk-app", baseURL: `${relay.url}/v1`, maxRetries: 0 });
-  });
-  afterAll(async () => {
-    relay.server.close();
-    await up.close();
-  });
-
-  it("answers completions.create for fill-in-the-middle, the suffix forwarded, the client's model named", async () => {
-    up.behave({ usage: { prompt_tokens: 12, completion_tokens: 5 } });
-    const res = await openai.completions.create({ model: "coder", prompt: "def add(a, b):\n    ", suffix: "\n\nprint(add(1, 2))", max_tokens: 64, temperature: 0.2 });
+  it("answers completions.create for fill-in-the-middle: suffix forwarded, max_tokens clamped, the client's model named, billed", async () => {
+    f.code[0].behave({ usage: { prompt_tokens: 12, completion_tokens: 5 } });
+    const res = await openai().completions.create({ model: "gpt-3.5-turbo-instruct", prompt: "def add(a, b):\n    ", suffix: "\n\nprint(add(1, 2))", max_tokens: 500, temperature: 0.2 });
     expect(res.choices[0]!.text).toBe("return a + b;");
-    expect(res.model).toBe("coder");
+    expect(res.model).toBe("gpt-3.5-turbo-instruct");
     expect(res.usage).toEqual({ prompt_tokens: 12, completion_tokens: 5, total_tokens: 17 });
-    expect(up.requests.at(-1)).toMatchObject({ model: "qwen-coder", suffix: "\n\nprint(add(1, 2))", max_tokens: 40, temperature: 0.2 });
+    expect(f.code[0].requests.at(-1)).toMatchObject({ model: "qwen-coder", suffix: "\n\nprint(add(1, 2))", max_tokens: 100, temperature: 0.2 });
+    expect(f.rows).toEqual([expect.objectContaining({ appId: "fleet", model: "qwen-coder", channel: "code-a", inputTokens: 12, outputTokens: 5, points: points(12, 5), status: 200, finishReason: "stop" })]);
   });
 
-  it("counts usage when the upstream reports none", async () => {
-    up.behave({ usage: false });
-    const res = await openai.completions.create({ model: "coder", prompt: "Hello", echo: true });
+  it("counts usage when the upstream reports none, an echoed prompt left out", async () => {
+    f.code[0].behave({ usage: false });
+    const res = await openai().completions.create({ model: "qwen-coder", prompt: "Hello", echo: true });
     expect(res.choices[0]!.text).toBe("Hello world, said the model.");
-    expect(res.usage).toEqual({ prompt_tokens: countText("Hello"), completion_tokens: countText(" world, said the model."), total_tokens: countText("Hello") + countText(" world, said the model.") });
+    const [input, output] = [countText("Hello"), countText(" world, said the model.")];
+    expect(res.usage).toEqual({ prompt_tokens: input, completion_tokens: output, total_tokens: input + output });
+    expect(f.rows[0]).toMatchObject({ inputTokens: input, outputTokens: output });
   });
 
-  it("streams text_completion chunks the SDK reads, and whose text the gateway recovers", async () => {
-    up.behave({ usage: { prompt_tokens: 4, completion_tokens: 9 } });
-    const stream = await openai.completions.create({ model: "coder", prompt: ["Hello", "Bye"], n: 2, stream: true, stream_options: { include_usage: true } });
+  it("streams text_completion chunks of several prompts and choices, with the usage chunk asked for", async () => {
+    f.code[0].behave({ usage: { prompt_tokens: 4, completion_tokens: 9 } });
+    const stream = await openai().completions.create({ model: "qwen-coder", prompt: ["Hello", "Bye"], n: 2, stream: true, stream_options: { include_usage: true } });
     const seen: string[] = [];
     let usage: unknown;
     for await (const chunk of stream) {
@@ -215,7 +194,64 @@ describe("completions over real sockets", () => {
     }
     expect(seen).toEqual(Array(4).fill(" world, said the model."));
     expect(usage).toMatchObject({ prompt_tokens: 4, completion_tokens: 9 });
-    const collected = collectCompletionStream(relay.streams.at(-1)!);
-    expect(collected).toEqual({ texts: seen, text: " world, said the model.", finishReason: "stop", usage: { prompt_tokens: 4, completion_tokens: 9 } });
+    expect(f.rows[0]).toMatchObject({ inputTokens: 4, outputTokens: 9, finishReason: "stop", status: 200 });
+  });
+
+  it("counts every streamed choice's text when the upstream reports no usage, and hides the usage it was asked for", async () => {
+    f.code[0].behave({ usage: { prompt_tokens: 4, completion_tokens: 9 } });
+    const stream = await openai().completions.create({ model: "qwen-coder", prompt: ["Hello", "Bye"], n: 2, stream: true });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    expect(chunks.some((c) => c.usage)).toBe(false);
+    expect(f.code[0].requests.at(-1)!.stream_options).toEqual({ include_usage: true });
+    f.code[0].behave({ usage: false });
+    for await (const _ of await openai().completions.create({ model: "qwen-coder", prompt: ["Hello", "Bye"], n: 2, stream: true })) void _;
+    expect(f.rows[1]).toMatchObject({ inputTokens: countText("Hello") + countText("Bye"), outputTokens: 4 * countText(" world, said the model.") });
+  });
+
+  it("bills a stream the model broke off for what it sent, and ends it with an error event", async () => {
+    f.code[0].behave({ usage: false, cutAfter: 2, chunks: 3 });
+    const res = await f.post("/v1/completions", { model: "qwen-coder", prompt: "Hello", stream: true });
+    const text = await res.text();
+    expect(text).toContain('"error"');
+    expect(text).not.toContain("[DONE]");
+    const sent = " world, said the model.".slice(0, 2 * Math.ceil(23 / 3));
+    await vi.waitFor(() => expect(f.rows[0]).toMatchObject({ status: 502, finishReason: "upstream_error", outputTokens: countText(sent) }));
+  });
+
+  it("fails over to the second channel when the first answers 503", async () => {
+    f.code[0].behave({ status: 503 });
+    const res = await openai().completions.create({ model: "qwen-coder", prompt: "Hello" });
+    expect(res.choices[0]!.text).toBe(" world, said the model.");
+    expect(f.rows).toEqual([expect.objectContaining({ channel: "code-b", status: 200 })]);
+    expect(await f.metrics()).toContain('sluice_upstream_attempts_total{channel="code-a",outcome="retried"} 1');
+  });
+
+  it("serves until spent: a budget that cannot pay for max_tokens lowers it, one that cannot pay for the prompt refuses 429", async () => {
+    // 0.01 points: "Hello" (1 token, 0.001) leaves 0.009, which pays 4 answer tokens at 0.002
+    f.code[0].behave({ usage: { prompt_tokens: 1, completion_tokens: 4 } });
+    const res = await openai(TIGHT_KEY).completions.create({ model: "qwen-coder", prompt: "Hello", max_tokens: 50 });
+    expect(res.usage).toMatchObject({ prompt_tokens: 1, completion_tokens: 4 });
+    expect(f.code[0].requests.at(-1)!.max_tokens).toBe(4);
+    const before = f.code[0].requests.length;
+    await expectError(await f.post("/v1/completions", { model: "qwen-coder", prompt: "word ".repeat(20) }, TIGHT_KEY), 429, "insufficient_quota");
+    expect(f.code[0].requests.length).toBe(before);
+  });
+
+  it("refuses a chat model not marked for completions, and bad input, in OpenAI's shape", async () => {
+    await expectError(await f.post("/v1/completions", { model: "chat-only", prompt: "Hello" }), 404, "model_not_found");
+    expect((await expectError(await f.post("/v1/completions", { model: "qwen-coder", prompt: [] }), 400, "invalid_request")).param).toBe("prompt");
+    expect((await expectError(await f.post("/v1/completions", { model: "qwen-coder", prompt: "a", n: 9 }), 400, "invalid_request")).param).toBe("n");
+    await expectError(await f.post("/v1/completions", { model: "qwen-coder", prompt: "word ".repeat(2000) }), 400, "context_length_exceeded");
+  });
+
+  it('counts requests, points and latency under route="completions", time to first token for streams', async () => {
+    f.code[0].behave({ usage: { prompt_tokens: 12, completion_tokens: 5 } });
+    await openai().completions.create({ model: "qwen-coder", prompt: "x" });
+    for await (const _ of await openai().completions.create({ model: "qwen-coder", prompt: "x", stream: true, stream_options: { include_usage: true } })) void _;
+    const metrics = await f.metrics();
+    expect(metrics).toContain('sluice_requests_total{route="completions",model="qwen-coder",app="fleet",status="200"} 2');
+    expect(metrics).toContain(`sluice_route_points_total{route="completions",model="qwen-coder",app="fleet"} ${2 * points(12, 5)}`);
+    expect(metrics).toContain('gen_ai_server_time_to_first_token_seconds_count{model="qwen-coder"} 1');
   });
 });

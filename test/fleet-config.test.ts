@@ -2,6 +2,7 @@
 // audioSpeechModels, whisperModel (and sttModels), llmModels[].completions and server.audioLimitBytes;
 // one name per model across every kind, each served by a channel (or a rerank model's requestUrl).
 import { describe, expect, it } from "vitest";
+import { modelKinds, upstreamChannels } from "../src/config/fleet.js";
 import { ConfigError, parseConfig } from "../src/config/load.js";
 
 const fleet = () => ({
@@ -86,6 +87,16 @@ describe("config: rerank, speech, transcription and completions models", () => {
     expect(problemsOf(raw)).toEqual([
       'channels[0].models[1]: "bge" has its own requestUrl in reRankModels: list it in no channel, or drop its requestUrl',
     ]);
+  });
+
+  it("makes a channel for a requestUrl (that URL exactly, requestAuth its key, no health check), whose name no channel may take", () => {
+    const raw = { ...fleet(), channels: [{ name: "c1", models: ["m1", "tts", "whisper-1", "sense"] }], reRankModels: [{ model: "bge", requestUrl: "http://127.0.0.1:9997/v1/rerank", requestAuth: "k-123" }] };
+    const made = upstreamChannels(parseConfig(raw, {}));
+    expect(made.map((c) => c.name)).toEqual(["c1", "rerank:bge"]);
+    expect(made[1]).toMatchObject({ baseUrl: "http://127.0.0.1:9997/v1/rerank", key: "k-123", models: ["bge"], endpoint: true, healthCheck: { intervalMs: 0 }, priority: 0, connections: 128 });
+    expect(modelKinds(parseConfig(raw, {}))).toEqual(new Map([["m1", "chat"], ["bge", "rerank"], ["tts", "speech"], ["whisper-1", "transcription"], ["sense", "transcription"]]));
+    const taken = { ...raw, channels: [...raw.channels, { name: "rerank:bge", models: ["m1"] }] };
+    expect(problemsOf(taken)).toEqual(['channels[1].name: "rerank:bge" names the channel made for the requestUrl of rerank model "bge": choose another name']);
   });
 
   it("lets an app list models of every kind, and refuses one as its default chat model", () => {

@@ -1,19 +1,20 @@
 // Rerank (docs/fleet.md#rerank): the request checked field by field, the body every rerank server
 // reads, the answer read from each real server's shape and given back sorted, cut and filled in,
-// tokens counted when the upstream reports none. Over real sockets: a vLLM-shaped server, and the
-// calls FastGPT and LangChain's CohereRerank make, through a small server built of these functions.
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+// tokens counted when the upstream reports none. Through the gateway over real sockets: the calls
+// FastGPT, LangChain's CohereRerank and Cohere's v2 client make, a model's own requestUrl, failover,
+// a budget refusal, usage rows and metrics.
 import { CohereRerank } from "@langchain/cohere";
-import { CohereClient } from "cohere-ai";
+import { CohereClient, CohereClientV2 } from "cohere-ai";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ReRankModelConfig } from "../src/config/schema.js";
 import { GatewayError } from "../src/http/errors.js";
 import { readUpstreamRerank, rerankAnswer } from "../src/rerank/answer.js";
 import { checkDocumentCount, documentTexts, parseRerankRequest } from "../src/rerank/request-schema.js";
-import { countRerankTokens, rerankPoints, rerankTokenBound } from "../src/rerank/tokens.js";
-import { RERANK_PATH, rerankTarget, rerankUpstreamBody } from "../src/rerank/upstream.js";
+import { countRerankBound, countRerankTokens, rerankPoints, rerankTokenBound } from "../src/rerank/tokens.js";
+import { RERANK_PATH, rerankUpstreamBody } from "../src/rerank/upstream.js";
+import { expectError } from "./support/fixtures.js";
+import { FLEET_KEY, LISTED_KEY, REQUEST_AUTH, TIGHT_KEY, useFleet } from "./support/fleet.js";
 import { pairTokens, startRerankUpstream, type RerankShape, type RerankUpstream } from "./support/rerank-upstream.js";
 
 const MODEL: ReRankModelConfig = { model: "bge-reranker", name: "BGE", charsPointsPrice: 2, maxDocuments: 4 };
@@ -63,22 +64,12 @@ describe("rerank request", () => {
   });
 });
 
-describe("rerank upstream body and target", () => {
+describe("rerank upstream body", () => {
   it("sends plain strings, the configured name, top_n only when it cuts, no return_documents and no nulls", () => {
     const req = parseRerankRequest({ model: "alias", query: QUERY, documents: [{ text: "a" }, "b", "c"], top_n: 2, return_documents: false, max_chunks_per_doc: null, truncate_prompt_tokens: 64 });
     expect(rerankUpstreamBody(req, MODEL)).toEqual({ model: "bge-reranker", query: QUERY, documents: ["a", "b", "c"], top_n: 2, truncate_prompt_tokens: 64 });
     const all = parseRerankRequest({ model: "alias", query: QUERY, documents: ["a", "b"], top_n: 5 });
     expect(rerankUpstreamBody(all, MODEL)).not.toHaveProperty("top_n");
-  });
-
-  it("goes to the channel's /v1/rerank, or to requestUrl with requestAuth as a bearer key", () => {
-    expect(rerankTarget(MODEL)).toEqual({ kind: "channel", path: RERANK_PATH });
-    expect(rerankTarget({ ...MODEL, requestUrl: "http://127.0.0.1:1/rerank", requestAuth: "rr-key" })).toEqual({
-      kind: "url",
-      url: "http://127.0.0.1:1/rerank",
-      headers: { authorization: "Bearer rr-key" },
-    });
-    expect(rerankTarget({ ...MODEL, requestUrl: "http://127.0.0.1:1/rerank" })).toMatchObject({ headers: {} });
   });
 });
 
@@ -136,100 +127,137 @@ describe("rerank answer", () => {
     expect(bound).toBeGreaterThanOrEqual(pairTokens(QUERY, DOCS));
     expect(bound).toBe(4 * (Buffer.byteLength(QUERY) + 8) + DOCS.reduce((s, d) => s + Buffer.byteLength(d), 0));
     expect(rerankPoints(MODEL, 1500)).toBe(3);
+    expect(await countRerankBound("hello world", ["hello", "world peace"])).toBe(2 * (2 + 8) + 1 + 2);
   });
 });
 
-/** A server made of the rerank functions and nothing else, forwarding to `upstream`: what the
- *  pipeline will do, minus keys, budgets and failover. */
-async function startRerankRelay(upstream: () => string, model: ReRankModelConfig): Promise<{ url: string; server: Server }> {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", async () => {
-      try {
-        const parsed = parseRerankRequest(JSON.parse(Buffer.concat(chunks).toString("utf8")));
-        checkDocumentCount(parsed, model);
-        const target = rerankTarget(model);
-        const url = target.kind === "url" ? target.url : `${upstream()}${target.path}`;
-        const headers = { "content-type": "application/json", ...(target.kind === "url" ? target.headers : {}) };
-        const up = await request(url, { method: "POST", headers, body: JSON.stringify(rerankUpstreamBody(parsed, model)) });
-        const scores = readUpstreamRerank(await up.body.json(), parsed.documents.length);
-        if (!scores) throw new Error("bad upstream reply");
-        const texts = documentTexts(parsed);
-        const tokens = scores.tokens ?? (await countRerankTokens(parsed.query, texts));
-        const answer = rerankAnswer(scores.results, { id: "rerank-test", model: parsed.model, topN: parsed.top_n, returnDocuments: parsed.return_documents, texts, tokens });
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
-      } catch (err) {
-        const e = err instanceof GatewayError ? err : new GatewayError(502, "upstream_error", String(err));
-        res.writeHead(e.status, { "content-type": "application/json" }).end(JSON.stringify(e.toBody()));
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-}
-
-describe("rerank over real sockets", () => {
+describe("the test server's shapes", () => {
   let up: RerankUpstream;
-  let relay: { url: string; server: Server };
   beforeAll(async () => {
     up = await startRerankUpstream();
-    relay = await startRerankRelay(() => up.url, { ...MODEL, maxDocuments: 100 });
   });
-  afterAll(async () => {
-    relay.server.close();
-    await up.close();
-  });
+  afterAll(() => up.close());
 
   it.each<RerankShape>(["vllm", "jina", "cohere-v1", "cohere-v2", "xinference"])("reads the %s test server's answer over HTTP", async (shape) => {
     up.behave({ shape });
     const req = parseRerankRequest({ model: "alias", query: QUERY, documents: DOCS });
-    const res = await request(`${up.url}${RERANK_PATH}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(rerankUpstreamBody(req, MODEL)) });
+    const res = await request(`${up.url}/v1${RERANK_PATH}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(rerankUpstreamBody(req, MODEL)) });
     const scores = readUpstreamRerank(await res.body.json(), DOCS.length)!;
     expect(scores.results.map((r) => r.index).sort()).toEqual([0, 1, 2, 3]);
     expect(scores.tokens).toBe(shape === "cohere-v1" ? undefined : pairTokens(QUERY, DOCS));
   });
+});
 
-  it("answers FastGPT's call (POST {base}/rerank, strings, bearer) with results and meta.tokens", async () => {
-    up.behave({ shape: "cohere-v1" }); // no usage upstream: the relay counts
-    const res = await request(`${relay.url}/api/v1/rerank`, {
-      method: "POST",
-      headers: { authorization: "Bearer sk-fastgpt-app", "content-type": "application/json" },
-      body: JSON.stringify({ model: "bge-reranker", query: QUERY, documents: DOCS }),
-    });
-    const body = (await res.body.json()) as { results: Array<{ index: number; relevance_score: number }>; meta: { tokens: { input_tokens: number } } };
-    expect(res.statusCode).toBe(200);
+interface RerankBody {
+  id: string;
+  model: string;
+  results: Array<{ index: number; relevance_score: number; document?: { text: string } }>;
+  usage: { total_tokens: number };
+  meta: { tokens: { input_tokens: number } };
+}
+
+describe("rerank through the gateway", () => {
+  const f = useFleet();
+  const rerank = (body: unknown, key?: string | null, path = "/v1/rerank") => f.post(path, body, key);
+
+  it("answers FastGPT's call (POST /api/v1/rerank, strings, bearer): sorted, meta.tokens counted, a usage row", async () => {
+    f.rerank[0].behave({ shape: "cohere-v1" }); // no usage upstream: the gateway counts
+    const res = await rerank({ model: "bge-reranker", query: QUERY, documents: DOCS }, FLEET_KEY, "/api/v1/rerank");
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as RerankBody;
+    const tokens = await countRerankTokens(QUERY, DOCS);
     expect(body.results.map((r) => r.index)).toEqual([2, 0, 1, 3]);
-    expect(body.meta.tokens.input_tokens).toBe(await countRerankTokens(QUERY, DOCS));
-    expect(up.requests.at(-1)!.body).toEqual({ model: "bge-reranker", query: QUERY, documents: DOCS });
+    expect(body.results[0]!.document).toEqual({ text: DOCS[2] });
+    expect(body).toMatchObject({ model: "bge-reranker", usage: { total_tokens: tokens }, meta: { tokens: { input_tokens: tokens } } });
+    // the channel's key upstream, never the client's
+    const sent = f.rerank[0].requests.at(-1)!;
+    expect(sent).toMatchObject({ path: "/v1/rerank", headers: { authorization: "Bearer channel-key-rerank-a" } });
+    expect(sent.body).toEqual({ model: "bge-reranker", query: QUERY, documents: DOCS });
+    expect(f.rows).toEqual([expect.objectContaining({ appId: "fleet", model: "bge-reranker", channel: "rerank-a", inputTokens: tokens, outputTokens: 0, points: rerankPoints({ ...MODEL, charsPointsPrice: 2 }, tokens), status: 200 })]);
   });
 
-  it("answers LangChain's CohereRerank (cohere-ai client with a base URL) with the best documents first", async () => {
-    up.behave({ shape: "vllm" });
-    const client = new CohereClient({ token: "sk-langchain-app", environment: relay.url });
-    const reranker = new CohereRerank({ client, model: "bge-reranker", topN: 2 });
+  it("bills the upstream's own count when it gives one, cuts to top_n and leaves documents out when asked", async () => {
+    const res = await rerank({ model: "bge-reranker", query: QUERY, documents: DOCS.map((text) => ({ text })), top_n: 2, return_documents: false });
+    const body = (await res.json()) as RerankBody;
+    expect(body.results).toEqual([
+      { index: 2, relevance_score: 1 },
+      { index: 0, relevance_score: expect.any(Number) },
+    ]);
+    expect(body.usage.total_tokens).toBe(pairTokens(QUERY, DOCS));
+    expect(f.rows[0]!.inputTokens).toBe(pairTokens(QUERY, DOCS));
+  });
+
+  it("answers LangChain's CohereRerank (cohere-ai with a base URL), a Cohere model name resolved by an alias glob", async () => {
+    const client = new CohereClient({ token: FLEET_KEY, environment: f.gw.url });
+    const reranker = new CohereRerank({ client, model: "rerank-english-v3.0", topN: 2 });
     const docs = DOCS.map((pageContent, i) => ({ pageContent, metadata: { i } }));
     const kept = await reranker.compressDocuments(docs, QUERY);
     expect(kept.map((d) => d.metadata.i)).toEqual([2, 0]);
     expect(kept[0]!.metadata.relevanceScore).toBe(1);
-    // the client's own request: top_n and Cohere's null field pass the relay's schema
-    expect(up.requests.at(-1)!.body).toEqual({ model: "bge-reranker", query: QUERY, documents: DOCS, top_n: 2 });
+    // the client's null field dropped, the configured model named
+    expect(f.rerank[0].requests.at(-1)!.body).toEqual({ model: "bge-reranker", query: QUERY, documents: DOCS, top_n: 2 });
+    expect(f.rows[0]).toMatchObject({ model: "bge-reranker", status: 200 });
   });
 
-  it("posts to a model's requestUrl with its requestAuth, and refuses too many documents before any call", async () => {
-    const own = await startRerankRelay(() => "http://127.0.0.1:9", { ...MODEL, requestUrl: `${up.url}/custom/rerank`, requestAuth: "rr-secret" });
-    try {
-      const before = up.requests.length;
-      const res = await request(`${own.url}/v1/rerank`, { method: "POST", body: JSON.stringify({ model: "bge-reranker", query: QUERY, documents: DOCS.slice(0, 2) }) });
-      expect(res.statusCode).toBe(200);
-      await res.body.dump();
-      expect(up.requests.at(-1)).toMatchObject({ path: "/custom/rerank", headers: { authorization: "Bearer rr-secret" } });
-      const many = await request(`${own.url}/v1/rerank`, { method: "POST", body: JSON.stringify({ model: "bge-reranker", query: QUERY, documents: [...DOCS, "one more"] }) });
-      expect(many.statusCode).toBe(400);
-      expect(((await many.body.json()) as { error: { code: string } }).error.code).toBe("too_many_documents");
-      expect(up.requests.length).toBe(before + 1);
-    } finally {
-      own.server.close();
-    }
+  it("answers Cohere's v2 client on /v2/rerank", async () => {
+    const client = new CohereClientV2({ token: FLEET_KEY, environment: f.gw.url });
+    const res = await client.rerank({ model: "bge-reranker", query: QUERY, documents: DOCS, topN: 3 });
+    expect(res.results.map((r) => r.index)).toEqual([2, 0, 1]);
+  });
+
+  it("posts a model with its own requestUrl to that URL exactly, requestAuth as the bearer key, on its own channel", async () => {
+    const res = await rerank({ model: "remote-reranker", query: QUERY, documents: DOCS.slice(0, 2) });
+    expect(res.status).toBe(200);
+    await res.json();
+    expect(f.ownRerank.requests.at(-1)).toMatchObject({ path: "/custom/rerank?v=1", headers: { authorization: `Bearer ${REQUEST_AUTH}` } });
+    expect(f.rows[0]).toMatchObject({ model: "remote-reranker", channel: "rerank:remote-reranker", status: 200 });
+    f.ownRerank.behave({ status: 503 });
+    await expectError(await rerank({ model: "remote-reranker", query: QUERY, documents: DOCS }), 502, "upstream_error");
+    expect(f.rows[1]).toMatchObject({ channel: "rerank:remote-reranker", status: 502, points: 0 });
+    expect(await f.metrics()).toContain('sluice_upstream_requests_total{channel="rerank:remote-reranker",model="remote-reranker",outcome="http_error"} 1');
+  });
+
+  it("fails over to the second channel when the first answers 503", async () => {
+    f.rerank[0].behave({ status: 503 });
+    const before = f.rerank[1].requests.length;
+    const res = await rerank({ model: "bge-reranker", query: QUERY, documents: DOCS });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as RerankBody).results[0]!.index).toBe(2);
+    expect(f.rerank[1].requests.length).toBe(before + 1);
+    expect(f.rows).toEqual([expect.objectContaining({ channel: "rerank-b", status: 200 })]);
+    const metrics = await f.metrics();
+    expect(metrics).toContain('sluice_upstream_attempts_total{channel="rerank-a",outcome="retried"} 1');
+    expect(metrics).toContain('sluice_upstream_attempts_total{channel="rerank-b",outcome="ok"} 1');
+  });
+
+  it("refuses a budget that cannot hold the worst case with 429 insufficient_quota, calling no model", async () => {
+    const before = f.rerank[0].requests.length;
+    // 2 points per 1,000 tokens: 0.01 points pay 5 tokens; a cross-encoder reads more than that
+    await expectError(await rerank({ model: "bge-reranker", query: "q", documents: ["a"] }, TIGHT_KEY), 429, "insufficient_quota");
+    expect(f.rerank[0].requests.length).toBe(before);
+    expect(f.rows).toEqual([]);
+    expect(await f.metrics()).toContain('sluice_budget_refusals_total{scope_kind="app"} 1');
+  });
+
+  it("refuses bad input in OpenAI's shape: no documents, too many, an unknown or forbidden model", async () => {
+    expect((await expectError(await rerank({ model: "bge-reranker", query: QUERY, documents: [] }), 400, "invalid_request")).param).toBe("documents");
+    const many = await expectError(await rerank({ model: "bge-reranker", query: QUERY, documents: Array(9).fill("doc") }), 400, "too_many_documents");
+    expect(many).toMatchObject({ param: "documents", message: "documents: bge-reranker ranks at most 8 documents per request, got 9." });
+    await expectError(await rerank({ model: "nope", query: QUERY, documents: DOCS }), 404, "model_not_found");
+    // the listed app may use bge-reranker, not the other rerank model
+    expect((await rerank({ model: "bge-reranker", query: QUERY, documents: DOCS }, LISTED_KEY)).status).toBe(200);
+    await expectError(await rerank({ model: "remote-reranker", query: QUERY, documents: DOCS }, LISTED_KEY), 404, "model_not_found");
+    await expectError(await rerank({ model: "bge-reranker", query: QUERY, documents: DOCS }, null), 401, "missing_api_key");
+  });
+
+  it('counts requests, points and latency under route="rerank"', async () => {
+    f.rerank[0].behave({ shape: "jina" });
+    await (await rerank({ model: "bge-reranker", query: QUERY, documents: DOCS })).json();
+    await (await rerank({ model: "bge-reranker", query: QUERY, documents: DOCS }, FLEET_KEY, "/api/v1/rerank")).json();
+    const text = await f.metrics();
+    const points = 2 * rerankPoints({ ...MODEL, charsPointsPrice: 2 }, pairTokens(QUERY, DOCS));
+    expect(text).toContain('sluice_requests_total{route="rerank",model="bge-reranker",app="fleet",status="200"} 2');
+    expect(text).toContain(`sluice_route_points_total{route="rerank",model="bge-reranker",app="fleet"} ${points}`);
+    expect(text).toContain('sluice_request_duration_seconds_count{route="rerank"} 2');
   });
 });

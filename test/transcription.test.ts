@@ -1,18 +1,20 @@
 // Transcription (docs/fleet.md#transcription): the multipart upload streamed to a temporary file
 // (413 early past the limit, 400 for no, empty or non-audio files), the duration read by
 // music-metadata, the fields checked, the upstream's multipart body written around the file (a fresh
-// stream per attempt), the answer's reported seconds, points per minute. Over real sockets with the
-// openai SDK and a real WAV/MP3; the temporary file is gone after every request, however it ended.
+// stream per attempt), the answer's reported seconds, points per minute. Through the gateway over
+// real sockets with the openai SDK and a real WAV/MP3: failover, a budget refusal, usage rows and
+// metrics; the temporary file is gone after every request, however it ended.
 import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { request as httpRequest } from "node:http";
+import type { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { Busboy } from "@fastify/busboy";
 import OpenAI, { toFile } from "openai";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { durationBound, readAudioInfo } from "../src/audio/audio-info.js";
 import { createMultipartBody } from "../src/audio/multipart-body.js";
 import { transcriptionPoints } from "../src/audio/points.js";
@@ -20,9 +22,9 @@ import { answerSeconds, billedSeconds, transcriptionHeaders } from "../src/audio
 import { parseTranscriptionFields, transcriptionUpstreamFields } from "../src/audio/transcription-request.js";
 import type { SttModelConfig } from "../src/config/schema.js";
 import { GatewayError } from "../src/http/errors.js";
-import { startAudioUpstream, type AudioUpstream } from "./support/audio-upstream.js";
+import { expectError } from "./support/fixtures.js";
+import { AUDIO_LIMIT, FLEET_KEY, LISTED_KEY, TIGHT_KEY, useFleet } from "./support/fleet.js";
 import { makeMp3, makeWav } from "./support/tone.js";
-import { startTranscriptionRelay, type RelayOutcome, type TranscriptionRelay } from "./support/transcription-relay.js";
 
 const MODEL: SttModelConfig = { model: "whisper-large-v3", name: "Whisper", charsPointsPrice: 6 };
 const WAV = makeWav({ seconds: 2.5 });
@@ -183,99 +185,92 @@ describe("multipart body", () => {
   });
 });
 
-describe("transcription over real sockets", () => {
-  let up: AudioUpstream;
-  let down: AudioUpstream;
-  let relay: TranscriptionRelay;
-  let upstreams: string[];
-  const LIMIT = 256 * 1024;
-  const done = () => once(relay.events, "done") as Promise<[RelayOutcome]>;
-  const openai = () => new OpenAI({ apiKey: "sk-app", baseURL: `${relay.url}/v1`, maxRetries: 0 });
+/** The upload files of requests in flight (src/audio/multipart-upload.ts names them so). */
+async function spooled(): Promise<string[]> {
+  return (await readdir(tmpdir())).filter((name) => name.startsWith("sluice-audio-"));
+}
 
-  beforeAll(async () => {
-    up = await startAudioUpstream();
-    down = await startAudioUpstream({ status: 503 });
-    relay = await startTranscriptionRelay({ upstreams: () => upstreams, model: MODEL, limitBytes: LIMIT, dir });
-  });
-  afterAll(async () => {
-    await relay.close();
-    await up.close();
-    await down.close();
-  });
+describe("transcription through the gateway", () => {
+  const f = useFleet();
+  const openai = (key = FLEET_KEY) => new OpenAI({ apiKey: key, baseURL: `${f.gw.url}/v1`, maxRetries: 0 });
+
   afterEach(async () => {
-    expect(await readdir(dir)).toEqual([]); // no temporary file outlives its request
-    upstreams = [up.url];
-    up.behave({ hang: false });
+    // no temporary file outlives its request
+    await vi.waitFor(async () => expect(await spooled()).toEqual([]));
   });
 
   it("takes the openai SDK's WAV upload: file intact upstream, fields forwarded, billed by the file's 2.5 s", async () => {
-    upstreams = [up.url];
-    const finished = done();
     const res = await openai()
       .audio.transcriptions.create({ file: await toFile(WAV, "tone.wav", { type: "audio/wav" }), model: "whisper-1", language: "en", prompt: "a tone", temperature: 0.2 })
       .withResponse();
     expect(res.data.text).toBe("hello from the tone");
-    expect(res.response.headers.get("x-billed-seconds")).toBe("2.5");
-    expect(res.response.headers.get("x-points")).toBe("0.25");
-    const got = up.transcriptions.at(-1)!;
+    const got = f.audio[0].transcriptions.at(-1)!;
     expect(got.file).toEqual({ filename: "tone.wav", mimeType: "audio/wav", bytes: WAV.length, sha256: sha(WAV) });
     expect(Object.fromEntries(got.fields)).toEqual({ model: "whisper-large-v3", language: "en", prompt: "a tone", temperature: "0.2" });
     expect(Number(got.headers["content-length"])).toBeGreaterThan(WAV.length);
-    await finished;
+    expect(got.headers.authorization).toBe("Bearer channel-key-audio-a");
+    // 2.5 s at 6 points a minute; the row's inputTokens are whole seconds
+    expect(f.rows).toEqual([expect.objectContaining({ appId: "fleet", model: "whisper-large-v3", channel: "audio-a", inputTokens: 3, outputTokens: 0, points: 0.25, status: 200 })]);
   });
 
-  it("passes an MP3's srt answer back as text, after a failed upstream got the first attempt", async () => {
-    upstreams = [down.url, up.url];
-    const before = down.transcriptions.length;
-    const finished = done();
+  it("passes an MP3's srt answer back as text, after a failing channel got the first attempt", async () => {
+    f.audio[0].behave({ status: 503 });
+    const before = f.audio[0].transcriptions.length;
     const srt = await openai().audio.transcriptions.create({ file: await toFile(MP3, "tone.mp3", { type: "audio/mpeg" }), model: "whisper-1", response_format: "srt" });
     expect(srt).toContain("00:00:00,000 --> 00:00:02,500\nhello from the tone");
     // both attempts sent the whole file
-    expect(down.transcriptions.length).toBe(before + 1);
-    expect(down.transcriptions.at(-1)!.file!.sha256).toBe(sha(MP3));
-    expect(up.transcriptions.at(-1)!.file!.sha256).toBe(sha(MP3));
-    await finished;
+    expect(f.audio[0].transcriptions.length).toBe(before + 1);
+    expect(f.audio[0].transcriptions.at(-1)!.file!.sha256).toBe(sha(MP3));
+    expect(f.audio[1].transcriptions.at(-1)!.file!.sha256).toBe(sha(MP3));
+    expect(f.rows).toEqual([expect.objectContaining({ channel: "audio-b", status: 200 })]);
+    expect(f.rows[0]!.inputTokens).toBeGreaterThanOrEqual(3);
+    expect(await f.metrics()).toContain('sluice_upstream_attempts_total{channel="audio-a",outcome="retried"} 1');
+  });
+
+  it("refuses a budget that cannot pay for the file's minutes with 429 insufficient_quota, calling no model", async () => {
+    const before = f.audio[0].transcriptions.length;
+    // 0.01 points pay 0.1 s at 6 points a minute
+    const err = await openai(TIGHT_KEY)
+      .audio.transcriptions.create({ file: await toFile(WAV, "t.wav"), model: "whisper-large-v3" })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 429, code: "insufficient_quota" });
+    expect(f.audio[0].transcriptions.length).toBe(before);
+    expect(f.rows).toEqual([]);
   });
 
   it.each([
     ["an empty file", Buffer.alloc(0), "empty_file"],
     ["a text file", Buffer.from("not audio\n".repeat(50)), "invalid_audio"],
-  ])("refuses %s with a 400 naming file, calling no upstream", async (_, bytes, code) => {
-    const before = up.transcriptions.length;
-    const finished = done();
+  ])("refuses %s with a 400 naming file, calling no model", async (_, bytes, code) => {
+    const before = f.audio[0].transcriptions.length;
     const err = await openai()
       .audio.transcriptions.create({ file: await toFile(bytes, "x.wav"), model: "whisper-1" })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect(err).toMatchObject({ status: 400, code, param: "file" });
-    expect(up.transcriptions.length).toBe(before);
-    await finished;
+    expect(f.audio[0].transcriptions.length).toBe(before);
   });
 
-  it("refuses a form with no file, and one with a second file", async () => {
+  it("refuses a form with no file, one with a second file, a model the app may not use, and no key", async () => {
+    const post = (form: FormData, key: string | null = FLEET_KEY) => fetch(`${f.gw.url}/v1/audio/transcriptions`, { method: "POST", body: form, headers: key ? { authorization: `Bearer ${key}` } : {} });
     const form = new FormData();
     form.set("model", "whisper-1");
-    let finished = done();
-    let res = await fetch(`${relay.url}/v1/audio/transcriptions`, { method: "POST", body: form });
-    expect(res.status).toBe(400);
-    expect(((await res.json()) as { error: { param: string } }).error.param).toBe("file");
-    await finished;
+    expect((await expectError(await post(form), 400, "invalid_request")).param).toBe("file");
     form.set("file", new Blob([new Uint8Array(WAV)]), "a.wav");
+    await expectError(await post(form, LISTED_KEY), 404, "model_not_found");
+    await expectError(await post(form, null), 401, "missing_api_key");
     form.set("audio", new Blob([new Uint8Array(WAV)]), "b.wav");
-    finished = done();
-    res = await fetch(`${relay.url}/v1/audio/transcriptions`, { method: "POST", body: form });
-    expect(res.status).toBe(400);
-    expect(((await res.json()) as { error: { param: string } }).error.param).toBe("audio");
-    await finished;
+    expect((await expectError(await post(form), 400, "invalid_request")).param).toBe("audio");
   });
 
-  it("stops an upload past the limit with a 413, having read little more than the limit", async () => {
+  it("stops an upload past server.audioLimitBytes with a 413, having read little more than the limit", async () => {
+    const sockets: Socket[] = [];
+    f.gw.server.on("connection", (s: Socket) => sockets.push(s));
     const total = 24 * 1024 * 1024;
-    const finished = done();
     const boundary = "----test-boundary";
     const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
-    const req = httpRequest(`${relay.url}/v1/audio/transcriptions`, { method: "POST", headers: { "content-type": `multipart/form-data; boundary=${boundary}` } });
-    req.on("error", () => undefined); // the relay closes the connection with the upload unfinished
+    const req = httpRequest(`${f.gw.url}/v1/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${FLEET_KEY}`, "content-type": `multipart/form-data; boundary=${boundary}` } });
+    req.on("error", () => undefined); // the gateway closes the connection with the upload unfinished
     let sent = 0;
     let answered = false;
     const response = new Promise<{ status: number; body: string }>((resolve) =>
@@ -296,48 +291,67 @@ describe("transcription over real sockets", () => {
     const { status, body } = await response;
     expect(status).toBe(413);
     expect(JSON.parse(body)).toMatchObject({ error: { code: "file_too_large", param: "file" } });
-    const [outcome] = await finished;
-    expect(outcome.status).toBe(413);
-    expect(outcome.bytesRead).toBeLessThan(LIMIT + 512 * 1024);
+    const socket = sockets.at(-1)!;
+    if (!socket.destroyed) await once(socket, "close");
+    expect(socket.bytesRead).toBeLessThan(AUDIO_LIMIT + 512 * 1024);
     expect(sent).toBeLessThan(total); // the client was stopped, not read to the end
     req.destroy();
   });
 
   it("refuses at once a declared Content-Length far past the limit", async () => {
-    const finished = done();
-    const res = await fetch(`${relay.url}/v1/audio/transcriptions`, {
+    const res = await fetch(`${f.gw.url}/v1/audio/transcriptions`, {
       method: "POST",
-      headers: { "content-type": "multipart/form-data; boundary=x", "content-length": String(LIMIT + 4 * 1024 * 1024) },
+      headers: { authorization: `Bearer ${FLEET_KEY}`, "content-type": "multipart/form-data; boundary=x", "content-length": String(AUDIO_LIMIT + 4 * 1024 * 1024) },
       body: Readable.toWeb(Readable.from([Buffer.alloc(10)])) as ReadableStream,
       duplex: "half",
     } as RequestInit).catch((e: unknown) => e as Error);
     // the answer may beat the body: either the 413 or a connection closed on the unsent body
-    if (res instanceof Response) expect(res.status).toBe(413);
-    expect((await finished)[0]).toMatchObject({ status: 413, code: "file_too_large" });
+    if (res instanceof Response) await expectError(res, 413, "file_too_large");
+  });
+
+  it("refuses an upload without a key before reading it: the 401 comes while the body is still open, nothing spooled", async () => {
+    const boundary = "b";
+    const req = httpRequest(`${f.gw.url}/v1/audio/transcriptions`, { method: "POST", headers: { "content-type": `multipart/form-data; boundary=${boundary}` } });
+    req.on("error", () => undefined);
+    const response = once(req, "response") as Promise<[import("node:http").IncomingMessage]>;
+    req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
+    req.write(WAV.subarray(0, 60_000));
+    const [res] = await response;
+    expect(res.statusCode).toBe(401);
+    expect(JSON.parse(Buffer.concat(await res.toArray()).toString()).error.code).toBe("missing_api_key");
+    expect(await spooled()).toEqual([]);
+    req.destroy();
   });
 
   it("removes the file when the client goes away mid-upload", async () => {
-    const finished = done();
     const boundary = "b";
-    const req = httpRequest(`${relay.url}/v1/audio/transcriptions`, { method: "POST", headers: { "content-type": `multipart/form-data; boundary=${boundary}` } });
+    const req = httpRequest(`${f.gw.url}/v1/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${FLEET_KEY}`, "content-type": `multipart/form-data; boundary=${boundary}` } });
     req.on("error", () => undefined);
     req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
     req.write(WAV.subarray(0, 60_000));
     await new Promise<void>((resolve) => req.write(WAV.subarray(60_000, 80_000), () => resolve()));
+    await vi.waitFor(async () => expect((await spooled()).length).toBe(1));
     req.destroy();
-    expect((await finished)[0]).toMatchObject({ status: 400, code: "upload_incomplete" });
   });
 
-  it("removes the file when the client goes away while the model works", async () => {
-    up.behave({ hang: true });
-    const finished = done();
-    const arrived = once(up.events, "transcription");
+  it("removes the file when the client goes away while the model works, its usage row saying so", async () => {
+    f.audio[0].behave({ hang: true });
+    const arrived = once(f.audio[0].events, "transcription");
     const abort = new AbortController();
     const call = openai().audio.transcriptions.create({ file: await toFile(WAV, "t.wav"), model: "whisper-1" }, { signal: abort.signal });
     call.catch(() => undefined);
     await arrived;
     abort.abort();
     await expect(call).rejects.toThrow();
-    await finished;
+    await vi.waitFor(() => expect(f.rows).toEqual([expect.objectContaining({ channel: "audio-a", status: 499, points: 0 })]));
+  });
+
+  it('counts requests, points and latency under route="transcription"', async () => {
+    await openai().audio.transcriptions.create({ file: await toFile(WAV, "t.wav"), model: "sensevoice", response_format: "text" });
+    const metrics = await f.metrics();
+    expect(metrics).toContain('sluice_requests_total{route="transcription",model="sensevoice",app="fleet",status="200"} 1');
+    // 2.5 s at 1 point a minute
+    expect(metrics).toContain(`sluice_route_points_total{route="transcription",model="sensevoice",app="fleet"} ${transcriptionPoints({ ...MODEL, charsPointsPrice: 1 }, 2.5)}`);
+    expect(metrics).toContain('sluice_request_duration_seconds_count{route="transcription"} 1');
   });
 });

@@ -5,6 +5,7 @@
 // - POST …/v1/audio/transcriptions: multipart parsed by a streaming parser; records the fields and the
 //   file's size and sha256 (so a test can prove the bytes arrived intact), answers in the requested
 //   response_format (json with `usage.seconds`, verbose_json, text, srt, vtt).
+// Speech can also send its length, and break its answer off after some pieces.
 // Either answers an OpenAI error body with `status` on demand, or never answers (`hang`). `events`
 // emits "speech" and "transcription" as each request is recorded.
 import { createHash } from "node:crypto";
@@ -24,6 +25,10 @@ export interface AudioBehaviour {
   hold: boolean;
   /** speech: the content type sent; null sends none */
   contentType: string | null;
+  /** speech: send the audio's Content-Length */
+  contentLength: boolean;
+  /** speech: after this many pieces, break the connection off (null: send them all) */
+  cutAfter: number | null;
   /** transcription: the text, and the seconds the answer reports */
   text: string;
   seconds: number;
@@ -62,7 +67,7 @@ export const SPEECH_WAV = makeWav({ seconds: 1, frequency: 660 });
 export const SPEECH_MP3 = makeMp3({ seconds: 1, frequency: 660 });
 
 export async function startAudioUpstream(initial: Partial<AudioBehaviour> = {}): Promise<AudioUpstream> {
-  let b: AudioBehaviour = { status: 200, chunks: 4, chunkDelayMs: 0, hold: false, contentType: "", text: "hello from the tone", seconds: 2.5, hang: false, ...initial };
+  let b: AudioBehaviour = { status: 200, chunks: 4, chunkDelayMs: 0, hold: false, contentType: "", contentLength: false, cutAfter: null, text: "hello from the tone", seconds: 2.5, hang: false, ...initial };
   const events = new EventEmitter();
   const speech: RecordedSpeech[] = [];
   const transcriptions: RecordedTranscription[] = [];
@@ -105,14 +110,19 @@ export async function startAudioUpstream(initial: Partial<AudioBehaviour> = {}):
     const format = typeof body.response_format === "string" ? body.response_format : undefined;
     const audio = audioFor(format);
     const type = at.contentType === "" ? (format === "wav" ? "audio/wav" : "audio/mpeg") : at.contentType;
-    res.writeHead(200, type ? { "content-type": type } : {});
+    res.writeHead(200, { ...(type ? { "content-type": type } : {}), ...(at.contentLength ? { "content-length": String(audio.length) } : {}) });
     const size = Math.ceil(audio.length / at.chunks);
     for (let i = 0; i < at.chunks; i++) {
+      if (i === at.cutAfter) {
+        res.destroy();
+        return;
+      }
       if (i === 1 && at.hold) {
         onFirstPiece?.();
         await released;
       } else if (i > 0 && at.chunkDelayMs > 0) await sleep(at.chunkDelayMs);
-      res.write(audio.subarray(i * size, (i + 1) * size));
+      // each piece handed to the socket before the next (and before a cut breaks the connection)
+      await new Promise<void>((resolve) => res.write(audio.subarray(i * size, (i + 1) * size), () => resolve()));
     }
     res.end();
   }

@@ -1,7 +1,8 @@
 // A small real legacy completions server (node:http) for tests, in vLLM's and OpenAI's shape:
 // POST …/v1/completions answers a `text_completion` (every prompt × n choices; `echo` puts the prompt
 // first), whole or as SSE chunks (`choices[].text`, a last chunk with finish_reason, a usage chunk
-// when `stream_options.include_usage`, then `data: [DONE]`). Records what it was sent.
+// when `stream_options.include_usage`, then `data: [DONE]`), or a stream broken off. Records what it
+// was sent.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -14,6 +15,8 @@ export interface CompletionsBehaviour {
   /** usage reported; false reports none */
   usage: { prompt_tokens: number; completion_tokens: number } | false;
   status: number;
+  /** a stream broken off after this many chunks (null: whole) */
+  cutAfter: number | null;
 }
 
 export interface CompletionsUpstream {
@@ -24,7 +27,7 @@ export interface CompletionsUpstream {
 }
 
 export async function startCompletionsUpstream(initial: Partial<CompletionsBehaviour> = {}): Promise<CompletionsUpstream> {
-  let b: CompletionsBehaviour = { text: " world, said the model.", fill: "return a + b;", chunks: 3, usage: { prompt_tokens: 5, completion_tokens: 7 }, status: 200, ...initial };
+  let b: CompletionsBehaviour = { text: " world, said the model.", fill: "return a + b;", chunks: 3, usage: { prompt_tokens: 5, completion_tokens: 7 }, status: 200, cutAfter: null, ...initial };
   const requests: Array<Record<string, unknown>> = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -49,12 +52,21 @@ export async function startCompletionsUpstream(initial: Partial<CompletionsBehav
         return;
       }
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-      const send = (chunk: unknown) => res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      let sent = 0;
+      const send = (chunk: unknown) => {
+        if (b.cutAfter !== null && sent++ >= b.cutAfter) return;
+        res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      };
       for (let piece = 0; piece < b.chunks; piece++) {
         texts.forEach((text, index) => {
           const size = Math.ceil(text.length / b.chunks);
           send({ ...base, choices: [{ index, text: text.slice(piece * size, (piece + 1) * size), logprobs: null, finish_reason: null }] });
         });
+      }
+      if (b.cutAfter !== null) {
+        // what was written reaches the client, then the connection breaks
+        res.write("", () => res.destroy());
+        return;
       }
       texts.forEach((_, index) => send({ ...base, choices: [{ index, text: "", logprobs: null, finish_reason: "stop" }] }));
       const wantsUsage = (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage;

@@ -1,5 +1,5 @@
-// A small real rerank server (node:http) for tests. POST …/rerank (any path ending so: `/v1/rerank`
-// of a channel, or a model's `requestUrl`) scores each document by the share of the query's words it
+// A small real rerank server (node:http) for tests. POST …/rerank (any path ending so, whatever the
+// query: `/v1/rerank` of a channel, or a model's `requestUrl`) scores each document by the share of the query's words it
 // holds, and answers in the shape of a real server: vLLM (default), Jina, Cohere v1 or v2, Xinference,
 // or TEI's bare list. It records what it was sent and answers an error status on demand.
 import { createServer } from "node:http";
@@ -47,13 +47,13 @@ export async function startRerankUpstream(initial: Partial<RerankBehaviour> = {}
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      if (req.method !== "POST" || !req.url?.endsWith("/rerank")) {
+      if (req.method !== "POST" || !new URL(req.url ?? "/", "http://x").pathname.endsWith("/rerank")) {
         res.writeHead(404, { "content-type": "application/json" }).end('{"error":{"message":"not found"}}');
         return;
       }
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as RecordedRerank["body"];
       const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
-      requests.push({ path: req.url, headers, body });
+      requests.push({ path: req.url ?? "/", headers, body });
       if (b.status !== 200) {
         res.writeHead(b.status, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: `rerank failed with ${b.status}` } }));
         return;
