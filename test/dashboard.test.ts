@@ -23,6 +23,10 @@ import {
 } from "./support/grafana-dashboard.js";
 import { startGateway } from "./support/gateway.js";
 import { pollUntil, startPrometheus, type Prometheus, type PromResponse } from "./support/prometheus.js";
+import { startAudioUpstream, type AudioUpstream } from "./support/audio-upstream.js";
+import { startCompletionsUpstream, type CompletionsUpstream } from "./support/completions-upstream.js";
+import { startRerankUpstream, type RerankUpstream } from "./support/rerank-upstream.js";
+import { makeWav } from "./support/tone.js";
 import { startUpstream, type Upstream } from "./support/upstream.js";
 
 const ALERTS_FILE = fileURLToPath(new URL("../grafana/alerts.yml", import.meta.url));
@@ -81,7 +85,7 @@ describe("grafana dashboard file", () => {
     }
   });
 
-  it("has panels for failover attempts, channel state, queue depth, budget refusals, process errors, reloads and embeddings", () => {
+  it("has panels for failover attempts, channel state, queue depth, budget refusals, process errors, reloads, embeddings and the other kinds", () => {
     const exprs = panelQueries(dashboard).map((q) => q.expr);
     const wanted = [
       /sluice_upstream_attempts_total\{[^}]*outcome=~"retried\|circuit_open"/,
@@ -93,6 +97,10 @@ describe("grafana dashboard file", () => {
       /sluice_config_reloads_total\{/,
       /sluice_requests_total\{[^}]*route="embeddings"/,
       /sluice_tokens_total\{[^}]*type="input"[^}]*\}.* and on \(job, instance, model, app\) .*route="embeddings"/,
+      // rerank, speech, transcription and completions: requests, latency and points by kind
+      /sum by \(route, status\) \(rate\(sluice_requests_total\{[^}]*route=~"rerank\|speech\|transcription\|completions"/,
+      /sum by \(le, route\) \(rate\(sluice_request_duration_seconds_bucket\{[^}]*route=~"rerank\|speech\|transcription\|completions"/,
+      /sum by \(route\) \(rate\(sluice_route_points_total\{/,
       /up\{/,
     ];
     for (const pattern of wanted) expect(exprs.some((e) => pattern.test(e)), String(pattern)).toBe(true);
@@ -101,6 +109,7 @@ describe("grafana dashboard file", () => {
 
 describe("grafana dashboard and alert rules on a real Prometheus", () => {
   let upstream: Upstream;
+  let fleet: FleetUpstreams;
   let gateway: { url: string; close(): Promise<void> };
   let prometheus: Prometheus;
   let workDir: string;
@@ -111,14 +120,15 @@ describe("grafana dashboard and alert rules on a real Prometheus", () => {
   beforeAll(async () => {
     workDir = await mkdtemp(join(tmpdir(), "sluice-dashboard-"));
     upstream = await startUpstream();
-    gateway = await startGateway(gatewayConfig(upstream.url));
+    fleet = { rerank: await startRerankUpstream(), audio: await startAudioUpstream(), code: await startCompletionsUpstream() };
+    gateway = await startGateway(gatewayConfig(upstream.url, fleet));
     prometheus = await startPrometheus({ target: new URL(gateway.url).host, job: JOB, dir: workDir, ruleFiles: [ALERTS_FILE] });
 
     await poll("Prometheus to scrape Sluice", () => hasData(`up{job="${JOB}"} == 1`));
     // rate() cannot see a series' first value, so send a second round once the first was scraped:
     // then every series the traffic creates also moves within the rate window
     await sendEveryKindOfTraffic(gateway.url, upstream);
-    await poll("the first round of traffic to be scraped", () => hasData('sluice_requests_total{route="embeddings"}'));
+    await poll("the first round of traffic to be scraped", () => hasData('sluice_requests_total{route="transcription"}'));
     await sendEveryKindOfTraffic(gateway.url, upstream);
   }, 60_000);
 
@@ -126,6 +136,7 @@ describe("grafana dashboard and alert rules on a real Prometheus", () => {
     await prometheus?.stop();
     await gateway?.close();
     await upstream?.close();
+    await Promise.all([fleet?.rerank.close(), fleet?.audio.close(), fleet?.code.close()]);
     if (workDir) await rm(workDir, { recursive: true, force: true });
   });
 
@@ -165,7 +176,7 @@ describe("grafana dashboard and alert rules on a real Prometheus", () => {
     const listed = await listedValues();
     expect(listed.job).toEqual([JOB]);
     expect(listed.instance).toEqual([new URL(gateway.url).host]);
-    expect(listed.model).toEqual(expect.arrayContaining(["glm", "text-embed"]));
+    expect(listed.model).toEqual(expect.arrayContaining(["glm", "text-embed", "bge-reranker", "cosyvoice", "whisper-1", "glm-coder"]));
     expect(listed.app).toEqual(["support"]);
   });
 
@@ -232,24 +243,39 @@ describe("grafana dashboard and alert rules on a real Prometheus", () => {
   }, 60_000);
 });
 
-function gatewayConfig(upstreamUrl: string) {
+interface FleetUpstreams {
+  rerank: RerankUpstream;
+  audio: AudioUpstream;
+  code: CompletionsUpstream;
+}
+
+function gatewayConfig(upstreamUrl: string, fleet: FleetUpstreams) {
+  const quiet = { healthCheck: { intervalMs: 0 } };
   return {
     server: { log: { level: "silent", destination: "stdout" } },
     store: { driver: "memory" },
     channels: [
       { name: "local", baseUrl: upstreamUrl, key: "channel-key-dashboard", models: ["glm"] },
       { name: "embed", type: "echo", models: ["text-embed"] },
+      { name: "rerank", baseUrl: fleet.rerank.url, models: ["bge-reranker"], ...quiet },
+      { name: "audio", baseUrl: fleet.audio.url, models: ["cosyvoice", "whisper-1"], ...quiet },
+      { name: "code", baseUrl: fleet.code.url, models: ["glm-coder"], ...quiet },
     ],
     llmModels: [
       { model: "glm", name: "GLM", maxContext: 8000, maxResponse: 1000, inputPrice: 1, outputPrice: 2 },
+      { model: "glm-coder", maxContext: 8000, maxResponse: 100, inputPrice: 1, outputPrice: 2, completions: true },
     ],
     vectorModels: [{ model: "text-embed", inputPrice: 1 }],
-    apps: [{ id: "support", name: "Support bot", model: "glm", models: ["glm", "text-embed"] }],
+    reRankModels: [{ model: "bge-reranker", charsPointsPrice: 1 }],
+    audioSpeechModels: [{ model: "cosyvoice", charsPointsPrice: 1 }],
+    whisperModel: { model: "whisper-1", charsPointsPrice: 1 },
+    apps: [{ id: "support", name: "Support bot", model: "glm", models: ["glm", "text-embed", "glm-coder", "bge-reranker", "cosyvoice", "whisper-1"] }],
     apiKeys: [{ name: "support-web", kind: "app", appId: "support", key: APP_KEY }],
   };
 }
 
-/** ok non-stream, ok stream, an embedding, a rejected key (401) and an upstream error (5xx). */
+/** ok non-stream, ok stream, an embedding, a rerank, speech, a transcription, a legacy completion,
+ *  a rejected key (401) and an upstream error (5xx). */
 async function sendEveryKindOfTraffic(base: string, upstream: Upstream): Promise<void> {
   const post = (path: string, body: Record<string, unknown>, key = APP_KEY) =>
     fetch(`${base}${path}`, {
@@ -271,6 +297,22 @@ async function sendEveryKindOfTraffic(base: string, upstream: Upstream): Promise
   const embedded = await post("/v1/embeddings", { model: "text-embed", input: ["Hello", "world"] });
   expect(embedded.status).toBe(200);
   await embedded.text();
+
+  for (const [path, body] of [
+    ["/v1/rerank", { model: "bge-reranker", query: "capital", documents: ["Paris is the capital", "cats"] }],
+    ["/v1/audio/speech", { model: "cosyvoice", input: "Hello there", voice: "alloy" }],
+    ["/v1/completions", { model: "glm-coder", prompt: "def add(a, b):" }],
+  ] as const) {
+    const res = await post(path, body);
+    expect(res.status, path).toBe(200);
+    await res.arrayBuffer();
+  }
+  const form = new FormData();
+  form.set("model", "whisper-1");
+  form.set("file", new Blob([new Uint8Array(makeWav({ seconds: 1 }))]), "tone.wav");
+  const transcribed = await fetch(`${base}/v1/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${APP_KEY}` }, body: form });
+  expect(transcribed.status).toBe(200);
+  await transcribed.text();
 
   const rejected = await chat({ stream: false }, "sk-not-a-configured-key");
   expect(rejected.status).toBe(401);
