@@ -209,6 +209,25 @@ describe("completions through the gateway", () => {
     expect(f.rows[1]).toMatchObject({ inputTokens: countText("Hello") + countText("Bye"), outputTokens: 4 * countText(" world, said the model.") });
   });
 
+  it("streams a whole answer the model gave to a stream request, as the stream the client asked for", async () => {
+    f.code[0].behave({ ignoreStream: true, usage: { prompt_tokens: 3, completion_tokens: 6 } });
+    const stream = await openai().completions.create({ model: "qwen-coder", prompt: ["Hello", "Bye"], stream: true, stream_options: { include_usage: true } });
+    const seen: string[] = [];
+    const finish: string[] = [];
+    let usage: unknown;
+    for await (const chunk of stream) {
+      for (const c of chunk.choices) {
+        seen[c.index] = (seen[c.index] ?? "") + c.text;
+        if (c.finish_reason) finish[c.index] = c.finish_reason;
+      }
+      if (chunk.usage) usage = chunk.usage;
+    }
+    expect(seen).toEqual([" world, said the model.", " world, said the model."]);
+    expect(finish).toEqual(["stop", "stop"]);
+    expect(usage).toMatchObject({ prompt_tokens: 3, completion_tokens: 6 });
+    expect(f.rows[0]).toMatchObject({ inputTokens: 3, outputTokens: 6, status: 200 });
+  });
+
   it("bills a stream the model broke off for what it sent, and ends it with an error event", async () => {
     f.code[0].behave({ usage: false, cutAfter: 2, chunks: 3 });
     const res = await f.post("/v1/completions", { model: "qwen-coder", prompt: "Hello", stream: true });

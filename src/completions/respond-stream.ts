@@ -3,7 +3,7 @@
 // gateway always asks for is hidden from a client that did not ask. A cut after the first byte is
 // billed for what was generated, then fails the stream (the pipeline ends it with the error event).
 import type { ServerResponse } from "node:http";
-import type { Readable } from "node:stream";
+import { Readable } from "node:stream";
 import { SSE_HEADERS } from "../chat/respond-stream.js";
 import { pump } from "../chat/pump.js";
 import { SseRelay } from "../chat/sse-relay.js";
@@ -12,6 +12,7 @@ import { GatewayError } from "../http/errors.js";
 import type { Meter } from "../metered/meter.js";
 import type { Streamed } from "../metered/spec.js";
 import { mapTransportError, streamCut } from "../upstream/errors.js";
+import type { TextCompletion } from "./answer.js";
 import { settleCompletion, type CompletionsCall, type CompletionsPlan } from "./settle.js";
 import { COMPLETION_TEXT } from "./stream-text.js";
 
@@ -44,4 +45,17 @@ async function relay(call: CompletionsCall, plan: CompletionsPlan, meter: Meter,
   const settled = await settleCompletion(call, plan, meter, { texts, usage: sse.usage, finishReason: sse.finishReason() ?? "stop" });
   if (plan.includeUsage && !sse.usage) write(`data: ${JSON.stringify({ object: "text_completion", choices: [], usage: settled })}\n\n`);
   write("data: [DONE]\n\n");
+}
+
+/** A whole text completion as SSE bytes, for an upstream that answered a stream request with JSON:
+ *  each choice's text, then its finish reason, the usage, and [DONE]. */
+export function completionAsSse(completion: TextCompletion): Readable {
+  const { choices, usage, ...rest } = completion;
+  const base = { ...rest, object: "text_completion" };
+  const events = [
+    ...choices.map((c, i) => ({ ...base, choices: [{ index: c.index ?? i, text: c.text, logprobs: c.logprobs ?? null, finish_reason: null }] })),
+    ...choices.map((c, i) => ({ ...base, choices: [{ index: c.index ?? i, text: "", logprobs: null, finish_reason: c.finish_reason ?? "stop" }] })),
+    ...(usage ? [{ ...base, choices: [], usage }] : []),
+  ];
+  return Readable.from([...events.map((e) => `data: ${JSON.stringify(e)}\n\n`), "data: [DONE]\n\n"].map((s) => Buffer.from(s)));
 }

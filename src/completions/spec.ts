@@ -15,7 +15,7 @@ import { contentTypeOf, readJsonReply } from "../upstream/read.js";
 import { completionAnswer, readTextCompletion, type TextCompletion } from "./answer.js";
 import { applyCompletionLimits, upstreamBody, type LimitedCompletion } from "./limits.js";
 import { parseCompletionsRequest, type CompletionsRequest } from "./request-schema.js";
-import { streamCompletion } from "./respond-stream.js";
+import { completionAsSse, streamCompletion } from "./respond-stream.js";
 import { settleCompletion, type CompletionsPlan } from "./settle.js";
 
 type CompletionsAnswer = { kind: "json"; completion: TextCompletion } | { kind: "stream"; body: Readable; maxBytes: number };
@@ -57,7 +57,8 @@ export function createCompletionsSpec(deps: CompletionsSpecDeps): MeteredSpec<Co
     async respond(answer, plan, call, meter) {
       if (answer.kind === "stream") return streamCompletion(call, plan, meter, answer.body, answer.maxBytes);
       const { completion } = answer;
-      // an upstream that answered a stream request whole: its answer, whole (clients read either)
+      // an upstream that answered a stream request whole: the client still gets the stream it asked for
+      if (plan.stream) return streamCompletion(call, plan, meter, completionAsSse(completion), Number.POSITIVE_INFINITY);
       const usage = await settleCompletion(call, plan, meter, {
         texts: () => completion.choices.map((c) => c.text),
         usage: completion.usage,

@@ -17,6 +17,8 @@ export interface CompletionsBehaviour {
   status: number;
   /** a stream broken off after this many chunks (null: whole) */
   cutAfter: number | null;
+  /** answer a stream request with one JSON answer, as some servers do */
+  ignoreStream: boolean;
 }
 
 export interface CompletionsUpstream {
@@ -27,7 +29,7 @@ export interface CompletionsUpstream {
 }
 
 export async function startCompletionsUpstream(initial: Partial<CompletionsBehaviour> = {}): Promise<CompletionsUpstream> {
-  let b: CompletionsBehaviour = { text: " world, said the model.", fill: "return a + b;", chunks: 3, usage: { prompt_tokens: 5, completion_tokens: 7 }, status: 200, cutAfter: null, ...initial };
+  let b: CompletionsBehaviour = { text: " world, said the model.", fill: "return a + b;", chunks: 3, usage: { prompt_tokens: 5, completion_tokens: 7 }, status: 200, cutAfter: null, ignoreStream: false, ...initial };
   const requests: Array<Record<string, unknown>> = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -46,7 +48,7 @@ export async function startCompletionsUpstream(initial: Partial<CompletionsBehav
       const texts = answers(body, b);
       const base = { id: "cmpl-upstream", object: "text_completion", created: 1_700_000_000, model: body.model };
       const usage = b.usage ? { ...b.usage, total_tokens: b.usage.prompt_tokens + b.usage.completion_tokens } : undefined;
-      if (body.stream !== true) {
+      if (body.stream !== true || b.ignoreStream) {
         const choices = texts.map((text, index) => ({ index, text, logprobs: null, finish_reason: "stop" }));
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ...base, choices, ...(usage ? { usage } : {}) }));
         return;
