@@ -128,7 +128,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const storedResponses = createResponseRoutes({ keyring, store: shared.store });
   const rerank = createRerankSpec({ rerankModels, aliases, serves });
   const speech = createSpeechSpec({ speechModels, aliases, serves });
-  const transcription = createTranscriptionSpec({ sttModels: transcriptionModels, aliases, serves, limitBytes: config.server.audioLimitBytes });
+  const transcription = createTranscriptionSpec({ sttModels: transcriptionModels, aliases, serves, limitBytes: config.server.audioLimitBytes, spoolDir: config.server.audioSpoolDir });
   const completions = createCompletionsSpec({ models, aliases, serves });
 
   // 3. The other routes.

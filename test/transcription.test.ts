@@ -185,13 +185,10 @@ describe("multipart body", () => {
   });
 });
 
-/** The upload files of requests in flight (src/audio/multipart-upload.ts names them so). */
-async function spooled(): Promise<string[]> {
-  return (await readdir(tmpdir())).filter((name) => name.startsWith("sluice-audio-"));
-}
-
 describe("transcription through the gateway", () => {
   const f = useFleet();
+  /** The upload files of requests in flight. */
+  const spooled = () => readdir(f.spoolDir);
   const openai = (key = FLEET_KEY) => new OpenAI({ apiKey: key, baseURL: `${f.gw.url}/v1`, maxRetries: 0 });
 
   afterEach(async () => {

@@ -41,6 +41,8 @@ export interface TranscriptionSpecDeps {
   serves: (model: string) => boolean;
   /** server.audioLimitBytes */
   limitBytes: number;
+  /** server.audioSpoolDir (default: the OS's temporary directory) */
+  spoolDir?: string;
 }
 
 export function createTranscriptionSpec(deps: TranscriptionSpecDeps): MeteredSpec<TranscriptionCall, SttModelConfig, TranscriptionPlan, TranscriptionAnswer> {
@@ -49,7 +51,7 @@ export function createTranscriptionSpec(deps: TranscriptionSpecDeps): MeteredSpe
     read(event, _limits, cancel) {
       const req = nodeRequest(event);
       if (!req) throw new GatewayError(500, "upload_unsupported", "Uploads need the Node server adapter.", { type: "server_error" });
-      return readAudioUpload({ headers: req.headers, body: req }, { limitBytes: deps.limitBytes, cancel });
+      return readAudioUpload({ headers: req.headers, body: req }, { limitBytes: deps.limitBytes, dir: deps.spoolDir, cancel });
     },
     release: (upload) => (upload as AudioUpload).remove(),
     parse: (upload) => ({ ...parseTranscriptionFields((upload as AudioUpload).fields), upload: upload as AudioUpload }),

@@ -187,6 +187,8 @@ const serverSchema = z.strictObject({
     .prefault({}),
   /** The largest audio file a transcription request may upload (413 past it, the upload cut short). */
   audioLimitBytes: z.number().int().positive().default(25 * MIB),
+  /** Where audio uploads are spooled while their request runs (default: the OS's temporary directory). */
+  audioSpoolDir: z.string().min(1).optional(),
   /** Proxies in front of the gateway whose X-Forwarded-For entry names the client (1 behind one
    *  nginx); 0 takes the socket's address. The gateway must then be reachable through them only. */
   trustProxy: z.number().int().min(0).default(0),

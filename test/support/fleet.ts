@@ -3,6 +3,9 @@
 // channels (the first preferred, so a failing one fails over to the second), a rerank model served at
 // its own requestUrl, aliases, and apps with and without `models` and with a small budget. The model
 // servers live for the file; a fresh gateway (in-memory store, its usage rows recorded) for each test.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
 import type { UsageRow } from "../../src/store/types.js";
 import { createStore } from "../../src/store/index.js";
@@ -23,6 +26,8 @@ export const REQUEST_AUTH = "rr-own-url-secret-0005";
 export const AUDIO_LIMIT = 256 * 1024;
 
 export interface Fleet {
+  /** server.audioSpoolDir: where this file's gateways spool uploads */
+  spoolDir: string;
   rerank: [RerankUpstream, RerankUpstream];
   /** serves the rerank model with its own requestUrl */
   ownRerank: RerankUpstream;
@@ -37,10 +42,10 @@ export interface Fleet {
   post(path: string, body: unknown, key?: string | null): Promise<Response>;
 }
 
-export function fleetConfig(f: Pick<Fleet, "rerank" | "ownRerank" | "audio" | "code">, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function fleetConfig(f: Pick<Fleet, "rerank" | "ownRerank" | "audio" | "code" | "spoolDir">, extra: Record<string, unknown> = {}): Record<string, unknown> {
   const channel = (name: string, baseUrl: string, models: string[], priority: number) => ({ name, baseUrl, key: `channel-key-${name}`, models, priority, healthCheck: { intervalMs: 0 } });
   return {
-    server: { audioLimitBytes: AUDIO_LIMIT },
+    server: { audioLimitBytes: AUDIO_LIMIT, audioSpoolDir: f.spoolDir },
     channels: [
       channel("rerank-a", f.rerank[0].url, ["bge-reranker"], 1),
       channel("rerank-b", f.rerank[1].url, ["bge-reranker"], 0),
@@ -82,6 +87,7 @@ export function fleetConfig(f: Pick<Fleet, "rerank" | "ownRerank" | "audio" | "c
 export function useFleet(extra: Record<string, unknown> = {}): Fleet {
   const f = { rows: [] as UsageRow[] } as unknown as Fleet;
   beforeAll(async () => {
+    f.spoolDir = await mkdtemp(join(tmpdir(), "sluice-spool-test-"));
     f.rerank = [await startRerankUpstream(), await startRerankUpstream()];
     f.ownRerank = await startRerankUpstream();
     f.audio = [await startAudioUpstream(), await startAudioUpstream()];
@@ -89,6 +95,7 @@ export function useFleet(extra: Record<string, unknown> = {}): Fleet {
   });
   afterAll(async () => {
     await Promise.all([...f.rerank, f.ownRerank, ...f.audio, ...f.code].map((u) => u.close()));
+    await rm(f.spoolDir, { recursive: true, force: true });
   });
   beforeEach(async () => {
     const store = createStore({ driver: "memory" });
