@@ -23,7 +23,8 @@ import { parseTranscriptionFields, transcriptionUpstreamFields } from "../src/au
 import type { SttModelConfig } from "../src/config/schema.js";
 import { GatewayError } from "../src/http/errors.js";
 import { expectError } from "./support/fixtures.js";
-import { AUDIO_LIMIT, FLEET_KEY, LISTED_KEY, TIGHT_KEY, useFleet } from "./support/fleet.js";
+import { AUDIO_LIMIT, FLEET_KEY, LISTED_KEY, TIGHT_KEY, fleetConfig, useFleet } from "./support/fleet.js";
+import { startGateway } from "./support/gateway.js";
 import { makeMp3, makeWav } from "./support/tone.js";
 
 const MODEL: SttModelConfig = { model: "whisper-large-v3", name: "Whisper", charsPointsPrice: 6 };
@@ -341,6 +342,19 @@ describe("transcription through the gateway", () => {
     abort.abort();
     await expect(call).rejects.toThrow();
     await vi.waitFor(() => expect(f.rows).toEqual([expect.objectContaining({ channel: "audio-a", status: 499, points: 0 })]));
+  });
+
+  it("answers 500 upload_storage_failed, not the client's fault, when the spool directory cannot take the file", async () => {
+    const broken = await startGateway(fleetConfig({ ...f, spoolDir: join(f.spoolDir, "missing", "dir") }));
+    try {
+      const form = new FormData();
+      form.set("model", "whisper-1");
+      form.set("file", new Blob([new Uint8Array(WAV)]), "a.wav");
+      const res = await fetch(`${broken.url}/v1/audio/transcriptions`, { method: "POST", body: form, headers: { authorization: `Bearer ${FLEET_KEY}` } });
+      expect(await expectError(res, 500, "upload_storage_failed")).toMatchObject({ type: "server_error" });
+    } finally {
+      await broken.close();
+    }
   });
 
   it('counts requests, points and latency under route="transcription"', async () => {

@@ -152,7 +152,10 @@ class UploadParts {
     stream.once("limit", () => this.fail(fileTooLarge(this.limitBytes)));
     this.#file = { filename, mimeType };
     this.saving.file = saveFile(stream, this.path);
-    this.saving.file.saved.catch(() => this.fail(badRequest("invalid_request", "file: the upload could not be stored.", FILE_FIELD)));
+    // the disk failing (no room, no spool directory) is the gateway's fault; anything else, the upload's
+    this.saving.file.saved.catch((err: { syscall?: unknown }) =>
+      this.fail(typeof err?.syscall === "string" ? storageFailed() : badRequest("invalid_request", "file: the upload could not be stored.", FILE_FIELD)),
+    );
   }
 
   /** The whole body was parsed: the upload once its file is on disk, or undefined when refused. */
@@ -198,5 +201,7 @@ function saveFile(stream: BusboyFileStream, path: string): SavedFile {
 
 const shuttingDown = () =>
   new GatewayError(503, "shutting_down", "The gateway is shutting down; retry the request.", { type: "api_error", headers: { "Retry-After": "1" } });
+
+const storageFailed = () => new GatewayError(500, "upload_storage_failed", "The gateway could not store the upload; retry later.", { type: "server_error" });
 
 const uploadIncomplete = () => badRequest("upload_incomplete", "The upload ended before the multipart body was complete.");
