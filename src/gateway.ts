@@ -73,7 +73,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     store: deps.store,
     state,
     observer,
-    shareAuth: deps.shareAuth ?? createShareAuth({ observer }),
+    shareAuth: deps.shareAuth ?? createShareAuth({ observer, uids: deps.store }),
     quota: createQuota(deps.store, state, observer),
     inflight: new Inflight(),
     reload: () => reload(),
