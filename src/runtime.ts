@@ -97,6 +97,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     body,
     inflight: shared.inflight,
     maxAttempts: config.routing.maxAttempts,
+    trustProxy: config.server.trustProxy,
     apps,
     keyring,
     router,

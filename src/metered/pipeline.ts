@@ -8,6 +8,7 @@ import type { Keyring } from "../auth/keys.js";
 import { readJsonBody, type BodyLimits } from "../http/body.js";
 import type { Cancel } from "../http/cancel.js";
 import { GatewayError, UpstreamError, toGatewayError } from "../http/errors.js";
+import { clientAddress } from "../http/client-address.js";
 import { factsOf } from "../http/facts.js";
 import { trackRequest, type Inflight } from "../http/inflight.js";
 import { nodeResponse, writeToNode, type Reply } from "../http/node.js";
@@ -29,6 +30,8 @@ export interface MeteredDeps extends CallerDeps {
   inflight: Inflight;
   store: Store;
   maxAttempts: number;
+  /** proxies in front whose X-Forwarded-For is believed (server.trustProxy) */
+  trustProxy: number;
 }
 
 const bearer = (headers: Headers) => headers.get("authorization");
@@ -86,6 +89,8 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
         model: model.model,
         cancel,
         maxAttempts: deps.maxAttempts,
+        // share-link users are anonymous: one is told from another by the address they call from
+        caller: caller.share ? `share:${caller.share.link.shareId}:${clientAddress(event, deps.trustProxy)}` : `key:${caller.key?.name}`,
         onAttempt: (entry) => {
           m.channel = facts.channel = entry.config.name;
           facts.attempts = (facts.attempts ?? 0) + 1;

@@ -16,7 +16,14 @@ export interface ChannelEntry {
   up: boolean | undefined;
   /** the last failure, in words, for the operations API */
   lastError?: { at: number; outcome: string };
+  /** the last health check failed */
+  healthFailing?: boolean;
+  /** callers whose requests got a plain 500 since the channel last answered well */
+  serverErrorCallers?: Set<string>;
 }
+
+/** Distinct callers whose 500s make a channel failing: one caller's content cannot trip it for all. */
+const SERVER_ERROR_CALLERS = 2;
 
 export interface RouterOptions {
   random?: () => number;
@@ -58,6 +65,7 @@ export function createChannelRouter(channels: ChannelConfig[], observer: Observe
   /** The outcome of a request or health check: `up`, the breaker, and (on failure) the last error. */
   function report(entry: ChannelEntry, ok: boolean, outcome = "ok", retryAfterMs?: number): void {
     const at = now();
+    if (ok) entry.serverErrorCallers?.clear();
     state.channelResult(entry.config.name, ok, at, retryAfterMs);
     if (!ok) entry.lastError = { at, outcome };
     if (entry.up === ok) return;
@@ -65,12 +73,25 @@ export function createChannelRouter(channels: ChannelConfig[], observer: Observe
     observer.channelState(entry.config.name, ok);
   }
 
-  const health = startHealthChecks(entries, { report, admit: (e) => state.admitChannel(e.config.name, now()) });
+  /**
+   * A plain 500 may be the request's own doing (its content made the model fail), so it counts
+   * against the channel only once a second caller meets one too, or while health checks fail
+   * (docs/api.md#upstream-failures).
+   */
+  function reportServerError(entry: ChannelEntry, caller: string, retryAfterMs?: number): void {
+    const callers = (entry.serverErrorCallers ??= new Set());
+    if (callers.size < 64) callers.add(caller);
+    entry.lastError = { at: now(), outcome: "http_error" };
+    if (callers.size >= SERVER_ERROR_CALLERS || entry.healthFailing) report(entry, false, "http_error", retryAfterMs);
+  }
+
+  const health = startHealthChecks(entries, { report });
 
   return {
     entries,
     candidates,
     report,
+    reportServerError,
     /** May a request go to this channel now (its breaker is closed, or this is the half-open probe)? */
     admit: (entry: ChannelEntry) => state.admitChannel(entry.config.name, now()),
     breaker: (entry: ChannelEntry) => state.breaker(entry.config.name),
