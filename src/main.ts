@@ -17,6 +17,7 @@ import { createGateway, type Gateway } from "./gateway.js";
 import { createHttpServer } from "./http/server.js";
 import { createLogger, type Logger } from "./observability/logger.js";
 import { openStore } from "./store/index.js";
+import { loadTokenizer } from "./tokens/counter.js";
 import { hearPrimary, runPrimary, workerLogger } from "./workers.js";
 
 const HELP = `Usage: npm start -- [options]   (or: node dist/main.js [options])
@@ -59,7 +60,10 @@ async function main(): Promise<void> {
   process.on("uncaughtException", (err) => lastResort(gateway, log, "uncaught_exception", err));
   process.on("unhandledRejection", (err) => lastResort(gateway, log, "unhandled_rejection", err));
 
-  // 3. Listen: the configured port or an error, never a silently different one.
+  // 3. The configured models' tokenizers, loaded before any request can wait for one (a load blocks
+  //    the event loop about half a second), then listen: the configured port or an error, never a
+  //    silently different one.
+  for (const name of new Set([...config.llmModels.map((m) => m.tokenizer), "cl100k_base" as const])) loadTokenizer(name);
   const server = createHttpServer(toNodeHandler(gateway.app), config.server);
   await new Promise<void>((resolveListen, reject) => {
     server.once("error", reject);

@@ -58,9 +58,9 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 const LIST_LIMIT = 20;
 const LIST_WINDOW_MS = 30 * DAY_MS;
 const MAX_CHAT_MESSAGES = 1000;
-// docs/store.md#record-pull: a pulled chat's messages hold at most 8 MiB of text (the newest whole
-// rounds), so one pull cannot make the gateway read and send a history of any size
-const MAX_CHAT_BYTES = 8 * 1024 * 1024;
+// a pulled chat's messages hold at most 4 MiB of text (the newest whole rounds), so one pull cannot
+// make the gateway read and send a history of any size (docs/api.md#share-links)
+const MAX_CHAT_BYTES = 4 * 1024 * 1024;
 
 const userBody = z.object({
   shareId: z.string().min(1).max(64),
