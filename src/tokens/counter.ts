@@ -6,7 +6,12 @@
 // SLICE_MS and can stop once past a ceiling.
 import { createRequire } from "node:module";
 import { setImmediate as nextTurn } from "node:timers/promises";
-import type { ChatMessage } from "../chat/request-schema.js";
+/** A message as counting sees it: any chat message (src/chat/request-schema.ts) is one. */
+export interface ChatMessage {
+  role: string;
+  content: string | RawText | ReadonlyArray<{ type: string; text?: string }> | null;
+  tool_calls?: unknown;
+}
 import { RawText } from "../http/raw-text.js";
 
 export type TokenizerName = "cl100k_base" | "o200k_base";
@@ -235,7 +240,7 @@ export function messageText(content: ChatMessage["content"]): string {
   if (!content) return "";
   if (content instanceof RawText) return content.text();
   let text = "";
-  for (const part of content) if (part.type === "text") text += (text ? "\n" : "") + part.text;
+  for (const part of content) if (part.type === "text") text += (text ? "\n" : "") + (part.text ?? "");
   return text;
 }
 

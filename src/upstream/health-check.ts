@@ -3,7 +3,7 @@
 // and `sluice_channel_up` tells the truth. Checks go on while a channel's breaker is open: a good one
 // closes it, so a breaker one caller's requests opened does not wait out its cooldown
 // (docs/api.md#upstream-failures). Echo channels are local and up from the start.
-import type { ChannelEntry } from "./router.js";
+import type { ChannelEntry } from "./types.js";
 
 export interface HealthDeps {
   report: (entry: ChannelEntry, ok: boolean, outcome?: string) => void;

@@ -7,20 +7,10 @@ import type { Observer } from "../observability/observer.js";
 import { createEchoChannel } from "./echo-channel.js";
 import { startHealthChecks } from "./health-check.js";
 import { createOpenAIChannel } from "./openai-channel.js";
-import type { ChannelClient } from "./types.js";
+import type { ChannelEntry } from "./types.js";
 
-export interface ChannelEntry {
-  config: ChannelConfig;
-  client: ChannelClient;
-  /** last request or health check succeeded; undefined until the channel was first contacted */
-  up: boolean | undefined;
-  /** the last failure, in words, for the operations API */
-  lastError?: { at: number; outcome: string };
-  /** the last health check failed */
-  healthFailing?: boolean;
-  /** callers whose requests got a plain 500 since the channel last answered well */
-  serverErrorCallers?: Set<string>;
-}
+export type { ChannelEntry };
+
 
 /** Distinct callers whose 500s make a channel failing: one caller's content cannot trip it for all. */
 const SERVER_ERROR_CALLERS = 2;

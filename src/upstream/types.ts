@@ -4,6 +4,7 @@
 // UpstreamError (docs/api.md#upstream-failures).
 import type { Readable } from "node:stream";
 import type { Cancel } from "../http/cancel.js";
+import type { ChannelConfig } from "../config/schema.js";
 
 export interface PostRequest {
   /** under the channel's `/v1`: "/chat/completions", "/embeddings", "/rerank", … */
@@ -38,4 +39,18 @@ export interface ChannelClient {
   load?(): { active: number; queued: number };
   /** a health check: resolves true when the server answered 2xx within `timeoutMs` (never rejects) */
   check?(timeoutMs: number): Promise<boolean>;
+}
+
+/** A channel as the router keeps it: its config, its client, and what is known of its health. */
+export interface ChannelEntry {
+  config: ChannelConfig;
+  client: ChannelClient;
+  /** last request or health check succeeded; undefined until the channel was first contacted */
+  up: boolean | undefined;
+  /** the last failure, in words, for the operations API */
+  lastError?: { at: number; outcome: string };
+  /** the last health check failed */
+  healthFailing?: boolean;
+  /** callers whose requests got a plain 500 since the channel last answered well */
+  serverErrorCallers?: Set<string>;
 }
