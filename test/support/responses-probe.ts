@@ -118,7 +118,7 @@ export async function startResponsesProbe(model: Model): Promise<ResponsesProbe>
       const cut = turn.cutAfterChunks;
       for (const c of cut === undefined ? chunks : chunks.slice(0, cut)) res.write(t.chunk(c));
       res.end(cut === undefined ? t.end(finish, usage) : t.fail(new GatewayError(502, "upstream_error", "The model's answer was cut off.")));
-      response = t.response();
+      response = t.result();
     }
 
     // 3. Kept for previous_response_id and GET/DELETE, unless store: false
