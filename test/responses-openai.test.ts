@@ -24,6 +24,8 @@ function model(req: ScriptedRequest): ModelTurn {
     return { chunks: [...reasoningChunks("Six times seven."), ...textChunks("42")], finishReason: "stop", usage: thought };
   }
   // paced, so what was written before the cut leaves the model server before its socket is destroyed
+  if (ask.includes("cached")) return { chunks: textChunks("From the cache."), finishReason: "stop", usage: { ...usage, prompt_tokens_details: { cached_tokens: 24 } } };
+  if (ask.includes("ramble")) return { chunks: textChunks("On and on and"), finishReason: "length", usage };
   if (ask.includes("cut")) return { chunks: textChunks("This answer is cut off here", 6), finishReason: "stop", cutAfter: 3, chunkDelayMs: 10 };
   if (ask.includes("name")) {
     const said = messagesOf(req).filter((m) => m.role === "user").map((m) => m.content);
@@ -67,6 +69,26 @@ describe("openai SDK: responses.create", () => {
     const streamed = await client.responses.stream({ model: MODEL, input: "think again" }).finalResponse();
     expect(streamed.output.map((o) => o.type)).toEqual(["reasoning", "message"]);
     expect(streamed.usage).toMatchObject({ input_tokens: 31, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 4 } });
+  });
+
+  it("passes the upstream's cached prompt tokens as cached_tokens, whole and streamed; 0 when it reports none", async () => {
+    const whole = await client.responses.create({ model: MODEL, input: "cached?" });
+    expect(whole.usage?.input_tokens_details).toEqual({ cached_tokens: 24 });
+    const streamed = await client.responses.stream({ model: MODEL, input: "cached again?" }).finalResponse();
+    expect(streamed.usage).toMatchObject({ input_tokens: 31, input_tokens_details: { cached_tokens: 24 } });
+    h.play(() => ({ chunks: textChunks("odd"), finishReason: "stop", usage: { ...usage, prompt_tokens_details: { cached_tokens: "24" as never } } }));
+    expect((await client.responses.create({ model: MODEL, input: "hi" })).usage?.input_tokens_details).toEqual({ cached_tokens: 0 });
+  });
+
+  it("answers an upstream cut by its token limit as incomplete (max_output_tokens), whole and streamed", async () => {
+    const whole = await client.responses.create({ model: MODEL, input: "ramble", max_output_tokens: 5 });
+    expect(whole).toMatchObject({ status: "incomplete", incomplete_details: { reason: "max_output_tokens" }, output_text: "On and on and" });
+    const events: string[] = [];
+    const stream = client.responses.stream({ model: MODEL, input: "ramble", max_output_tokens: 5 });
+    stream.on("event", (e) => events.push(e.type));
+    const streamed = await stream.finalResponse();
+    expect(events.at(-1)).toBe("response.incomplete");
+    expect(streamed).toMatchObject({ status: "incomplete", incomplete_details: { reason: "max_output_tokens" } });
   });
 });
 
