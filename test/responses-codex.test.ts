@@ -55,7 +55,8 @@ const codex = (prompt: string, opts: { model?: string; retries?: number } = {}) 
 describe("Codex CLI through the gateway", () => {
   it("answers a plain prompt: codex exec prints the model's text; one usage row with the upstream's tokens", { timeout: 60_000 }, async () => {
     const [calls, requests, rows] = [proxy.calls.length, h.upstream.requests.length, h.usage.rows.length];
-    const out = await codex("say hello");
+    // the recipe of docs/codex.md: Codex names the private model itself
+    const out = await codex("say hello", { model: MODEL });
     expect(out.stdout.trim(), out.stderr).toBe("Hello from the private model.");
     expect(out.code).toBe(0);
     expect(out.stderr).not.toMatch(/ERROR/);
@@ -66,7 +67,7 @@ describe("Codex CLI through the gateway", () => {
     expect(sent.map((c) => `${c.method} ${c.path}`)).toEqual(["POST /v1/responses"]);
     const { headers, body } = sent[0]!;
     expect(headers).toMatchObject({ authorization: "Bearer <secret>", accept: "text/event-stream", originator: "codex_exec" });
-    expect(body).toMatchObject({ model: "made-up-model", stream: true, tool_choice: "auto", parallel_tool_calls: true, reasoning: { summary: "auto" }, store: false, include: ["reasoning.encrypted_content"] });
+    expect(body).toMatchObject({ model: MODEL, stream: true, tool_choice: "auto", parallel_tool_calls: true, reasoning: { summary: "auto" }, store: false, include: ["reasoning.encrypted_content"] });
     expect(body).not.toHaveProperty("instructions"); // its system prompt is the first developer item
     expect(body.input.map((i: { role: string }) => i.role)).toEqual(["developer", "developer", "user", "user"]);
     const tools: Array<{ type: string; name?: string }> = body.tools;
@@ -74,7 +75,7 @@ describe("Codex CLI through the gateway", () => {
     expect(tools.find((t) => t.type === "namespace")).toMatchObject({ name: "multi_agent_v1" });
     expect(tools.find((t) => t.type === "web_search")).toBeTruthy();
 
-    // what the private model got: the alias resolved, one system message first, functions only
+    // what the private model got: one system message first, functions only
     const chat = h.upstream.requests.slice(requests);
     expect(chat).toHaveLength(1);
     expect(chat[0]!.body).toMatchObject({ model: MODEL, stream: true, stream_options: { include_usage: true } });
@@ -87,6 +88,7 @@ describe("Codex CLI through the gateway", () => {
 
   it("runs a tool loop: the model calls exec_command, Codex runs it and sends its output, the answer is printed", { timeout: 60_000 }, async () => {
     const [calls, requests, rows] = [proxy.calls.length, h.upstream.requests.length, h.usage.rows.length];
+    // a name Codex does not know, through an alias of the private model
     const out = await codex("run the marker");
     expect(out.stdout.trim(), out.stderr).toBe(`Codex ran it: ${MARKER}`);
     expect(out.code).toBe(0);

@@ -185,6 +185,18 @@ describe("openai SDK: stored responses", () => {
     await expect(anonymous.responses.retrieve(mine.id)).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
   });
 
+  it("serves the same under /api/v1, and answers 401 to a GET or DELETE without a key", async () => {
+    const api = new OpenAI({ apiKey: APP_KEY, baseURL: `${h.gw.url}/api/v1`, maxRetries: 0 });
+    const r = await api.responses.create({ model: MODEL, input: "hi" });
+    expect((await api.responses.retrieve(r.id)).output_text).toBe(r.output_text);
+    for (const method of ["GET", "DELETE"]) {
+      const res = await fetch(`${h.baseURL}/responses/${r.id}`, { method });
+      expect(res.status).toBe(401);
+      expect(await res.json()).toMatchObject({ error: { code: "missing_api_key" } });
+    }
+    expect((await client.responses.retrieve(r.id)).id).toBe(r.id);
+  });
+
   it("keeps nothing with store: false", async () => {
     const r = await client.responses.create({ model: MODEL, input: "hi", store: false });
     expect(await h.gw.store.getResponse("coder", r.id, Date.now())).toBeUndefined();
