@@ -12,7 +12,7 @@ export interface ModelTurn {
   chunks: ChatChunk[];
   finishReason: string;
   /** the upstream's usage; absent: none reported (the gateway counts) */
-  usage?: { prompt_tokens: number; completion_tokens: number; completion_tokens_details?: { reasoning_tokens: number } };
+  usage?: { prompt_tokens: number; completion_tokens: number; completion_tokens_details?: { reasoning_tokens: number }; prompt_tokens_details?: { cached_tokens: number } };
   /** answer with this HTTP status and an OpenAI error body instead */
   status?: number;
   /** headers of that error answer (Retry-After, …) */
