@@ -1,4 +1,4 @@
-// The operator's identity callbacks for share links (CONTRACTS §6, seed 4.2–4.3): `init` and
+// The operator's identity callbacks for share links (docs/api.md#identity-callbacks): `init` and
 // `start` ask the operator's server whether a user may go on and who they are; `finish` reports
 // each answer in the background, bounded and retried. Errors never carry the token or the host.
 import { hash } from "node:crypto";
@@ -204,7 +204,7 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
       if (!link.authHost) return validateUid(token);
       const data = await verify("start", link, "/shareAuth/start", { token, question });
       if (data.uid === undefined || data.uid === null) {
-        // CONTRACTS §6: the uid init gave for this token, else the token, so the user's chats are found again
+        // docs/api.md#identity-callbacks: the uid init gave for this token, else the token, so the user's chats are found again
         const uid = initUids.get(uidKey(link, token)) ?? validateUid(token);
         observer.shareCallback("start", "success");
         return uid;

@@ -11,7 +11,7 @@ import type { ChannelClient } from "./types.js";
 /** Outcomes that say the channel, not the request, failed: the next channel may do better. A
  *  connection lost during an attempt (`stream_cut`) is one: nothing has reached the client yet. */
 const FAIL_OVER: ReadonlySet<UpstreamOutcome> = new Set(["unreachable", "timeout", "http_error", "stream_cut", "rate_limited", "auth_failed", "busy"]);
-/** Outcomes the breaker counts as failures (CONTRACTS §9: connect, timeout, 5xx, 429). */
+/** Outcomes the breaker counts as failures (connect, timeout, 5xx, 429: docs/configuration.md#routing). */
 const BREAKER_FAILURE: ReadonlySet<UpstreamOutcome> = new Set(["unreachable", "timeout", "http_error", "stream_cut", "rate_limited"]);
 
 export interface AttemptOptions {

@@ -1,4 +1,4 @@
-// Active health checks (CONTRACTS §7 `healthCheck`): every `intervalMs`, `GET {baseUrl}/v1/models`
+// Active health checks (`healthCheck`, docs/configuration.md#channels): every `intervalMs`, `GET {baseUrl}/v1/models`
 // with the channel key, so a dead channel is known before a user meets it and `sluice_channel_up`
 // tells the truth. A check is also the probe of a breaker past its cooldown. Echo channels are local
 // and up from the start.
