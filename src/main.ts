@@ -1,5 +1,5 @@
 // Entry: loads the config, opens the store, builds the gateway and listens. `--help` lists the
-// options. Signals (CONTRACTS §7, §12): SIGTERM/SIGINT stop accepting, let requests in flight finish
+// options. Signals (docs/operations.md#signals): SIGTERM/SIGINT stop accepting, let requests in flight finish
 // for `server.shutdownTimeoutMs`, cut the rest with an error event and their usage rows, flush, exit 0
 // (a second signal cuts at once); SIGHUP and a change of the config file reload it. An error that
 // escapes everything else is logged and counted, and the gateway carries on. Everything is logged

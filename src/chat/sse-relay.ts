@@ -237,7 +237,7 @@ function collect(regions: Buffer[]): Collected {
       const data = dataOf(block);
       if (data === undefined || data === "[DONE]") continue;
       try {
-        // with n > 1 the choices interleave: the answer is the first one's (CONTRACTS §13)
+        // with n > 1 the choices interleave: the answer is the first one's (docs/api.md#streams)
         const choice = (JSON.parse(data) as ChunkShape).choices?.find((c) => (c.index ?? 0) === 0);
         out.text += choice?.delta?.content ?? "";
         if (choice?.finish_reason) out.finishReason = choice.finish_reason;

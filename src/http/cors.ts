@@ -1,4 +1,4 @@
-// CORS for browser apps on /v1/* and /api/v1/* (CONTRACTS §13): preflight answered 204, and the
+// CORS for browser apps on /v1/* and /api/v1/* (docs/api.md#cors): preflight answered 204, and the
 // allowed origin on every answer and error. No cookies are used, so no credentials flag.
 import type { H3Event } from "h3";
 import { setAnswerHeader } from "./node.js";

@@ -1,4 +1,4 @@
-// The operator's identity callbacks for share links (CONTRACTS §6, seed 4.2–4.3): `init` and
+// The operator's identity callbacks for share links (docs/api.md#identity-callbacks): `init` and
 // `start` ask the operator's server whether a user may go on and who they are; `finish` reports
 // each answer in the background, bounded and retried. Errors never carry the token or the host.
 import { hash } from "node:crypto";

@@ -1,4 +1,4 @@
-// Token counting (CONTRACTS §5) with gpt-tokenizer, plus the cheap byte bound that lets the hot path
+// Token counting (docs/api.md#tokens-and-points) with gpt-tokenizer, plus the cheap byte bound that lets the hot path
 // skip counting: a token is never shorter than one UTF-8 byte, so bytes bound tokens from above.
 // gpt-tokenizer's BPE is quadratic in the length of one pre-tokenized piece (a 400 KB word: minutes),
 // so a piece longer than MAX_PIECE is counted in MAX_PIECE-unit chunks; any other text counts

@@ -28,7 +28,7 @@ export const channelBusy = (model: string) =>
     headers: { "Retry-After": "1" },
   });
 
-/** An upstream's non-2xx answer, by the table of CONTRACTS §9. `message`: the upstream's, redacted. */
+/** An upstream's non-2xx answer, by the table of docs/api.md#upstream-failures. `message`: the upstream's, redacted. */
 export function upstreamStatus(model: string, status: number, message: string | undefined, retryAfter: string | undefined): UpstreamError {
   const detail = message;
   if (status === 429) {

@@ -1,4 +1,4 @@
-// Chooses the channels for a model (CONTRACTS §9): by priority (higher first), weighted at random
+// Chooses the channels for a model (docs/api.md#upstream-failures): by priority (higher first), weighted at random
 // inside a priority, channels seen down tried after the others. Keeps each channel's `up` (its last
 // request or health check succeeded; unknown = down) and its breaker in the cluster state.
 import type { ClusterState } from "../cluster/types.js";
