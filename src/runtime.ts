@@ -128,7 +128,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
       chat: (e) => runMetered(e, metered, chat),
       embeddings: (e) => runMetered(e, metered, embeddings),
       messages: (e) => runMetered(e, metered, messages),
-      countTokens: createCountTokensRoute({ keyring, apps, models, aliases, serves, body }),
+      countTokens: createCountTokensRoute({ ...metered, models, aliases, serves }),
       responses: (e) => runMetered(e, metered, responses),
       responseGet: storedResponses.get,
       responseDelete: storedResponses.delete,

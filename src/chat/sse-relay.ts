@@ -24,7 +24,11 @@ export interface RelayOptions {
   /** writes to the client; false asks the caller to wait for drain */
   write: (bytes: string | Buffer) => boolean;
   onFirstContent: () => void;
+  /** the name the client asked for, when it was an alias: every chunk's `model` says it */
+  answerModel?: string;
 }
+
+const MODEL_FIELD = /"model": ?"(?:[^"\\]|\\.)*"/g;
 
 interface ChunkShape {
   choices?: Array<{ index?: number; delta?: { content?: string | null }; finish_reason?: string | null }>;
@@ -86,6 +90,8 @@ export class SseRelay implements SseSink {
   }
 
   #relay(region: Buffer): boolean {
+    // an alias's answer names the alias (docs/configuration.md#aliases): rewritten only then
+    if (this.#opts.answerModel !== undefined) region = Buffer.from(region.toString("utf8").replace(MODEL_FIELD, `"model":${JSON.stringify(this.#opts.answerModel)}`));
     // one byte per character: positions in `view` are byte offsets in `region`
     const view = region.toString("latin1");
     const bad = firstMalformed(view);

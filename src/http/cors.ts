@@ -5,9 +5,10 @@ import { setAnswerHeader } from "./node.js";
 
 const API_PATH = /^\/(api\/)?v1\//;
 
+// DELETE: /v1/responses/{id}; x-api-key and anthropic-*: the Anthropic SDK in a browser (/v1/messages)
 export const PREFLIGHT_HEADERS = {
-  "access-control-allow-methods": "GET, POST, OPTIONS",
-  "access-control-allow-headers": "Authorization, Content-Type",
+  "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
+  "access-control-allow-headers": "Authorization, Content-Type, X-Api-Key, Anthropic-Version, Anthropic-Beta",
   "access-control-max-age": "600",
 };
 
