@@ -4,7 +4,7 @@
 // channel was reached, a begun stream ended with the kind's own error event.
 import type { ServerResponse } from "node:http";
 import type { H3Event } from "h3";
-import type { Keyring } from "../auth/keys.js";
+import { missingApiKey, type Keyring } from "../auth/keys.js";
 import { readJsonBody, type BodyLimits } from "../http/body.js";
 import type { Cancel } from "../http/cancel.js";
 import { GatewayError, UpstreamError, toGatewayError } from "../http/errors.js";
@@ -48,6 +48,8 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   // 1. A key, when one is sent, is checked before the body is read: a wrong key costs no parsing.
   const credential = (spec.credential ?? bearer)(event.req.headers);
   const key = credential ? await deps.keyring.authenticateFresh(credential) : undefined;
+  // only a kind open to share-link users may be called without a key (their link is in the body)
+  if (!key && !spec.share) throw missingApiKey();
 
   // the request's work stops when the client leaves, a deadline passes or the gateway shuts down
   const { cancel, untrack } = trackRequest(event, deps.inflight);
