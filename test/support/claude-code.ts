@@ -1,7 +1,7 @@
 // Runs the real Claude Code CLI (the npm package's native binary) once, non-interactively, against
-// a test server: `claude -p … --output-format json` with only the environment it needs — a fresh
-// HOME, the server as ANTHROPIC_BASE_URL, a test key, and no non-essential traffic (it then calls
-// nothing but the server: checked with strace when this was written).
+// a test gateway: `claude -p … --output-format json` with only the environment it needs — a fresh
+// HOME, the gateway as ANTHROPIC_BASE_URL, a Sluice key as ANTHROPIC_API_KEY, and no non-essential
+// traffic (it then calls nothing but the gateway: checked with strace when this was written).
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,11 +15,13 @@ export interface ClaudeRun {
   stdout: string;
   stderr: string;
   /** the parsed `--output-format json` result, when stdout held one */
-  result: { result?: string; is_error?: boolean; num_turns?: number; api_error_status?: number | null; usage?: Record<string, unknown> } | undefined;
+  result: { result?: string; is_error?: boolean; num_turns?: number; api_error_status?: number | null; terminal_reason?: string; usage?: Record<string, unknown> } | undefined;
 }
 
 export interface ClaudeOptions {
   baseUrl: string;
+  /** the Sluice key, sent as ANTHROPIC_API_KEY (x-api-key) */
+  apiKey: string;
   model?: string;
   /** extra CLI arguments (e.g. ["--allowedTools", "Bash"]) */
   args?: string[];
@@ -35,7 +37,7 @@ export async function runClaude(prompt: string, opts: ClaudeOptions): Promise<Cl
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: home,
       ANTHROPIC_BASE_URL: opts.baseUrl,
-      ANTHROPIC_API_KEY: "sk-sluice-test-key",
+      ANTHROPIC_API_KEY: opts.apiKey,
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
       ...opts.env,
     };
