@@ -1,9 +1,13 @@
 // The real Claude Code CLI against the real gateway, Claude's model names aliased to private models
 // behind a scripted Chat Completions model server; a recording pass-through between the CLI and the
 // gateway keeps what the CLI sent and got. A plain answer and a whole Bash tool loop, both billed
-// with the model server's tokens; "prompt is too long" with the count count_tokens gives; a stream
+// with the model server's tokens; "prompt is too long" with the count count_tokens gives, reported
+// (a single exchange) or compacted (a long conversation); a stream
 // cut mid-answer (billed) and the CLI's whole-answer fallback; its retries of a failing model
 // server, each counted by QPM, and none of a spent budget.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runClaude, type ClaudeOptions } from "./support/claude-code.js";
 import { CODER, DEV_KEY, PACED_KEY, THRIFTY_KEY, TINY_CONTEXT, startMessagesGateway, type ConfigChanges, type MessagesGateway } from "./support/messages-gateway.js";
@@ -31,6 +35,13 @@ function claude(prompt: string, opts: Partial<ClaudeOptions> = {}) {
 
 const usage = (prompt: number, completion: number) => ({ prompt_tokens: prompt, completion_tokens: completion });
 const messagesCalls = () => proxy!.to("/v1/messages");
+
+/** The gateway's count_tokens of a Messages body Claude Code sent. */
+async function countTokens(url: string, body: unknown): Promise<number> {
+  const { max_tokens: _, stream: __, ...countable } = body as Record<string, unknown>;
+  const res = await fetch(`${url}/v1/messages/count_tokens`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": DEV_KEY }, body: JSON.stringify(countable) });
+  return ((await res.json()) as { input_tokens: number }).input_tokens;
+}
 
 describe("Claude Code CLI through the gateway", () => {
   it(
@@ -107,17 +118,63 @@ describe("Claude Code CLI through the gateway", () => {
       expect(sent!.status).toBe(400);
 
       // the same body, counted: Claude Code's system prompt, messages and tool definitions
-      const { max_tokens: _, stream: __, ...countable } = sent!.body as Record<string, unknown>;
-      const counted = await fetch(`${g!.url}/v1/messages/count_tokens`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "x-api-key": DEV_KEY },
-        body: JSON.stringify(countable),
-      }).then((r) => r.json() as Promise<{ input_tokens: number }>);
+      const counted = { input_tokens: await countTokens(g!.url, sent!.body) };
       expect(counted.input_tokens).toBeGreaterThan(5 * TINY_CONTEXT);
       // Claude Code read both numbers (its words: "the request is ~N tokens (limit M)")
       expect(run.result!.result).toContain(`~${counted.input_tokens} tokens (limit ${TINY_CONTEXT - 1})`);
       expect(g!.upstream.requests).toHaveLength(0);
       expect(g!.rows).toHaveLength(0);
+    },
+    CLI_TIMEOUT,
+  );
+
+  it(
+    "compacts a long conversation on 'prompt is too long' and answers from the summary",
+    async () => {
+      // the model: three Bash calls (1,500 numbers each), a summary when Claude Code compacts, an answer
+      const script: ModelScript = (req) => {
+        // Claude Code may put a system message after the user's turn
+        const turn = req.body.messages.filter((m) => m.role !== "system").at(-1)!;
+        const said = JSON.stringify(turn.content);
+        const results = req.body.messages.filter((m) => m.role === "tool").length;
+        if (said.includes("Do NOT call any tools")) return { chunks: textChunks("<analysis>Three runs.</analysis>\n<summary>Printed 1-1500, 10001-11500, 20001-21500.</summary>"), finishReason: "stop", usage: usage(900, 20) };
+        if (said.includes("Print numbers three times") || (turn.role === "tool" && results < 3)) {
+          const command = { command: `seq ${results * 10000 + 1} ${results * 10000 + 1500}`, description: "Print numbers" };
+          return { chunks: toolCallChunks(0, `call_${results}`, "Bash", command), finishReason: "tool_calls" };
+        }
+        if (turn.role === "tool") return { chunks: textChunks("Printed three times."), finishReason: "stop" };
+        return { chunks: textChunks("answer-after-compaction: 21500"), finishReason: "stop", usage: usage(800, 6) };
+      };
+      const home = mkdtempSync(join(tmpdir(), "sluice-claude-home-"));
+      const roomy = await startMessagesGateway(script, { tinyContext: 200_000 });
+      const roomyProxy = await startRecordingProxy(roomy.url);
+      try {
+        // 1. the conversation, on a model with room for it
+        const first = await runClaude("Print numbers three times with Bash, one command each.", { baseUrl: roomyProxy.url, apiKey: DEV_KEY, model: "claude-tiny", args: ["--allowedTools", "Bash"], home });
+        expect(first.result).toMatchObject({ result: "Printed three times.", num_turns: 4 });
+        const longest = roomyProxy.to("/v1/messages").at(-1)!.body;
+        const size = await countTokens(roomy.url, longest);
+
+        // 2. continued where the model's context holds the conversation so far, not one more turn
+        await serve(script, { tinyContext: size });
+        const run = await claude("What was printed last?", { model: "claude-tiny", args: ["--continue"], home });
+        expect(run.result).toMatchObject({ result: "answer-after-compaction: 21500", is_error: false });
+        const [refused, compaction, answered] = messagesCalls();
+        expect([refused?.status, compaction?.status, answered?.status, messagesCalls().length]).toEqual([400, 200, 200, 3]);
+        expect(await countTokens(g!.url, refused!.body)).toBeGreaterThan(size - 1);
+        // Claude Code asked the model for a summary, then went on from it with less history
+        expect(JSON.stringify(compaction!.body)).toContain("Do NOT call any tools");
+        expect(await countTokens(g!.url, answered!.body)).toBeLessThan(size - 1);
+        expect(JSON.stringify(answered!.body)).toContain("Printed 1-1500, 10001-11500, 20001-21500.");
+        expect(g!.rows.map((r) => [r.status, r.inputTokens, r.outputTokens])).toEqual([
+          [200, 900, 20],
+          [200, 800, 6],
+        ]);
+      } finally {
+        await roomyProxy.close();
+        await roomy.close();
+        rmSync(home, { recursive: true, force: true });
+      }
     },
     CLI_TIMEOUT,
   );
@@ -147,18 +204,27 @@ describe("Claude Code CLI retries through the gateway", () => {
   it(
     "retries a failing model server, then the breaker's overloaded_error after its Retry-After, and gets the answer",
     async () => {
+      // one failure opens the breaker for 2.5 s: longer than Claude Code's first backoff (0.5-1.5 s)
       await serve((_req, n) => (n === 0 ? { chunks: [], finishReason: "stop", status: 503 } : { chunks: textChunks("after-the-retry"), finishReason: "stop", usage: usage(50, 3) }), {
-        extra: { routing: { breaker: { failures: 1, cooldownMs: 1000 } } },
+        extra: { routing: { breaker: { failures: 1, cooldownMs: 2500 } } },
       });
       const run = await claude("say hi");
       expect(run.result).toMatchObject({ result: "after-the-retry", is_error: false });
       const calls = messagesCalls();
       expect(calls[0]!.status).toBe(502);
       expect(calls.at(-1)!.status).toBe(200);
-      // between them, only the breaker's 503 overloaded_error (the model server was not called)
-      expect(calls.slice(1, -1).every((c) => c.status === 503 && c.answerHeaders!["retry-after"] === "1")).toBe(true);
+      // between them, the breaker's 503 overloaded_error with its Retry-After, which Claude Code
+      // waits out; the model server was not called for it
+      const overloaded = calls.slice(1, -1);
+      expect(overloaded.length).toBeGreaterThanOrEqual(1);
+      for (const [i, c] of overloaded.entries()) {
+        expect(c.status).toBe(503);
+        const wait = Number(c.answerHeaders!["retry-after"]);
+        expect(wait).toBeGreaterThanOrEqual(1);
+        expect(calls[i + 2]!.at - c.at).toBeGreaterThanOrEqual(wait * 1000 - 50);
+      }
       expect(g!.upstream.requests).toHaveLength(2);
-      expect(calls.at(-1)!.at - calls[0]!.at).toBeGreaterThanOrEqual(950);
+      expect(g!.rows.map((r) => r.status)).toEqual([502, 200]);
     },
     CLI_TIMEOUT,
   );

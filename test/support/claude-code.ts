@@ -27,10 +27,12 @@ export interface ClaudeOptions {
   args?: string[];
   env?: Record<string, string>;
   timeoutMs?: number;
+  /** a HOME the caller keeps (and removes) across runs, for `--continue`; absent: a fresh one, removed */
+  home?: string;
 }
 
 export async function runClaude(prompt: string, opts: ClaudeOptions): Promise<ClaudeRun> {
-  const home = mkdtempSync(join(tmpdir(), "sluice-claude-home-"));
+  const home = opts.home ?? mkdtempSync(join(tmpdir(), "sluice-claude-home-"));
   try {
     const args = ["-p", prompt, "--output-format", "json", ...(opts.model ? ["--model", opts.model] : []), ...(opts.args ?? [])];
     const env = {
@@ -59,6 +61,6 @@ export async function runClaude(prompt: string, opts: ClaudeOptions): Promise<Cl
     }
     return { code, stdout, stderr, result };
   } finally {
-    rmSync(home, { recursive: true, force: true });
+    if (!opts.home) rmSync(home, { recursive: true, force: true });
   }
 }
