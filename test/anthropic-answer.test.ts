@@ -125,6 +125,15 @@ describe("Anthropic errors", () => {
     expect(anthropicError(channelBusy("m")).headers).toEqual({ "Retry-After": "1" });
   });
 
+  it("tells clients not to retry a wrong key or a spent budget, and only those", () => {
+    expect(anthropicError(new GatewayError(401, "invalid_api_key", "Invalid API key.")).headers).toEqual({ "x-should-retry": "false" });
+    const spent = new GatewayError(429, "insufficient_quota", "spent", { type: "insufficient_quota" });
+    expect(anthropicError(spent).headers).toEqual({ "x-should-retry": "false" });
+    const qpm = new GatewayError(429, "rate_limit_exceeded", "slow down", { headers: { "Retry-After": "12" } });
+    expect(anthropicError(qpm).headers).toEqual({ "Retry-After": "12" });
+    expect(anthropicError(channelBusy("m")).headers).not.toHaveProperty("x-should-retry");
+  });
+
   it("words a prompt over the context as Claude Code parses it: prompt is too long: N tokens > M maximum", () => {
     const claudeCode = /prompt is too long[^0-9]*(\d+)\s*tokens?\s*>\s*(\d+)/;
     const model = { model: "qwen", maxContext: 8000 } as ModelConfig;

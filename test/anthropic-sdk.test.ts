@@ -107,6 +107,7 @@ describe("Anthropic SDK through the gateway", () => {
     const auth = await raised(sdk("sk-sluice-wrong-key-0001").messages.create(body));
     expect(auth).toBeInstanceOf(Anthropic.AuthenticationError);
     expect(auth!.type).toBe("authentication_error");
+    expect(auth!.headers?.get("x-should-retry")).toBe("false");
 
     const unknown = await raised(sdk().messages.create({ ...body, model: "gpt-4o" }));
     expect(unknown).toBeInstanceOf(Anthropic.NotFoundError);

@@ -2,9 +2,9 @@
 // behind a scripted Chat Completions model server; a recording pass-through between the CLI and the
 // gateway keeps what the CLI sent and got. A plain answer and a whole Bash tool loop, both billed
 // with the model server's tokens; "prompt is too long" with the count count_tokens gives, reported
-// (a single exchange) or compacted (a long conversation); a stream
-// cut mid-answer (billed) and the CLI's whole-answer fallback; its retries of a failing model
-// server, each counted by QPM, and none of a spent budget.
+// (a single exchange) or compacted (a long conversation); a stream cut mid-answer (billed) and the
+// CLI's whole-answer fallback; its retries of a failing model server, each counted by QPM, and none
+// of a wrong key or a spent budget.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -230,20 +230,33 @@ describe("Claude Code CLI retries through the gateway", () => {
   );
 
   it(
-    "has every retry counted by the key's QPM (two a minute), and does not retry a spent budget",
+    "has every retry counted by the key's QPM (two a minute): the model server is called twice",
     async () => {
       await serve(() => ({ chunks: [], finishReason: "stop", status: 503 }));
       const paced = await claude("say hi", { apiKey: PACED_KEY, env: { CLAUDE_CODE_MAX_RETRIES: "2" } });
       expect(paced.result).toMatchObject({ is_error: true, api_error_status: 429 });
       expect(messagesCalls().map((c) => c.status)).toEqual([502, 502, 429]);
       expect(g!.upstream.requests).toHaveLength(2);
+    },
+    CLI_TIMEOUT,
+  );
 
-      // the budget (0.05 points) cannot pay for Claude Code's prompt: refused once, not retried
+  it(
+    "does not retry what a retry cannot change: a wrong key, a spent budget",
+    async () => {
+      await serve(() => ({ chunks: textChunks("never"), finishReason: "stop" }));
+      const wrong = await claude("say hi", { apiKey: "sk-sluice-wrong-key-0001" });
+      expect(wrong.result).toMatchObject({ is_error: true, api_error_status: 401 });
+      expect(wrong.result!.result).toContain("Invalid API key");
+      // the budget (0.05 points) cannot pay for Claude Code's prompt
       const thrifty = await claude("say hi", { apiKey: THRIFTY_KEY });
       expect(thrifty.result).toMatchObject({ is_error: true, api_error_status: 429 });
-      const refused = messagesCalls().slice(3);
-      expect(refused.map((c) => [c.status, c.answerHeaders!["x-should-retry"]])).toEqual([[429, "false"]]);
-      expect(g!.upstream.requests).toHaveLength(2);
+      expect(thrifty.result!.result).toContain("not enough of its points budget left");
+      expect(messagesCalls().map((c) => [c.status, c.answerHeaders!["x-should-retry"]])).toEqual([
+        [401, "false"],
+        [429, "false"],
+      ]);
+      expect(g!.upstream.requests).toHaveLength(0);
     },
     CLI_TIMEOUT,
   );

@@ -24,8 +24,9 @@ export interface AnthropicErrorBody {
 export function anthropicError(err: GatewayError): DialectError {
   const { status, type } = classify(err);
   const headers: Record<string, string> = { ...err.headers };
-  // a spent budget stays spent: Anthropic's clients retry every 429 unless told not to
-  if (err.code === "insufficient_quota") headers["x-should-retry"] = "false";
+  // a wrong key and a spent budget stay so: Anthropic's clients retry every 429 (and Claude Code
+  // every 401, for ten tries) unless told not to
+  if (status === 401 || err.code === "insufficient_quota") headers["x-should-retry"] = "false";
   return { status, body: errorBody(type, messageOf(err)), headers };
 }
 
