@@ -30,8 +30,12 @@ const apiError = (e: unknown) => e as InstanceType<typeof Anthropic.APIError>;
 describe("Anthropic SDK through the gateway", () => {
   it("messages.create: a whole answer from the aliased model, billed with the upstream's tokens", async () => {
     await start(() => ({ chunks: textChunks("Whole answer."), finishReason: "stop", usage: usage(42, 5) }));
+    const { fetch, sent } = countingFetch();
     // SDK 1.14's types no longer list top_k; the API still takes it
-    const message = await sdk().messages.create({ model: "claude-haiku-4-5", max_tokens: 50, messages: user("hi"), ...{ top_k: 40 } });
+    const message = await sdk(DEV_KEY, { fetch }).messages.create({ model: "claude-haiku-4-5", max_tokens: 50, messages: user("hi"), ...{ top_k: 40 } });
+    // what SDK 1.14 sends: no query, its own API version, the key as Authorization: Bearer (Claude
+    // Code's embedded SDK sends x-api-key and 2023-06-01)
+    expect(sent).toEqual([expect.objectContaining({ path: "/v1/messages", query: "", version: "2026-10-21", keyHeader: "authorization", retry: "0", status: 200 })]);
     expect(message.content).toEqual([{ type: "text", text: "Whole answer." }]);
     expect(message).toMatchObject({ model: "claude-haiku-4-5", stop_reason: "end_turn", usage: { input_tokens: 42, output_tokens: 5 } });
     // the channel got the private model's name, and top_k because the model lists it in passThrough
@@ -92,9 +96,13 @@ describe("Anthropic SDK through the gateway", () => {
 
   it("messages.countTokens counts with the model's tokenizer: no model call, no usage row", async () => {
     await start(() => ({ chunks: [], finishReason: "stop" }));
-    const counted = await sdk().messages.countTokens({ model: "claude-sonnet-5", system: "Be brief.", messages: user("How many tokens is this?") });
+    const body = { model: "claude-sonnet-5", system: "Be brief.", messages: user("How many tokens is this?") };
+    const counted = await sdk().messages.countTokens(body);
     // system and user message, each role + "\n" + text + 4
     expect(counted.input_tokens).toBe(countText("system\nBe brief.") + countText("user\nHow many tokens is this?") + 8);
+    // as Claude Code calls it: ?beta=true, the key as x-api-key
+    const beta = await fetch(`${g!.url}/v1/messages/count_tokens?beta=true`, { method: "POST", headers: { "x-api-key": DEV_KEY, "content-type": "application/json" }, body: JSON.stringify(body) });
+    expect(await beta.json()).toEqual({ input_tokens: counted.input_tokens });
     expect(g!.upstream.requests).toHaveLength(0);
     expect(g!.rows).toHaveLength(0);
   });

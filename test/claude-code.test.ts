@@ -1,18 +1,20 @@
-// The real Claude Code CLI against the real gateway, Claude's model names aliased to private models
+// The real Claude Code CLI against the real gateway: the recipe of docs/claude-code.md as written,
+// then Claude's model names aliased to private models
 // behind a scripted Chat Completions model server; a recording pass-through between the CLI and the
 // gateway keeps what the CLI sent and got. A plain answer and a whole Bash tool loop, both billed
 // with the model server's tokens; "prompt is too long" with the count count_tokens gives, reported
 // (a single exchange) or compacted (a long conversation); a stream cut mid-answer (billed) and the
 // CLI's whole-answer fallback; its retries of a failing model server, each counted by QPM, and none
 // of a wrong key or a spent budget.
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runClaude, type ClaudeOptions } from "./support/claude-code.js";
 import { CODER, DEV_KEY, PACED_KEY, THRIFTY_KEY, TINY_CONTEXT, startMessagesGateway, type ConfigChanges, type MessagesGateway } from "./support/messages-gateway.js";
+import { startGateway } from "./support/gateway.js";
 import { startRecordingProxy, type RecordingProxy } from "./support/recording-proxy.js";
-import { textChunks, toolCallChunks, type ModelScript } from "./support/scripted-upstream.js";
+import { startScriptedUpstream, textChunks, toolCallChunks, type ModelScript } from "./support/scripted-upstream.js";
 
 const CLI_TIMEOUT = 150_000;
 let g: MessagesGateway | undefined;
@@ -43,7 +45,45 @@ async function countTokens(url: string, body: unknown): Promise<number> {
   return ((await res.json()) as { input_tokens: number }).input_tokens;
 }
 
+/** The recipe of docs/claude-code.md: its config.json and the commands of its shell block. */
+function readRecipe(): { config: Record<string, unknown>; shell: string[] } {
+  const doc = readFileSync(new URL("../docs/claude-code.md", import.meta.url), "utf8");
+  const recipe = doc.slice(doc.indexOf("## The recipe"));
+  const blocks = [...recipe.matchAll(/```(\w+)\n([\s\S]*?)```/g)];
+  const block = (lang: string) => blocks.find((m) => m[1] === lang)![2]!.split("\n").map((l) => l.trim());
+  return { config: JSON.parse(block("json").join("\n")) as Record<string, unknown>, shell: block("sh").map((l) => l.replace(/\s+#.*$/, "")).filter(Boolean) };
+}
+
 describe("Claude Code CLI through the gateway", () => {
+  it(
+    "runs the recipe of docs/claude-code.md as written: its config, its three variables, its command",
+    async () => {
+      const { config, shell } = readRecipe();
+      const upstream = await startScriptedUpstream(() => ({ chunks: textChunks("hi from qwen3-coder"), finishReason: "stop", usage: usage(321, 5) }));
+      // the recipe's model server is this test's; its key comes from the environment, as written
+      const channels = (config.channels as Array<Record<string, unknown>>).map((c) => ({ ...c, baseUrl: upstream.url, healthCheck: { intervalMs: 0 } }));
+      const codingKey = "sk-sluice-recipe-key-0001";
+      const gw = await startGateway({ ...config, channels }, { env: { CODING_KEY: codingKey } });
+      try {
+        const exports = Object.fromEntries(shell.filter((l) => l.startsWith("export ")).map((l) => l.slice(7).split("=") as [string, string]));
+        expect(Object.keys(exports)).toEqual(["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"]);
+        expect(shell.at(-1)).toBe('claude -p "say hi" --output-format json');
+        const env = { ...exports, ANTHROPIC_BASE_URL: gw.url, ANTHROPIC_API_KEY: codingKey };
+        const run = await runClaude("say hi", { baseUrl: env.ANTHROPIC_BASE_URL, apiKey: env.ANTHROPIC_API_KEY, env });
+        expect(run.code, run.stdout + run.stderr).toBe(0);
+        expect(run.result).toMatchObject({ result: "hi from qwen3-coder", is_error: false });
+        // Claude Code's own model name, through the alias, to the model server's model
+        expect(upstream.requests[0]!.body).toMatchObject({ model: "qwen3-coder", max_tokens: 16384 });
+        const summary = await gw.store.summarizeUsage({});
+        expect(summary.models).toEqual([{ model: "qwen3-coder", requests: 1, inputTokens: 321, outputTokens: 5, points: 0 }]);
+      } finally {
+        await gw.close();
+        await upstream.close();
+      }
+    },
+    CLI_TIMEOUT,
+  );
+
   it(
     "answers plainly: the aliased model called with Claude Code's request translated, billed with the model server's tokens",
     async () => {

@@ -82,13 +82,27 @@ export async function startMessagesGateway(script: ModelScript, changes: ConfigC
   };
 }
 
+export interface Sent {
+  path: string;
+  query: string;
+  /** x-stainless-retry-count */
+  retry: string | null;
+  version: string | null;
+  /** the header the key came in (never its value) */
+  keyHeader: "authorization" | "x-api-key" | null;
+  status?: number;
+  /** ms, performance.now() */
+  at: number;
+}
+
 /** What a client sent and got, for counting retries: a `fetch` to give the client. */
-export function countingFetch(): { fetch: typeof fetch; sent: Array<{ path: string; retry: string | null; status?: number; at: number }> } {
-  const sent: Array<{ path: string; retry: string | null; status?: number; at: number }> = [];
+export function countingFetch(): { fetch: typeof fetch; sent: Sent[] } {
+  const sent: Sent[] = [];
   const counting = async (input: string | URL | Request, init?: RequestInit) => {
     const url = new URL(input instanceof Request ? input.url : input);
     const headers = new Headers(init?.headers);
-    const entry: (typeof sent)[number] = { path: url.pathname, retry: headers.get("x-stainless-retry-count"), at: performance.now() };
+    const keyHeader = headers.has("x-api-key") ? "x-api-key" : headers.has("authorization") ? "authorization" : null;
+    const entry: Sent = { path: url.pathname, query: url.search, retry: headers.get("x-stainless-retry-count"), version: headers.get("anthropic-version"), keyHeader, at: performance.now() };
     sent.push(entry);
     const res = await fetch(input, init);
     entry.status = res.status;
