@@ -41,6 +41,9 @@ describe("Anthropic SDK through the gateway", () => {
     // the channel got the private model's name, and top_k because the model lists it in passThrough
     expect(g!.upstream.requests[0]!.body).toMatchObject({ model: CODER, max_tokens: 50, top_k: 40, stream: false, messages: [{ role: "user", content: "hi" }] });
     expect(g!.rows).toEqual([expect.objectContaining({ appId: "coder", keyName: "dev", model: CODER, channel: "gpu", inputTokens: 42, outputTokens: 5, points: 0.052, status: 200, finishReason: "stop" })]);
+    // the chat path's metrics, under the dialect's route label
+    const metrics = await fetch(`${g!.url}/metrics`).then((r) => r.text());
+    expect(metrics).toMatch(/sluice_requests_total\{[^}]*route="messages"[^}]*\} 1/);
   });
 
   it("messages.stream: thinking from the upstream's reasoning, then text, with the usage of the stream", async () => {
