@@ -100,9 +100,10 @@ describe("reading a chat is bounded", () => {
     const text = await res.text();
     const pulled = JSON.parse(text) as { messages: Array<{ content: string }> };
     expect(pulled.messages).toHaveLength(8);
-    for (const m of pulled.messages) {
+    for (const [i, m] of pulled.messages.entries()) {
       expect(Buffer.byteLength(m.content)).toBeLessThanOrEqual(64 * 1024);
-      expect(m.content).toMatch(/bytes of this turn were not stored\]$/);
+      // the user's turns (the demo answers with 4 KB of them at most)
+      if (i % 2 === 0) expect(m.content).toMatch(/bytes of this turn were not stored\]$/);
     }
     expect(text.length).toBeLessThan(8 * 64 * 1024 + 10_000);
   });
