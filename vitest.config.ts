@@ -1,13 +1,20 @@
 import { defineConfig } from "vitest/config";
 
+/** Files that measure how the gateway holds up (latency ceilings): they run alone, after the rest. */
+const ALONE = ["test/abuse.test.ts"];
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     testTimeout: 20_000,
     hookTimeout: 30_000,
     // Network tests each start their own servers on random loopback ports; files run in parallel.
     pool: "forks",
     // dist/ built once, before any file: the signal, log and start tests run the built gateway
     globalSetup: ["test/support/global-build.ts"],
+    projects: [
+      { extends: true, test: { name: "suite", include: ["test/**/*.test.ts"], exclude: ALONE } },
+      // a later group: its files start once every file of the suite has finished
+      { extends: true, test: { name: "alone", include: ALONE, sequence: { groupOrder: 1 } } },
+    ],
   },
 });

@@ -6,6 +6,8 @@ import { BENCH_KEY } from "./sluice-process.js";
 
 export const CHAT_PATH = "/v1/chat/completions";
 export const EMBEDDINGS_PATH = "/v1/embeddings";
+export const MESSAGES_PATH = "/v1/messages";
+export const RESPONSES_PATH = "/v1/responses";
 export const headersFor = (key: string) => ({ "content-type": "application/json", authorization: `Bearer ${key}` });
 export const CHAT_HEADERS = headersFor(BENCH_KEY);
 
@@ -41,6 +43,16 @@ export function prose(bytes: number, seed = 1): string {
   return text.slice(0, bytes);
 }
 
+/** The stream body of the Anthropic Messages dialect asking what chatBody(true) asks. */
+export function messagesBody(): string {
+  return JSON.stringify({ model: MODELS.chat, max_tokens: 1000, stream: true, messages: [{ role: "user", content: "Hello, how are you today?" }] });
+}
+
+/** The stream body of the Responses dialect asking what chatBody(true) asks (nothing stored). */
+export function responsesBody(): string {
+  return JSON.stringify({ model: MODELS.chat, input: "Hello, how are you today?", stream: true, store: false, max_output_tokens: 1000 });
+}
+
 /** Issue "FastGPT fidelity": 16 inputs of about 200 tokens (~155 words, ~800 bytes) each. */
 export function embeddingsBody(model: string = MODELS.embed): string {
   const input = Array.from({ length: 16 }, (_, i) => prose(800, i + 1));
@@ -51,7 +63,16 @@ export function embeddingsBody(model: string = MODELS.embed): string {
 export async function expectAnswer(origin: string, path: string, headers: Record<string, string>, body: string): Promise<void> {
   const res = await request(origin + path, { method: "POST", headers, body });
   const text = await res.body.text();
-  const complete = path === EMBEDDINGS_PATH ? text.includes('"embedding"') : JSON.parse(body).stream ? text.includes("data: [DONE]") : text.includes('"chat.completion"');
+  const complete =
+    path === EMBEDDINGS_PATH
+      ? text.includes('"embedding"')
+      : path === MESSAGES_PATH
+        ? text.includes("event: message_stop")
+        : path === RESPONSES_PATH
+          ? text.includes("response.completed")
+          : JSON.parse(body).stream
+            ? text.includes("data: [DONE]")
+            : text.includes('"chat.completion"');
   if (res.statusCode !== 200 || !complete) {
     throw new Error(`POST ${path} answered ${res.statusCode}: ${text.slice(0, 300)}`);
   }

@@ -198,6 +198,8 @@ function checks(r: BenchResults): string[][] {
     limit("budgeted+QPM: CPU/req at minute 2 / first 10 s", r.qpm?.minute2CpuUs !== undefined && r.qpm.firstCpuUs ? r.qpm.minute2CpuUs / r.qpm.firstCpuUs : undefined, "<=", 1.05, "x"),
     info("Sluice/floor RPS, embeddings", ratioText(find("embeddings", "sluice"), find("embeddings", "floor"), rps)),
     info("Sluice/floor CPU per request, embeddings", ratioText(find("embeddings", "sluice"), find("embeddings", "floor"), cpu)),
+    ratio("Messages/chat CPU per request, 20-chunk stream", find("dialects", "sluice", "messages stream"), find("dialects", "sluice", "chat stream"), cpu, "<=", 1.15),
+    ratio("Responses/chat CPU per request, 20-chunk stream", find("dialects", "sluice", "responses stream"), find("dialects", "sluice", "chat stream"), cpu, "<=", 1.15),
     info("31 KB on 32k model / on 256k model, Sluice CPU", k?.fitRatio === undefined ? "n/a" : `${num(k.fitRatio, 2)}x`),
     ratio("PostgreSQL+Redis chatId/stateless RPS", find("store", "sluice", "PostgreSQL+Redis chatId"), find("store", "sluice", "PostgreSQL+Redis stateless"), rps, ">=", 0.7),
     info("SQLite chatId/stateless RPS (same rounds)", ratioText(find("store", "sluice", "SQLite chatId"), find("store", "sluice", "SQLite stateless"), rps)),

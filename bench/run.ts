@@ -13,6 +13,8 @@
 //                two healthy ones; then the added latency of failed-over requests at one connection
 //   embeddings   16 inputs of ~200 tokens per request, floor and Sluice (skipped, saying why, while
 //                the build has no vectorModels or no POST /v1/embeddings)
+//   dialects     the 20-chunk stream asked as Chat Completions, as Anthropic Messages and as a
+//                Responses stream (nothing stored), interleaved: CPU/request of each dialect against chat
 //   lag          Sluice's event-loop lag p99 under the non-stream load plus a 2 MB one-word body/s
 //   memory       RSS of a fresh Sluice and a fresh floor (2 s of non-stream and of stream load
 //                first) with 1,000 and then 5,000 streams open
@@ -48,7 +50,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { build } from "esbuild";
 import { CONNECTIONS, runLoad, type LoadSpec } from "./autocannon-case.js";
-import { CHAT_HEADERS, CHAT_PATH, EMBEDDINGS_PATH, chatBody, embeddingsBody } from "./chat-request.js";
+import { CHAT_HEADERS, CHAT_PATH, EMBEDDINGS_PATH, MESSAGES_PATH, RESPONSES_PATH, chatBody, embeddingsBody, messagesBody, responsesBody } from "./chat-request.js";
 import { measureEventLoopLag } from "./event-loop-lag.js";
 import { failedUsers, measureFailoverLatency } from "./failover.js";
 import { errorMessage, measureGroup, type GroupTiming, type LoadCase, type TargetName } from "./interleave.js";
@@ -64,7 +66,7 @@ import { childProcesses } from "./process-cpu.js";
 import { startSharedSluice, startSharedStore, type SharedSluice, type SharedStore } from "./shared-store.js";
 import { startSluice, type SluiceProcess } from "./sluice-process.js";
 
-const SECTIONS = ["non-stream", "stream", "realistic", "per-kb", "failover", "embeddings", "lag", "memory", "qpm", "store", "workers"] as const;
+const SECTIONS = ["non-stream", "stream", "realistic", "per-kb", "failover", "embeddings", "dialects", "lag", "memory", "qpm", "store", "workers"] as const;
 type Section = (typeof SECTIONS)[number];
 /** the sections that need PostgreSQL and Redis: only with --store postgres, and then by default */
 const STORE_SECTIONS: readonly Section[] = ["store", "workers"];
@@ -251,6 +253,15 @@ const SECTION_RUNS: Record<Section, (ctx: Context, results: BenchResults) => Pro
     }
     const cases = targets(ctx, ["floor", "sluice"], "embeddings 16x200 tokens", body, { path: EMBEDDINGS_PATH });
     results.groups.embeddings = await measureGroup("embeddings", cases, ctx.timing);
+  },
+
+  async dialects(ctx, results) {
+    const cases = [
+      ...targets(ctx, ["sluice"], "chat stream", chatBody(true)),
+      ...targets(ctx, ["sluice"], "messages stream", messagesBody(), { path: MESSAGES_PATH }),
+      ...targets(ctx, ["sluice"], "responses stream", responsesBody(), { path: RESPONSES_PATH }),
+    ];
+    results.groups.dialects = await measureGroup("dialects (20-chunk streams)", cases, ctx.timing);
   },
 
   async lag(ctx, results) {

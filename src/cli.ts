@@ -1,4 +1,4 @@
-// The `sluice` command line (CONTRACTS §12): `check-config [PATH]` checks a config file offline with
+// The `sluice` command line (docs/operations.md#the-sluice-command): `check-config [PATH]` checks a config file offline with
 // the loader the gateway starts with; `keys create|list|revoke` call the keys API of a running
 // gateway (SLUICE_URL, SLUICE_ADMIN_KEY). `--help` on every command. Exit status: 0 done, 1 failed
 // (an invalid config, an error answer, no gateway), 2 the command line itself is wrong.

@@ -25,7 +25,8 @@ import { buildRuntime, type ReloadResult, type Runtime, type Shared } from "./ru
 import { createShareAuth, type ShareAuth } from "./share/callbacks.js";
 import type { Store } from "./store/types.js";
 
-const FINISH_DRAIN_MS = 10_000;
+/** How long queued share-link finish reports get at close (a part of the shutdown's 30 s budget). */
+const FINISH_DRAIN_MS = 1_000;
 
 export interface GatewayDeps {
   store: Store;
@@ -74,7 +75,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     store: deps.store,
     state,
     observer,
-    shareAuth: deps.shareAuth ?? createShareAuth({ observer }),
+    shareAuth: deps.shareAuth ?? createShareAuth({ observer, uids: deps.store }),
     quota: createQuota(deps.store, state, observer),
     inflight: new Inflight(),
     reload: () => reload(),

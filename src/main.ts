@@ -1,5 +1,5 @@
 // Entry: loads the config, opens the store, builds the gateway and listens. `--help` lists the
-// options. Signals (CONTRACTS §7, §12): SIGTERM/SIGINT stop accepting, let requests in flight finish
+// options. Signals (docs/operations.md#signals): SIGTERM/SIGINT stop accepting, let requests in flight finish
 // for `server.shutdownTimeoutMs`, cut the rest with an error event and their usage rows, flush, exit 0
 // (a second signal cuts at once); SIGHUP and a change of the config file reload it. An error that
 // escapes everything else is logged and counted, and the gateway carries on. Everything is logged
@@ -17,6 +17,7 @@ import { createGateway, type Gateway } from "./gateway.js";
 import { createHttpServer } from "./http/server.js";
 import { createLogger, type Logger } from "./observability/logger.js";
 import { openStore } from "./store/index.js";
+import { loadTokenizer } from "./tokens/counter.js";
 import { hearPrimary, runPrimary, workerLogger } from "./workers.js";
 
 const HELP = `Usage: npm start -- [options]   (or: node dist/main.js [options])
@@ -29,8 +30,10 @@ Options:
 
 Signals: SIGTERM/SIGINT drain and exit 0; SIGHUP reloads the config (so does saving the file).
 With server.workers > 1 this process starts the workers and passes the signals on.`;
-/** Time for flushing after the drain (usage rows, share-link reports) before a forced exit. */
-const FLUSH_GRACE_MS = 15_000;
+/** Time for flushing after the drain (usage rows, share-link reports) before a forced exit: with the
+ *  default grace of 25 s, the whole shutdown ends within Kubernetes' default 30 s (docs/operations.md#signals):
+ *  25 s grace + 2 s settling of cut requests + 1 s for their answers + 1 s of finish reports. */
+const FLUSH_GRACE_MS = 4_500;
 /** Time for answers already ended by the drain (a cut stream's error event) to reach their clients. */
 const CLOSE_GRACE_MS = 1_000;
 
@@ -59,7 +62,10 @@ async function main(): Promise<void> {
   process.on("uncaughtException", (err) => lastResort(gateway, log, "uncaught_exception", err));
   process.on("unhandledRejection", (err) => lastResort(gateway, log, "unhandled_rejection", err));
 
-  // 3. Listen: the configured port or an error, never a silently different one.
+  // 3. The configured models' tokenizers, loaded before any request can wait for one (a load blocks
+  //    the event loop about half a second), then listen: the configured port or an error, never a
+  //    silently different one.
+  for (const name of new Set([...config.llmModels.map((m) => m.tokenizer), "cl100k_base" as const])) loadTokenizer(name);
   const server = createHttpServer(toNodeHandler(gateway.app), config.server);
   await new Promise<void>((resolveListen, reject) => {
     server.once("error", reject);

@@ -1,4 +1,4 @@
-// Several processes on one port (`server.workers` > 1, CONTRACTS §11). src/main.ts then becomes a
+// Several processes on one port (`server.workers` > 1, docs/operations.md#workers). src/main.ts then becomes a
 // node:cluster primary that forks the workers, each running the whole gateway; node:cluster shares
 // the listening socket (on Linux the primary accepts and hands connections out in turn). The primary
 // serves no request and opens no store. It:

@@ -7,12 +7,12 @@ import { chatToolCallId } from "../src/dialects/anthropic/ids.js";
 import { toChat, type MessagesCtx } from "../src/dialects/anthropic/to-chat.js";
 import { GatewayError, badRequest } from "../src/http/errors.js";
 import { channelBusy, streamCut, upstreamStatus, upstreamTimeout } from "../src/upstream/errors.js";
-import { countMessages, countText } from "../src/tokens/counter.js";
+import { countMessages, countedText } from "../src/tokens/counter.js";
 import type { CompletionJson } from "../src/chat/attempt.js";
-import { applyLimits } from "../src/chat/limits.js";
+import { ContextTooLong, applyLimits } from "../src/chat/limits.js";
 import type { ModelConfig } from "../src/config/schema.js";
 
-const ctx = (over: Partial<MessagesCtx> = {}): MessagesCtx => ({ model: "claude-sonnet-5", stream: false, stopSequences: [], topK: undefined, ...over });
+const ctx = (over: Partial<MessagesCtx> = {}): MessagesCtx => ({ model: "claude-sonnet-5", stream: false, stopSequences: [], ...over });
 const completion = (message: Record<string, unknown>, finish = "stop", extra: Record<string, unknown> = {}): CompletionJson => ({
   id: "chatcmpl-1",
   model: "qwen3-coder",
@@ -125,15 +125,26 @@ describe("Anthropic errors", () => {
     expect(anthropicError(channelBusy("m")).headers).toEqual({ "Retry-After": "1" });
   });
 
+  it("tells clients not to retry a wrong key or a spent budget, and only those", () => {
+    expect(anthropicError(new GatewayError(401, "invalid_api_key", "Invalid API key.")).headers).toEqual({ "x-should-retry": "false" });
+    const spent = new GatewayError(429, "insufficient_quota", "spent", { type: "insufficient_quota" });
+    expect(anthropicError(spent).headers).toEqual({ "x-should-retry": "false" });
+    const qpm = new GatewayError(429, "rate_limit_exceeded", "slow down", { headers: { "Retry-After": "12" } });
+    expect(anthropicError(qpm).headers).toEqual({ "Retry-After": "12" });
+    expect(anthropicError(channelBusy("m")).headers).not.toHaveProperty("x-should-retry");
+  });
+
   it("words a prompt over the context as Claude Code parses it: prompt is too long: N tokens > M maximum", () => {
     const claudeCode = /prompt is too long[^0-9]*(\d+)\s*tokens?\s*>\s*(\d+)/;
-    const withFields = Object.assign(new GatewayError(400, "context_length_exceeded", "too long"), { promptTokens: 9100, maxContext: 8000 });
-    const e = anthropicError(withFields);
-    expect(e.body).toEqual({ type: "error", error: { type: "invalid_request_error", message: "prompt is too long: 9100 tokens > 8000 maximum" } });
-    const counted = new GatewayError(400, "context_length_exceeded", "The system messages and the last user message take 9100 tokens; model qwen allows 8000 in all.");
-    const m = claudeCode.exec((anthropicError(counted).body as { error: { message: string } }).error.message)!;
-    expect(Number(m[1])).toBeGreaterThan(Number(m[2]));
-    expect([m[1], m[2]]).toEqual(["9100", "7999"]);
+    const model = { model: "qwen", maxContext: 8000 } as ModelConfig;
+    const e = anthropicError(new ContextTooLong(model, "take 9100 tokens", 9100));
+    expect(e.body).toEqual({ type: "error", error: { type: "invalid_request_error", message: "prompt is too long: 9100 tokens > 7999 maximum" } });
+    // a refusal that stopped counting at the maximum still carries numbers Claude Code reads
+    const bound = (anthropicError(new ContextTooLong(model, "take more than 7999 tokens")).body as { error: { message: string } }).error.message;
+    expect(claudeCode.exec(bound)!.slice(1)).toEqual(["8000", "7999"]);
+    // any other 400 keeps its own message
+    const other = new GatewayError(400, "context_length_exceeded", "upstream said so");
+    expect((anthropicError(other).body as { error: { message: string } }).error.message).toBe("upstream said so");
   });
 
   it("reads the numbers of the chat limits' own refusal", async () => {
@@ -161,7 +172,7 @@ describe("Anthropic count_tokens", () => {
     expect(await countInputTokens(chat, "o200k_base")).toBe(countMessages(chat.messages, "o200k_base"));
   });
 
-  it("adds the tool definitions and the arguments of earlier tool calls", async () => {
+  it("counts the tool definitions as one more system message, and earlier tool calls once, as the chat limits do", async () => {
     const tools = [{ name: "Bash", description: "Runs a command.", input_schema: { type: "object", properties: { command: { type: "string" } } } }];
     const messages = [
       { role: "user", content: "list" },
@@ -170,9 +181,18 @@ describe("Anthropic count_tokens", () => {
     ];
     const bare = toCountChat({ model: "m", messages }).chat;
     const withTools = toCountChat({ model: "m", messages, tools }).chat;
+    // the assistant turn is counted with its call's name and arguments
+    expect(countedText(bare.messages[1]!)).toBe('assistant\nBash\n{"command":"ls -la /tmp"}');
     const messagesOnly = countMessages(bare.messages);
-    const args = countText('Bash\n{"command":"ls -la /tmp"}');
-    expect(await countInputTokens(bare, "cl100k_base")).toBe(messagesOnly + args);
-    expect(await countInputTokens(withTools, "cl100k_base")).toBe(messagesOnly + args + countText(JSON.stringify(withTools.tools)));
+    expect(await countInputTokens(bare, "cl100k_base")).toBe(messagesOnly);
+    const toolsCount = countMessages([{ role: "system", content: JSON.stringify(withTools.tools) }]);
+    expect(await countInputTokens(withTools, "cl100k_base")).toBe(messagesOnly + toolsCount);
+
+    // the same number the chat limits refuse a prompt with
+    const model = { model: "m", maxContext: 50, maxResponse: 10, maxTemperature: 1, tokenizer: "cl100k_base", vision: false, defaultSystemChatPrompt: "" } as unknown as ModelConfig;
+    const { chat } = toChat({ model: "m", max_tokens: 10, messages, tools: [{ ...tools[0]!, description: "Runs a command. ".repeat(20) }] });
+    const refused = await applyLimits(chat, chat.messages, model, undefined, { trim: false }).then(() => undefined, (err: unknown) => err as ContextTooLong);
+    expect(refused).toBeInstanceOf(ContextTooLong);
+    expect(refused!.promptTokens).toBe(await countInputTokens(chat, "cl100k_base"));
   });
 });

@@ -75,7 +75,7 @@ describe("Anthropic request translation", () => {
   it("accepts Claude Code's body and makes a chat request the chat schema accepts", () => {
     const { chat, ctx } = toChat(claudeCodeBody());
     expect(() => parseChatRequest(chat)).not.toThrow();
-    expect(ctx).toEqual({ model: "claude-opus-4-8", stream: true, stopSequences: [], topK: undefined });
+    expect(ctx).toEqual({ model: "claude-opus-4-8", stream: true, stopSequences: [] });
     expect(chat.model).toBe("claude-opus-4-8");
     expect(chat.max_tokens).toBe(32000);
     expect(chat.stream).toBe(true);
@@ -257,7 +257,7 @@ describe("Anthropic request translation", () => {
     expect(serverOnly).not.toHaveProperty("tool_choice");
   });
 
-  it("passes stop_sequences as stop, temperature and top_p as they are, and keeps top_k in the context", () => {
+  it("passes stop_sequences as stop, and temperature, top_p and top_k (a passThrough field of chat) as they are", () => {
     const { chat, ctx } = toChat({
       model: "m",
       max_tokens: 10,
@@ -270,10 +270,9 @@ describe("Anthropic request translation", () => {
       container: "c-1",
       mcp_servers: [],
     });
-    expect(chat).toMatchObject({ stop: ["END", "\n\n"], temperature: 0.2, top_p: 0.9 });
-    expect(chat).not.toHaveProperty("top_k");
+    expect(chat).toMatchObject({ stop: ["END", "\n\n"], temperature: 0.2, top_p: 0.9, top_k: 40 });
     for (const field of ["service_tier", "container", "mcp_servers", "stop_sequences"]) expect(chat).not.toHaveProperty(field);
-    expect(ctx).toMatchObject({ stopSequences: ["END", "\n\n"], topK: 40 });
+    expect(ctx).toEqual({ model: "m", stream: false, stopSequences: ["END", "\n\n"] });
   });
 
   it("refuses a body without max_tokens, or with a wrong field, naming the field", () => {

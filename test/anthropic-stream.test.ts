@@ -8,10 +8,10 @@ import type { ChatChunk } from "../src/dialects/anthropic/types.js";
 import { GatewayError } from "../src/http/errors.js";
 import { streamCut } from "../src/upstream/errors.js";
 import { startProbe, type Probe } from "./support/anthropic-probe.js";
-import { textChunks, toolCallChunks } from "./support/anthropic-dialect-server.js";
+import { textChunks, toolCallChunks } from "./support/scripted-upstream.js";
 import { parseSse } from "./support/sse.js";
 
-const ctx = (over: Partial<MessagesCtx> = {}): MessagesCtx => ({ model: "claude-test", stream: true, stopSequences: [], topK: undefined, ...over });
+const ctx = (over: Partial<MessagesCtx> = {}): MessagesCtx => ({ model: "claude-test", stream: true, stopSequences: [], ...over });
 const delta = (d: NonNullable<NonNullable<ChatChunk["choices"]>[number]["delta"]>): ChatChunk => ({ choices: [{ index: 0, delta: d }] });
 
 function translate(chunks: ChatChunk[], finish = "stop", c: MessagesCtx = ctx(), usage = { input: 7, output: 11 }): string {

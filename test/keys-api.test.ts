@@ -209,8 +209,8 @@ describe("keys API on one gateway", () => {
     await chatOk(gw.url, { messages: [user("other key")] });
   });
 
-  it("enforces a created key's maxUsagePoints: spend scope key:<name>, 429 insufficient_quota once its worst case does not fit", async () => {
-    const created = await createKey(gw.url, { name: "budgeted", kind: "app", appId: "a1", maxUsagePoints: 5 });
+  it("enforces a created key's maxUsagePoints: spend scope key:<name>, 429 insufficient_quota once it is spent", async () => {
+    const created = await createKey(gw.url, { name: "budgeted", kind: "app", appId: "a1", maxUsagePoints: 4 });
     await chatOk(gw.url, { messages: [user("1")] }, created.key);
     await chatOk(gw.url, { messages: [user("2")] }, created.key);
     expect(await gw.store.getSpent("key:budgeted")).toBe(2 * POINTS_PER_CHAT);

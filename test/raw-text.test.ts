@@ -3,6 +3,7 @@
 // every malformed body still ends in the whole parse's error.
 import { beforeEach, describe, expect, it } from "vitest";
 import { LARGE_BODY, LONG_TEXT, RawText, jsonBody, scanLargeBody } from "../src/http/raw-text.js";
+import { ECHO_MAX_CHARS } from "../src/upstream/echo-channel.js";
 import { boundMessage } from "../src/tokens/counter.js";
 import { chat, coreConfig, userMessage } from "./support/core-config.js";
 import { useGateway } from "./support/harness.js";
@@ -163,12 +164,13 @@ describe("a large prompt through the gateway", () => {
     expect(h.upstream.requests).toHaveLength(0);
   });
 
-  it("is echoed by the demo channel and stored whole for a chatId", async () => {
+  it("is read by the demo channel (which repeats its first 4 KB) and stored whole for a chatId", async () => {
     const res = await chat(h.gw.url, { model: "echo", chatId: "raw-1", messages: [userMessage(long)] });
     expect(res.status).toBe(200);
-    expect((await res.json()).choices[0].message.content).toBe(`Echo: ${long}`);
+    const echoed = `Echo: ${long.slice(0, ECHO_MAX_CHARS)}… (${long.length - ECHO_MAX_CHARS} more characters)`;
+    expect((await res.json()).choices[0].message.content).toBe(echoed);
     const again = await chat(h.gw.url, { model: "big", chatId: "raw-1", messages: [userMessage("and now?")] });
     expect(again.status).toBe(200);
-    expect(h.upstream.last().body.messages.map((m) => m.content)).toEqual([long, `Echo: ${long}`, "and now?"]);
+    expect(h.upstream.last().body.messages.map((m) => m.content)).toEqual([long, echoed, "and now?"]);
   });
 });

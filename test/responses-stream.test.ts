@@ -55,7 +55,7 @@ describe("Responses stream translation", () => {
       output_tokens_details: { reasoning_tokens: 3 },
       total_tokens: 19,
     });
-    expect(translator.response()).toEqual(frames.at(-1).response);
+    expect(translator.result()).toEqual(frames.at(-1).response);
   });
 
   it("gives upstream reasoning as a reasoning item with a summary, before the message", async () => {
@@ -158,7 +158,7 @@ describe("Responses stream translation", () => {
       error: { code: "upstream_error", message: "The model's answer was cut off." },
       output: [{ type: "message", status: "incomplete", content: [{ text: "partial ans" }] }],
     });
-    expect(t.response()?.status).toBe("failed");
+    expect(t.result()?.status).toBe("failed");
   });
 
   it("completes an answer with no text and no calls with an empty output", async () => {

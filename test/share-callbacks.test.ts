@@ -5,7 +5,11 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ShareLinkConfig } from "../src/config/schema.js";
 import { GatewayError } from "../src/http/errors.js";
 import { silentObserver, type Observer } from "../src/observability/observer.js";
-import { createShareAuth, type ShareAuth, type ShareAuthOptions } from "../src/share/callbacks.js";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createShareAuth, tokenDigest, type ShareAuth, type ShareAuthOptions } from "../src/share/callbacks.js";
+import { createSqliteStore } from "../src/store/sqlite.js";
 import { startOperatorServer, type OperatorServer } from "./support/operator-server.js";
 
 let op: OperatorServer;
@@ -80,9 +84,30 @@ describe("init and start callbacks", () => {
     expect(reports).toEqual(["start:success"]);
   });
 
-  it("uses the token as uid when start's reply has no data.uid", async () => {
+  it("uses the token's digest as uid when start's reply has no data.uid and no init gave one: never the token itself (before: the token)", async () => {
     op.setMode("tok-3", { kind: "success", uid: null });
-    expect(await makeAuth().start(link(), "tok-3", "hi")).toBe("tok-3");
+    const uid = await makeAuth().start(link(), "tok-3", "hi");
+    expect(uid).toBe(tokenDigest("tok-3"));
+    expect(uid).not.toContain("tok-3");
+  });
+
+  it("finds the uid an init on another instance gave (kept in the store under the token's digest, never the token)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sluice-uids-"));
+    const path = join(dir, "uids.db");
+    const store = createSqliteStore(path);
+    try {
+      // two instances: two processes' caches, one store
+      expect(await makeAuth({ uids: store }).init(link(), "tok-secret-3c")).toBe("u-tok-secret-3c");
+      op.setMode("tok-secret-3c", { kind: "success", uid: null });
+      // before: the second instance knew nothing of the first's init and answered the token
+      expect(await makeAuth({ uids: store }).start(link(), "tok-secret-3c", "hi")).toBe("u-tok-secret-3c");
+      await store.close();
+      const bytes = readFileSync(path).toString("latin1") + (existsSync(`${path}-wal`) ? readFileSync(`${path}-wal`).toString("latin1") : "");
+      expect(bytes).toContain("u-tok-secret-3c");
+      expect(bytes.replaceAll("u-tok-secret-3c", "")).not.toContain("tok-secret-3c");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("uses the uid init gave for the token when start's reply has no data.uid, so the user's chats are found again", async () => {

@@ -209,9 +209,9 @@ describe("POST /api/share/chat", () => {
     }
   });
 
-  it("pulls the newest whole rounds within 8 MiB of text", async () => {
+  it("pulls the newest whole rounds within 4 MiB of text", async () => {
     const owner = { shareId: "open", uid: "shareChat-1-big" };
-    const big = (n: number) => String(n).repeat(3 * 1024 * 1024);
+    const big = (n: number) => String(n).repeat(1.5 * 1024 * 1024);
     for (let i = 1; i <= 3; i++) await seedChat(owner, NOW + i, "big", `question ${i}`, big(i));
     const res = await post("/api/share/chat", { shareId: "open", outLinkUid: owner.uid, chatId: "big" });
     expect(res.status).toBe(200);

@@ -304,7 +304,8 @@ describe("share window: language and limits", () => {
   });
 
   it("a used-up allowance names neither the app nor the budget", async () => {
-    await start({ text: "ok" }, { maxUsagePoints: 0.5 }, { charsPointsPrice: 10 });
+    // 0.05 points cannot pay for the prompt and one token at 10 points per 1,000 tokens
+    await start({ text: "ok" }, { maxUsagePoints: 0.05 }, { charsPointsPrice: 10 });
     const res = await fetch(`${gw.url}/api/v1/chat/completions`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -312,7 +313,7 @@ describe("share window: language and limits", () => {
     });
     const { error } = await res.json();
     expect([res.status, error.code]).toEqual([429, "insufficient_quota"]);
-    expect(error.message).not.toMatch(/support-internal-7|0\.5|points budget/);
+    expect(error.message).not.toMatch(/support-internal-7|0\.05|points budget/);
 
     const page = await openWindow();
     await ask(page, "one more");

@@ -1,4 +1,4 @@
-// The keys API (CONTRACTS §12), for admin keys: POST /api/admin/keys creates a key (shown in that
+// The keys API (docs/operations.md#keys-api), for admin keys: POST /api/admin/keys creates a key (shown in that
 // answer only, stored as its sha256), GET lists every key (never a key or digest), DELETE
 // /api/admin/keys/{name} revokes a created key. Config keys are listed but change only in config.json.
 import type { H3Event } from "h3";

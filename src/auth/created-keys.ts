@@ -1,4 +1,4 @@
-// Keys created through the operations API (CONTRACTS §12). The live ones are held in memory by
+// Keys created through the operations API (docs/operations.md#keys-api). The live ones are held in memory by
 // sha256 digest, so a request's lookup touches no store; they are loaded from the store at start and
 // read again on every key change heard through the cluster state (a notice carries a name, never a
 // key's identity), and a revocation drops its key at once — on every instance, as the change

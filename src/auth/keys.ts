@@ -1,4 +1,4 @@
-// Client API keys (CONTRACTS §2): resolves `Authorization: Bearer <key>` to a configured key, or to
+// Client API keys (docs/api.md#keys): resolves `Authorization: Bearer <key>` to a configured key, or to
 // one created through the operations API (a KeySource). Keys are held only as sha256 digests and
 // config keys are compared in constant time; no key is ever echoed.
 import { hash, timingSafeEqual } from "node:crypto";

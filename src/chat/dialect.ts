@@ -32,7 +32,10 @@ export interface ChatChunk {
 export interface DialectUsage {
   input: number;
   output: number;
+  /** of `output`: the upstream's `completion_tokens_details.reasoning_tokens`, when it reports them */
   reasoning?: number;
+  /** of `input`: the upstream's `prompt_tokens_details.cached_tokens` (a prefix cache's hits), when it reports them */
+  cached?: number;
 }
 
 export interface StreamTranslator {

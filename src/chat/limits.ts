@@ -85,8 +85,9 @@ export async function applyLimits(
   return { messages: sent(kept), temperature, maxTokens, ...prompt(group.upper, () => group) };
 }
 
-/** The tool definitions as the model reads them: part of the prompt, counted like a system message. */
-function toolsMessage(tools: unknown): ChatMessage {
+/** The tool definitions as the model reads them: part of the prompt, counted like a system message
+ *  (the Messages dialect's count_tokens counts them so too). */
+export function toolsMessage(tools: unknown): ChatMessage {
   return { role: "system", content: JSON.stringify(tools) };
 }
 

@@ -39,6 +39,8 @@ export interface ChatPlan extends PlanBase {
   shareUpstream: boolean;
   /** who the conversation (chatId) belongs to: its creator */
   owner: ChatOwner;
+  /** the name the client asked for, when it was an alias: the answer carries it */
+  answerModel: string | undefined;
 }
 
 export interface PlanDeps {
@@ -87,6 +89,7 @@ export async function planChat(deps: PlanDeps, call: ChatCall, opts: PlanOptions
     uid,
     shareUpstream: caller.share !== undefined,
     owner,
+    answerModel: req.model !== undefined && req.model !== model.model ? req.model : undefined,
     chatId: req.chatId,
     worstCase: worstCase(caller, model, limited, choices),
   };

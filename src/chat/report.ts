@@ -1,4 +1,4 @@
-// The completion report (FastGPT chat-node response item, CONTRACTS §5): returned with `detail`,
+// The completion report (FastGPT chat-node response item, docs/api.md#completion-report): returned with `detail`,
 // streamed as `flowResponses`, and sent to share-link operators in the finish callback.
 import type { ModelConfig } from "../config/schema.js";
 import { lastUserText, messageText } from "../tokens/counter.js";

@@ -16,7 +16,7 @@ export async function respondJson(deps: SettleDeps, call: ChatCall, plan: ChatPl
   const body: CompletionJson = {
     ...completion,
     id: plan.chatId ?? completion.id,
-    model: completion.model ?? call.model.model,
+    model: plan.answerModel ?? completion.model ?? call.model.model,
     usage: {
       prompt_tokens: settled.inputTokens,
       completion_tokens: settled.outputTokens,

@@ -46,7 +46,7 @@ async function relayStream(deps: SettleDeps, call: ChatCall, plan: ChatPlan, met
     return res.write(bytes);
   };
   const onFirstContent = () => (call.facts.ttftMs = performance.now() - call.started);
-  const relay: SseRelay = new SseRelay({ detail: plan.detail, includeUsage: plan.includeUsage, model: model.model, write, onFirstContent });
+  const relay: SseRelay = new SseRelay({ detail: plan.detail, includeUsage: plan.includeUsage, model: model.model, write, onFirstContent, answerModel: plan.answerModel });
   const text = () => relay.text();
   try {
     // 1. Relay until [DONE] (or the end of a stream that already gave its finish reason).

@@ -36,6 +36,8 @@ export interface RelayOptions {
   /** writes to the client; false asks the caller to wait for drain */
   write: (bytes: string | Buffer) => boolean;
   onFirstContent: () => void;
+  /** the name the client asked for, when it was an alias: every chunk's `model` says it */
+  answerModel?: string;
   /** where the answer text is (default: a chat's) */
   text?: StreamText;
 }
@@ -46,6 +48,8 @@ export interface ChunkChoice {
   text?: string | null;
   finish_reason?: string | null;
 }
+
+const MODEL_FIELD = /"model": ?"(?:[^"\\]|\\.)*"/g;
 
 interface ChunkShape {
   choices?: ChunkChoice[];
@@ -121,6 +125,8 @@ export class SseRelay implements SseSink {
   }
 
   #relay(region: Buffer): boolean {
+    // an alias's answer names the alias (docs/configuration.md#aliases): rewritten only then
+    if (this.#opts.answerModel !== undefined) region = Buffer.from(region.toString("utf8").replace(MODEL_FIELD, `"model":${JSON.stringify(this.#opts.answerModel)}`));
     // one byte per character: positions in `view` are byte offsets in `region`
     const view = region.toString("latin1");
     const bad = firstMalformed(view);
@@ -281,7 +287,7 @@ function collect(regions: Buffer[], where: StreamText): Collected {
         const index = typeof choice?.index === "number" ? choice.index : 0;
         const piece = where.piece(choice ?? {});
         out.texts.set(index, (out.texts.get(index) ?? "") + (typeof piece === "string" ? piece : ""));
-        // with n > 1 the choices interleave: the answer's finish reason is the first one's
+        // with n > 1 the choices interleave: the answer's finish reason is the first one's (docs/api.md#streams)
         if (index === 0 && choice?.finish_reason) out.finishReason = choice.finish_reason;
       }
     }

@@ -1,4 +1,4 @@
-// FastGPT's variables (CONTRACTS §13): `{{key}}` in the model's and the app's system prompts is
+// FastGPT's variables (docs/api.md#variables): `{{key}}` in the model's and the app's system prompts is
 // replaced by the variable's value, `{{cTime}}` by the current time; a chat keeps its variables and
 // each request's values are merged over them. The prompt is read once, left to right: a value is
 // never read again, so `{{a}}` whose value holds `{{b}}` puts `{{b}}` in the prompt as written.

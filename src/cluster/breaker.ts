@@ -1,10 +1,10 @@
-// One channel's circuit breaker (CONTRACTS §9): `failures` consecutive failed attempts open it for
+// One channel's circuit breaker (docs/configuration.md#routing): `failures` consecutive failed attempts open it for
 // the cooldown (or the upstream's Retry-After, if longer); past it, one probe goes through
 // (half-open): success closes it, failure reopens it with the cooldown doubled. Neither the doubling
 // nor a Retry-After keeps it open longer than `maxCooldownMs` at once.
 import type { BreakerView } from "./types.js";
 
-/** `routing.breaker.maxCooldownMs` when the options give none (docs/config.md#routing) */
+/** `routing.breaker.maxCooldownMs` when the options give none (docs/configuration.md#routing) */
 export const DEFAULT_MAX_COOLDOWN_MS = 5 * 60_000;
 
 export interface BreakerOptions {

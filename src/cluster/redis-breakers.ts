@@ -1,4 +1,4 @@
-// Circuit breakers shared through Redis (CONTRACTS §9). The ClusterState's breaker calls are
+// Circuit breakers shared through Redis (docs/configuration.md#routing). The ClusterState's breaker calls are
 // synchronous — the router asks "may this attempt go?" on its hot path and must not wait for a round
 // trip — so each instance keeps a mirror of every channel's breaker, replaced by the views Redis
 // publishes on each change (a failure, opening, the probe, closing). A result goes to Redis (one Lua

@@ -1,4 +1,4 @@
-// Budget holds shared through Redis (CONTRACTS §10, §11): one Lua step admits a request — checks
+// Budget holds shared through Redis (docs/api.md#budgets): one Lua step admits a request — checks
 // every budget and rate window of it, then holds its worst case in all and counts a hit in each, or
 // changes nothing; settling releases the hold. Each instance keeps its own hold per scope in Redis,
 // changed by increments, and knows locally what it holds. After a failed or unanswered command, or a

@@ -1,4 +1,4 @@
-// The Lua steps of the Redis cluster state (CONTRACTS §10, §11): each check-and-change is one script,
+// The Lua steps of the Redis cluster state (docs/operations.md#redis): each check-and-change is one script,
 // so instances racing on the same scope or channel see one order. Registered with ioredis's
 // defineCommand (EVALSHA, loaded again by EVAL after a Redis restart flushed its script cache).
 // Every key a script touches is passed in KEYS.

@@ -1,4 +1,4 @@
-// The ClusterState of several instances (CONTRACTS §9–§12, `cluster.redisUrl`): rate windows, budget
+// The ClusterState of several instances (`cluster.redisUrl`, docs/operations.md#redis): rate windows, budget
 // reservations, breakers, key changes and reload notices live in one Redis, under `sluice:` (plus an
 // optional prefix), every key expiring. Each check-and-change is one Lua step (redis-scripts.ts);
 // changes reach the other instances by pub/sub on a second connection. Redis unreachable: calls fail

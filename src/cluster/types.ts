@@ -1,4 +1,4 @@
-// State that several gateway instances must share (CONTRACTS §9–§12): rate windows, budget
+// State that several gateway instances must share (docs/operations.md#several-instances): rate windows, budget
 // reservations, circuit breakers, changes of created keys (revocations) and config reloads. One small
 // interface; `memory.ts` implements it for a single instance, `redis.ts` (for `cluster.redisUrl`)
 // for several.

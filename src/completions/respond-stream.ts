@@ -28,7 +28,9 @@ async function relay(call: CompletionsCall, plan: CompletionsPlan, meter: Meter,
   const { cancel, model } = call;
   const write = (bytes: string | Buffer) => (res.destroyed ? true : res.write(bytes));
   const onFirstContent = () => (call.facts.ttftMs = performance.now() - call.started);
-  const sse = new SseRelay({ detail: false, includeUsage: plan.includeUsage, model: model.model, write, onFirstContent, text: COMPLETION_TEXT });
+  // an alias asked for is the name every chunk gives (docs/configuration.md#aliases)
+  const answerModel = call.req.model !== model.model ? call.req.model : undefined;
+  const sse = new SseRelay({ detail: false, includeUsage: plan.includeUsage, model: model.model, write, onFirstContent, answerModel, text: COMPLETION_TEXT });
   const texts = () => sse.texts();
   try {
     // 1. Relay until [DONE] (or the end of a stream that already gave its finish reason).

@@ -1,4 +1,4 @@
-// Where a text stops being JSON, for the config's parse error (docs/config.md#errors). JSON.parse's
+// Where a text stops being JSON, for the config's parse error (docs/configuration.md#errors). JSON.parse's
 // own message quotes the text around the error, and a config file holds keys; this reads the text
 // again by the JSON grammar (RFC 8259, as JSON.parse reads it) only to find the place.
 

@@ -1,4 +1,4 @@
-// The one zod schema for config.json (CONTRACTS §7). Defaults live here and nowhere else. Every
+// The one zod schema for config.json (docs/configuration.md). Defaults live here and nowhere else. Every
 // object is strict: a typo must be a start-up error, never a silently dropped key or limit.
 import { z } from "zod";
 
@@ -85,7 +85,7 @@ const modelSchema = z.strictObject({
   passThrough: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, "expected a field name")).default([]),
 });
 
-/** An embedding model, with FastGPT's field names (CONTRACTS §7). */
+/** An embedding model, with FastGPT's field names (docs/configuration.md#vectormodels). */
 const vectorModelSchema = z.strictObject({
   model: name,
   name: z.string().optional(),
@@ -179,7 +179,7 @@ const serverSchema = z.strictObject({
     .prefault({}),
   /** Origins whose pages may call /v1/* and /api/v1/* from a browser; `[]` turns CORS off. The
    *  default `["*"]` lets any page read the answers to the calls it can make: list your apps'
-   *  origins where share links without authHost are reachable (docs/config.md#cors). */
+   *  origins where share links without authHost are reachable (docs/configuration.md#cors). */
   cors: z
     .strictObject({
       origins: z.array(z.string().regex(ORIGIN, 'expected "*" or an origin such as https://app.example.com')).default(() => ["*"]),
@@ -209,7 +209,7 @@ const serverSchema = z.strictObject({
 });
 
 const routingSchema = z.strictObject({
-  /** Channels tried for one request before the first byte, in all (CONTRACTS §9). */
+  /** Channels tried for one request before the first byte, in all (docs/api.md#upstream-failures). */
   maxAttempts: z.number().int().positive().default(3),
   /** Consecutive failed attempts that open a channel's breaker, and for how long at first. */
   breaker: z
@@ -229,7 +229,7 @@ const storeSchema = z.discriminatedUnion("driver", [
   z.strictObject({ driver: z.literal("memory") }),
 ]);
 
-/** State shared by several instances (breaker, reservations, rate windows): CONTRACTS §11. */
+/** State shared by several instances (breaker, reservations, rate windows): docs/operations.md#several-instances. */
 const clusterSchema = z.strictObject({ redisUrl: z.url({ protocol: /^rediss?$/ }) });
 
 export const configSchema = z

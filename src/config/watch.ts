@@ -1,4 +1,4 @@
-// Watching the config file for saves (CONTRACTS §12: a change of the file reloads it). Used by the
+// Watching the config file for saves (a change of the file reloads it: docs/operations.md#reload). Used by the
 // process that owns reloads: the gateway's own in one process, the primary with several workers.
 import { watch } from "node:fs";
 import { basename, dirname } from "node:path";

@@ -1,5 +1,5 @@
-// An embeddings answer kept as the upstream's bytes (CONTRACTS §13: "the upstream's with usage
-// forced"). Its vectors — hundreds of KB of floats for a batch — are never parsed nor serialized
+// An embeddings answer kept as the upstream's bytes (docs/api.md#embeddings: the
+// upstream's answer with `usage` set). Its vectors — hundreds of KB of floats for a batch — are never parsed nor serialized
 // again: one pass over the top level checks the shape (an object whose `data` holds one object per
 // input) and finds the `usage` and `model` values, the only parts parsed; the answer then goes out
 // as the same bytes with the gateway's `usage` (and a `model` when it had none) put in their place.

@@ -1,4 +1,4 @@
-// Token limits of an embeddings request: every input within the model's `maxToken` (CONTRACTS §13),
+// Token limits of an embeddings request: every input within the model's `maxToken` (docs/api.md#embeddings),
 // none empty, at most MAX_INPUTS of them. Text is counted with cl100k_base; a token array counts as
 // its length. Text whose UTF-8 length already proves it fits (a token is never shorter than a byte)
 // is not counted: its bytes stand for its tokens in the bound a budget holds, and it is counted only

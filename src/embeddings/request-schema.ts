@@ -1,4 +1,4 @@
-// The embeddings request body (CONTRACTS §13): OpenAI's `model`, `input` (a string, an array of
+// The embeddings request body (docs/api.md#embeddings): OpenAI's `model`, `input` (a string, an array of
 // strings, an array of token ids, or an array of such arrays), `encoding_format` and `dimensions`.
 // Other OpenAI fields (`user`, …) pass through untouched.
 import { z } from "zod";

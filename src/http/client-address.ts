@@ -1,4 +1,4 @@
-// The client's address, for limits per client (docs/config.md#server): the socket's peer, or, behind
+// The client's address, for limits per client (docs/configuration.md#behind-a-proxy): the socket's peer, or, behind
 // `server.trustProxy` proxies, the X-Forwarded-For entry the farthest trusted proxy appended (each
 // proxy appends the address it was called from, so the entries before that one are the client's own
 // words). An IPv6 address counts by its /64: a host is given a whole /64 and could otherwise take a

@@ -1,13 +1,14 @@
-// CORS for browser apps on /v1/* and /api/v1/* (CONTRACTS §13): preflight answered 204, and the
+// CORS for browser apps on /v1/* and /api/v1/* (docs/api.md#cors): preflight answered 204, and the
 // allowed origin on every answer and error. No cookies are used, so no credentials flag.
 import type { H3Event } from "h3";
 import { setAnswerHeader } from "./node.js";
 
 const API_PATH = /^\/(api\/)?v1\//;
 
+// DELETE: /v1/responses/{id}; x-api-key and anthropic-*: the Anthropic SDK in a browser (/v1/messages)
 export const PREFLIGHT_HEADERS = {
-  "access-control-allow-methods": "GET, POST, OPTIONS",
-  "access-control-allow-headers": "Authorization, Content-Type",
+  "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
+  "access-control-allow-headers": "Authorization, Content-Type, X-Api-Key, Anthropic-Version, Anthropic-Beta",
   "access-control-max-age": "600",
 };
 

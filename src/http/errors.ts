@@ -112,16 +112,19 @@ export class UpstreamError extends GatewayError {
   readonly outcome: UpstreamOutcome;
   /** what the operator's log gets: the upstream's own words (redacted), never shown to the client */
   readonly detail: string | undefined;
+  /** the upstream's own HTTP status, when it answered one */
+  readonly upstreamStatus: number | undefined;
   constructor(
     status: number,
     code: string,
     message: string,
     outcome: UpstreamOutcome,
-    opts: { headers?: Record<string, string>; detail?: string } = {},
+    opts: { headers?: Record<string, string>; detail?: string; upstreamStatus?: number } = {},
   ) {
     const type = status === 429 ? "rate_limit_error" : status >= 500 ? "api_error" : "invalid_request_error";
     super(status, code, message, { type, headers: opts.headers });
     this.outcome = outcome;
     this.detail = opts.detail;
+    this.upstreamStatus = opts.upstreamStatus;
   }
 }

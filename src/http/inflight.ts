@@ -7,8 +7,9 @@ import type { H3Event } from "h3";
 import { Cancel } from "./cancel.js";
 import { nodeResponse } from "./node.js";
 
-/** How long cut requests get to write their usage rows and close their streams. */
-const SETTLE_AFTER_CUT_MS = 5_000;
+/** How long cut requests get to write their usage rows and close their streams (a part of the
+ *  whole shutdown's 30 s budget, docs/operations.md#signals). */
+const SETTLE_AFTER_CUT_MS = 2_000;
 /** The most a body still arriving is waited for once a drain began. */
 const MAX_BODY_GRACE_MS = 5_000;
 

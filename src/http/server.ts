@@ -1,4 +1,4 @@
-// The Node HTTP server the gateway listens on, with every wait bounded (CONTRACTS §7): request
+// The Node HTTP server the gateway listens on, with every wait bounded (docs/configuration.md#server): request
 // headers within `headersTimeoutMs`, the whole body within `bodyTimeoutMs` after them, checked every
 // second (Node checks every 30 s by default, so a 10 s limit could take 40). Refusals at the HTTP
 // layer (400, 408, 413, 431) carry the OpenAI error body and close the connection cleanly.

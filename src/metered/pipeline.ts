@@ -8,6 +8,7 @@ import { missingApiKey, type Keyring } from "../auth/keys.js";
 import { readJsonBody, type BodyLimits } from "../http/body.js";
 import type { Cancel } from "../http/cancel.js";
 import { GatewayError, UpstreamError, toGatewayError } from "../http/errors.js";
+import { clientAddress } from "../http/client-address.js";
 import { factsOf } from "../http/facts.js";
 import { trackRequest, type Inflight } from "../http/inflight.js";
 import { nodeResponse, writeToNode, type Reply } from "../http/node.js";
@@ -29,6 +30,8 @@ export interface MeteredDeps extends CallerDeps {
   inflight: Inflight;
   store: Store;
   maxAttempts: number;
+  /** proxies in front whose X-Forwarded-For is believed (server.trustProxy) */
+  trustProxy: number;
 }
 
 const bearer = (headers: Headers) => headers.get("authorization");
@@ -45,7 +48,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   // 1. A key, when one is sent, is checked before the body is read: a wrong key costs no parsing.
   const credential = (spec.credential ?? bearer)(event.req.headers);
   const key = credential ? await deps.keyring.authenticateFresh(credential) : undefined;
-  // a kind no share-link user may call needs a key: refused before an upload is read and spooled
+  // only a kind open to share-link users may be called without a key (their link is in the body)
   if (!key && !spec.share) throw missingApiKey();
 
   // the request's work stops when the client leaves, a deadline passes or the gateway shuts down
@@ -88,6 +91,8 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
         model: model.model,
         cancel,
         maxAttempts: deps.maxAttempts,
+        // share-link users are anonymous: one is told from another by the address they call from
+        caller: caller.share ? `share:${caller.share.link.shareId}:${clientAddress(event, deps.trustProxy)}` : `key:${caller.key?.name}`,
         onAttempt: (entry) => {
           m.channel = facts.channel = entry.config.name;
           facts.attempts = (facts.attempts ?? 0) + 1;

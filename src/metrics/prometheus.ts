@@ -1,4 +1,4 @@
-// Prometheus metrics (CONTRACTS §8): an Observer that turns the pipeline's reports into the
+// Prometheus metrics (docs/operations.md#metrics): an Observer that turns the pipeline's reports into the
 // `sluice_*` and OpenTelemetry GenAI families, plus the process defaults, in a registry of its own.
 // Every label value comes from a bounded set, so a caller can never grow the series count. In a
 // node:cluster worker (`server.workers` > 1), render() answers for the whole instance (./cluster.ts).
@@ -272,7 +272,7 @@ function initialiseSeries(f: Families, opts: MetricsOptions): void {
 /** The series of newly configured channels and models (a reload leaves existing ones as they are). */
 function initialiseNames(f: Families, channels: string[], models: string[]): void {
   for (const channel of channels) {
-    // unknown until the first health check or request says otherwise (CONTRACTS §8)
+    // unknown until the first health check or request says otherwise (docs/operations.md#metrics)
     f.channelUp.set({ channel }, 0);
     f.queueDepth.set({ channel }, 0);
     for (const outcome of ATTEMPT_OUTCOMES) f.attempts.inc({ channel, outcome }, 0);

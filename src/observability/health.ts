@@ -1,4 +1,4 @@
-// Liveness and readiness (CONTRACTS §8, §11): /healthz says the process answers; /readyz says it can
+// Liveness and readiness (docs/operations.md#health-checks): /healthz says the process answers; /readyz says it can
 // serve, i.e. the store (and the cluster state's Redis, when there is one) answers a ping within a second.
 
 export interface HealthDeps {

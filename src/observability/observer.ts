@@ -18,7 +18,7 @@ export interface RequestRecord {
   shareId?: string;
   model?: string;
   channel?: string;
-  /** channels tried for the answer (CONTRACTS §9), counting the one that answered */
+  /** channels tried for the answer (docs/api.md#upstream-failures), counting the one that answered */
   attempts?: number;
   stream?: boolean;
   inputTokens?: number;
@@ -43,7 +43,7 @@ export interface Observer {
   upstreamFinished(channel: string, model: string, outcome: UpstreamOutcome): void;
   channelState(channel: string, up: boolean): void;
   shareCallback(kind: ShareCallbackKind, outcome: ShareCallbackOutcome): void;
-  /** one attempt on a channel (CONTRACTS §8 `sluice_upstream_attempts_total`) */
+  /** one attempt on a channel (`sluice_upstream_attempts_total`, docs/operations.md#metrics) */
   upstreamAttempt(channel: string, outcome: AttemptOutcome): void;
   /** a request refused because a budget could not hold it */
   budgetRefused(scopeKind: string): void;

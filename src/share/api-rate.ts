@@ -1,4 +1,4 @@
-// Rate limits of the share-link API (docs/config.md#share-links): /api/share/init|chats|chat answer
+// Rate limits of the share-link API (docs/configuration.md#share-links): /api/share/init|chats|chat answer
 // anonymous callers, and an init may ask the operator's server about a token, so each link
 // (`shareLinks[].apiQpm`, its users together) and each client address (`server.shareApiQpm`, all
 // links together) gets so many calls a minute. Counted in the cluster state's rate windows: one

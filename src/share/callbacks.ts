@@ -1,10 +1,11 @@
-// The operator's identity callbacks for share links (CONTRACTS §6, seed 4.2–4.3): `init` and
+// The operator's identity callbacks for share links (docs/api.md#identity-callbacks): `init` and
 // `start` ask the operator's server whether a user may go on and who they are; `finish` reports
 // each answer in the background, bounded and retried. Errors never carry the token or the host.
 import { hash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { createFetch } from "ofetch";
 import type { ShareLinkConfig } from "../config/schema.js";
+import type { Store } from "../store/types.js";
 import { GatewayError } from "../http/errors.js";
 import type { Observer, ShareCallbackKind } from "../observability/observer.js";
 import { createWorkQueue } from "./finish-queue.js";
@@ -39,6 +40,16 @@ export interface ShareAuthOptions {
   /** the clock of those memories (default performance.now) */
   now?: () => number;
   fetch?: typeof globalThis.fetch;
+  /** where init's uids are kept for every instance (under a digest of the token); absent: this process only */
+  uids?: Pick<Store, "rememberShareUid" | "findShareUid">;
+}
+
+/** How long a token's uid from init is found again: the share records' own window (30 days). */
+const SHARE_UID_DAYS_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** A token as it may be kept or used as a uid: its digest, never the token itself (docs/api.md#share-links). */
+export function tokenDigest(token: string): string {
+  return hash("sha256", token, "base64url");
 }
 
 interface FinishJob {
@@ -89,7 +100,7 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
   const asking = new Map<string, Promise<string>>();
   // what init answered for a token, kept longer than the init cache: a start without uid falls back to it
   const initUids = new LRUCache<string, string>({ max: INIT_CACHE_MAX * 4, ttl: INIT_UID_TTL_MS });
-  const uidKey = (link: ShareLinkConfig, token: string) => `${link.shareId}\n${token}`;
+  const uidKey = (link: ShareLinkConfig, token: string) => `${link.shareId}\n${tokenDigest(token)}`;
   const closing = new AbortController();
   const callSignal = (link: ShareLinkConfig) =>
     AbortSignal.any([closing.signal, AbortSignal.timeout(link.callbackTimeoutMs)]);
@@ -171,6 +182,15 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
     const uid = acceptUid("init", data.uid);
     initCache.set(key, uid);
     initUids.set(uidKey(link, token), uid);
+    // found again by a start on any instance; a failed write only loses that fallback
+    await opts.uids?.rememberShareUid(link.shareId, tokenDigest(token), uid, Date.now()).catch(() => {});
+    return uid;
+  }
+
+  /** The uid an init on any instance gave for this token, if the store has it. */
+  async function storedUid(link: ShareLinkConfig, token: string): Promise<string | undefined> {
+    const uid = await opts.uids?.findShareUid(link.shareId, tokenDigest(token), Date.now() - SHARE_UID_DAYS_MS).catch(() => undefined);
+    if (uid !== undefined) initUids.set(uidKey(link, token), uid);
     return uid;
   }
 
@@ -204,8 +224,9 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
       if (!link.authHost) return validateUid(token);
       const data = await verify("start", link, "/shareAuth/start", { token, question });
       if (data.uid === undefined || data.uid === null) {
-        // CONTRACTS §6: the uid init gave for this token, else the token, so the user's chats are found again
-        const uid = initUids.get(uidKey(link, token)) ?? validateUid(token);
+        // the uid init gave for this token (on any instance), else the token's digest — never the
+        // token itself, which would then be stored as the chats' owner (docs/api.md#share-links)
+        const uid = initUids.get(uidKey(link, token)) ?? (await storedUid(link, token)) ?? tokenDigest(token);
         observer.shareCallback("start", "success");
         return uid;
       }

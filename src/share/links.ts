@@ -1,4 +1,4 @@
-// Share-link lookup and the share-link user id rule (CONTRACTS §6): which link a request names,
+// Share-link lookup and the share-link user id rule (docs/api.md#share-links): which link a request names,
 // whether it is still open, and what a valid uid (operator's or the browser's localId) looks like.
 import type { ShareLinkConfig } from "../config/schema.js";
 import { GatewayError, badRequest, notFound } from "../http/errors.js";

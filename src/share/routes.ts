@@ -1,4 +1,4 @@
-// The share-link API (CONTRACTS §6): init, a user's chat list, one chat's messages, and the chat
+// The share-link API (docs/api.md#the-share-api): init, a user's chat list, one chat's messages, and the chat
 // window page. Tokens travel in JSON bodies so they stay out of URLs and access logs.
 import type { H3Event } from "h3";
 import { z } from "zod";
@@ -54,13 +54,13 @@ export interface ShareChatReply {
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
-// CONTRACTS §6 / seed §8: a user's record pull is at most 20 chats from the last 30 days
+// docs/store.md#record-pull: a user's record pull is at most 20 chats from the last 30 days
 const LIST_LIMIT = 20;
 const LIST_WINDOW_MS = 30 * DAY_MS;
 const MAX_CHAT_MESSAGES = 1000;
-// docs/store.md#record-pull: a pulled chat's messages hold at most 8 MiB of text (the newest whole
-// rounds), so one pull cannot make the gateway read and send a history of any size
-const MAX_CHAT_BYTES = 8 * 1024 * 1024;
+// a pulled chat's messages hold at most 4 MiB of text (the newest whole rounds), so one pull cannot
+// make the gateway read and send a history of any size (docs/api.md#share-links)
+const MAX_CHAT_BYTES = 4 * 1024 * 1024;
 
 const userBody = z.object({
   shareId: z.string().min(1).max(64),

@@ -116,7 +116,7 @@ export const MIGRATIONS: readonly string[] = [
     last_used_at INTEGER NOT NULL
   );
   `,
-  // 5: a chat's FastGPT variables (CONTRACTS §13), a JSON object merged with each request's;
+  // 5: a chat's FastGPT variables (docs/api.md#variables), a JSON object merged with each request's;
   //    NULL for chats that never had any
   `
   ALTER TABLE chats ADD COLUMN variables TEXT;

@@ -1,4 +1,4 @@
-// The PostgreSQL Store (CONTRACTS §11): what the SQLite store keeps, in a database several gateway
+// The PostgreSQL Store (docs/store.md#postgresql): what the SQLite store keeps, in a database several gateway
 // instances share. Rounds, usage rows and responses are written by group commit
 // (postgres-write-batch.ts): the writes of a batch in one transaction committed once its
 // statements' results are back (postgres-pool.ts): a round and its chat, a usage row and its spend

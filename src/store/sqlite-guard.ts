@@ -1,4 +1,4 @@
-// SQLite serves one gateway process (CONTRACTS §11): each process keeps its own history cache, so two
+// SQLite serves one gateway process (docs/store.md#sqlite): each process keeps its own history cache, so two
 // on one file would serve stale history. The first process holds an exclusive lock on a small file
 // beside the database (`<db>.lock`, itself an SQLite file: SQLite's locks are the OS's record locks);
 // a second one is refused at start with the way to run several instances. The OS drops the lock when

@@ -116,7 +116,7 @@ export interface UsageQuery {
   groupBy?: "finishReason";
 }
 
-/** A key created through the operations API (CONTRACTS §12): never the key, only its digest. */
+/** A key created through the operations API (docs/operations.md#keys-api): never the key, only its digest. */
 export interface CreatedKeyRow {
   name: string;
   kind: "app" | "global";

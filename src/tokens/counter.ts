@@ -1,4 +1,4 @@
-// Token counting (CONTRACTS §5) with gpt-tokenizer, plus the cheap byte bound that lets the hot path
+// Token counting (docs/api.md#tokens-and-points) with gpt-tokenizer, plus the cheap byte bound that lets the hot path
 // skip counting: a token is never shorter than one UTF-8 byte, so bytes bound tokens from above.
 // gpt-tokenizer's BPE is quadratic in the length of one pre-tokenized piece (a 400 KB word: minutes),
 // so a piece longer than MAX_PIECE is counted in MAX_PIECE-unit chunks; any other text counts
@@ -6,7 +6,12 @@
 // SLICE_MS and can stop once past a ceiling.
 import { createRequire } from "node:module";
 import { setImmediate as nextTurn } from "node:timers/promises";
-import type { ChatMessage } from "../chat/request-schema.js";
+/** A message as counting sees it: any chat message (src/chat/request-schema.ts) is one. */
+export interface ChatMessage {
+  role: string;
+  content: string | RawText | ReadonlyArray<{ type: string; text?: string }> | null;
+  tool_calls?: unknown;
+}
 import { RawText } from "../http/raw-text.js";
 
 export type TokenizerName = "cl100k_base" | "o200k_base";
@@ -70,6 +75,12 @@ function tokenizer(name: TokenizerName): Tokenizer {
     tokenizers.set(name, t);
   }
   return t;
+}
+
+/** Loads an encoding's tables now (40-70 MB, about half a second): called at start for the configured
+ *  models, so no request ever waits for a load with the event loop blocked. */
+export function loadTokenizer(name: TokenizerName): void {
+  tokenizer(name);
 }
 
 /** The tokens of one part of a text, and where the part ends. */
@@ -229,7 +240,7 @@ export function messageText(content: ChatMessage["content"]): string {
   if (!content) return "";
   if (content instanceof RawText) return content.text();
   let text = "";
-  for (const part of content) if (part.type === "text") text += (text ? "\n" : "") + part.text;
+  for (const part of content) if (part.type === "text") text += (text ? "\n" : "") + (part.text ?? "");
   return text;
 }
 

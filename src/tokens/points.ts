@@ -1,4 +1,4 @@
-// Points (cost) of one answer, CONTRACTS §5. Prices are per 1,000 tokens.
+// Points (cost) of one answer (docs/api.md#tokens-and-points). Prices are per 1,000 tokens.
 import type { ModelConfig } from "../config/schema.js";
 
 /** A chat model's prices, or an embedding model's (no output price: embeddings have no output). */

@@ -3,8 +3,7 @@
 // tokens lie between what is counted so far and that plus the bytes not counted yet. A question
 // such as "do these messages fit in N tokens?" counts until the bounds answer it, and a count once
 // made is kept for the next question (and, for a conversation's messages, for its next request).
-import { createPacer, countParts, countedText, boundMessage, MESSAGE_OVERHEAD, type Pacer, type Part, type TokenizerName } from "./counter.js";
-import type { ChatMessage } from "../chat/request-schema.js";
+import { createPacer, countParts, countedText, boundMessage, MESSAGE_OVERHEAD, type ChatMessage, type Pacer, type Part, type TokenizerName } from "./counter.js";
 
 /** Exact counts of a conversation's messages kept between its requests (see history-counts.ts). */
 export interface KnownCounts {

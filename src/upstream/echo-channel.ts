@@ -5,12 +5,15 @@
 // own token counting is what a demo shows. Its work per request is bounded (docs/configuration.md#channels).
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
+import { setImmediate as setImmediatePromise } from "node:timers/promises";
 import type { ChannelConfig } from "../config/schema.js";
 import { answerTooLarge, upstreamStatus } from "./errors.js";
 import type { ChannelClient, PostRequest, UpstreamReply } from "./types.js";
 
 /** Vector length when the request gives no `dimensions`. */
 export const ECHO_DIMENSIONS = 256;
+/** The most characters of the last user message the demo repeats: a demo answer, not a copy machine. */
+export const ECHO_MAX_CHARS = 4096;
 /** The most vector values one request may ask for (inputs × dimensions): 2^17 values make about
  *  2.5 MB of JSON and a few ms of hashing; more would let one caller stall the event loop. */
 export const ECHO_MAX_VALUES = 131_072;
@@ -24,7 +27,11 @@ export function createEchoChannel(channel: ChannelConfig): ChannelClient {
 
   async function post(req: PostRequest): Promise<UpstreamReply> {
     if (typeof req.body === "function") throw upstreamStatus(req.model, 415, "the demo channel reads JSON bodies only", undefined);
+    // a turn of the event loop first, as a model server's answer would take: the gateway's other
+    // requests (and /healthz) are served between the request's steps, never behind all of them
+    await setImmediatePromise();
     const body = JSON.parse(String(req.body)) as Record<string, unknown>;
+    await setImmediatePromise();
     const model = String(body.model);
     if (req.path === "/chat/completions") {
       const text = echoText(body.messages);
@@ -47,7 +54,8 @@ function echoText(messages: unknown): string {
   const last = list.findLast((m) => m?.role === "user");
   const content = last?.content;
   const said = typeof content === "string" ? content : Array.isArray(content) ? content.map((p: { text?: unknown }) => (typeof p?.text === "string" ? p.text : "")).join("") : "";
-  return said ? `Echo: ${said}` : "Echo: (no user message)";
+  if (!said) return "Echo: (no user message)";
+  return said.length <= ECHO_MAX_CHARS ? `Echo: ${said}` : `Echo: ${said.slice(0, ECHO_MAX_CHARS)}… (${said.length - ECHO_MAX_CHARS} more characters)`;
 }
 
 function completion(model: string, text: string) {

@@ -28,7 +28,7 @@ export const channelBusy = (model: string) =>
     headers: { "Retry-After": "1" },
   });
 
-/** An upstream's non-2xx answer, by the table of CONTRACTS §9. `message`: the upstream's, redacted. */
+/** An upstream's non-2xx answer, by the table of docs/api.md#upstream-failures. `message`: the upstream's, redacted. */
 export function upstreamStatus(model: string, status: number, message: string | undefined, retryAfter: string | undefined): UpstreamError {
   const detail = message;
   if (status === 429) {
@@ -43,7 +43,7 @@ export function upstreamStatus(model: string, status: number, message: string | 
     const said = message ? `: ${message}` : ".";
     return new UpstreamError(400, "upstream_rejected", `The model server for ${model} rejected the request${said}`, "rejected", { detail });
   }
-  return new UpstreamError(502, "upstream_error", `The model server for ${model} answered with HTTP ${status}.`, "http_error", { detail });
+  return new UpstreamError(502, "upstream_error", `The model server for ${model} answered with HTTP ${status}.`, "http_error", { detail, upstreamStatus: status });
 }
 
 /** undici's transport errors; anything else is the gateway's own fault and never blames the channel. */

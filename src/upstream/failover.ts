@@ -11,13 +11,16 @@ import type { ChannelClient } from "./types.js";
 /** Outcomes that say the channel, not the request, failed: the next channel may do better. A
  *  connection lost during an attempt (`stream_cut`) is one: nothing has reached the client yet. */
 const FAIL_OVER: ReadonlySet<UpstreamOutcome> = new Set(["unreachable", "timeout", "http_error", "stream_cut", "rate_limited", "auth_failed", "busy"]);
-/** Outcomes the breaker counts as failures (CONTRACTS §9: connect, timeout, 5xx, 429). */
+/** Outcomes the breaker counts as failures (docs/api.md#upstream-failures: connect, timeout, 502/503/504, 429;
+ *  a plain 500 only when several callers meet it, see router.reportServerError). */
 const BREAKER_FAILURE: ReadonlySet<UpstreamOutcome> = new Set(["unreachable", "timeout", "http_error", "stream_cut", "rate_limited"]);
 
 export interface AttemptOptions {
   model: string;
   cancel: Cancel;
   maxAttempts: number;
+  /** who is asking (a key, or a share link's client address): a plain 500 is judged by how many callers meet it */
+  caller: string;
   /** called as each attempt starts: the channel now in use (for billing and logs) */
   onAttempt: (entry: ChannelEntry) => void;
 }
@@ -49,7 +52,8 @@ export async function withFailover<T>(
       const error = req.cancel.aborted ? cutError(req.cancel, req.model) : mapTransportError(err, req.model);
       const outcome: UpstreamOutcome = error instanceof UpstreamError ? error.outcome : "http_error";
       observer.upstreamFinished(entry.config.name, req.model, outcome);
-      if (BREAKER_FAILURE.has(outcome)) router.report(entry, false, outcome, retryAfterMs(error));
+      if (error instanceof UpstreamError && error.upstreamStatus === 500) router.reportServerError(entry, req.caller, retryAfterMs(error));
+      else if (BREAKER_FAILURE.has(outcome)) router.report(entry, false, outcome, retryAfterMs(error));
       lastError = error;
       const next = FAIL_OVER.has(outcome) && !req.cancel.aborted && attempts < req.maxAttempts;
       observer.upstreamAttempt(entry.config.name, next ? "retried" : attemptOutcome(outcome));

@@ -1,4 +1,4 @@
-// A channel's connection gate (CONTRACTS §7, §9): at most `connections` calls at once; the rest wait
+// A channel's connection gate (docs/configuration.md#channels): at most `connections` calls at once; the rest wait
 // in a bounded queue for at most `queueTimeoutMs`. A full queue or a wait past the deadline is
 // refused at once (503 channel_busy), so a burst never queues without bound inside the pool.
 import type { Cancel } from "../http/cancel.js";

@@ -1,13 +1,12 @@
-// Active health checks (CONTRACTS §7 `healthCheck`): every `intervalMs`, `GET {baseUrl}/v1/models`
-// with the channel key, so a dead channel is known before a user meets it and `sluice_channel_up`
-// tells the truth. A check is also the probe of a breaker past its cooldown. Echo channels are local
-// and up from the start.
-import type { ChannelEntry } from "./router.js";
+// Active health checks (docs/configuration.md#channels `healthCheck`): every `intervalMs`,
+// `GET {baseUrl}/v1/models` with the channel key, so a dead channel is known before a user meets it
+// and `sluice_channel_up` tells the truth. Checks go on while a channel's breaker is open: a good one
+// closes it, so a breaker one caller's requests opened does not wait out its cooldown
+// (docs/api.md#upstream-failures). Echo channels are local and up from the start.
+import type { ChannelEntry } from "./types.js";
 
 export interface HealthDeps {
   report: (entry: ChannelEntry, ok: boolean, outcome?: string) => void;
-  /** false while the channel's breaker is open: no check is sent then */
-  admit: (entry: ChannelEntry) => boolean;
 }
 
 export function startHealthChecks(entries: ChannelEntry[], deps: HealthDeps): { stop(): void } {
@@ -21,8 +20,10 @@ export function startHealthChecks(entries: ChannelEntry[], deps: HealthDeps): { 
     const { check } = entry.client;
     if (intervalMs <= 0 || !check) continue;
     const run = () => {
-      if (!deps.admit(entry)) return;
-      void check(timeoutMs).then((ok) => deps.report(entry, ok, ok ? "ok" : "health_check"));
+      void check(timeoutMs).then((ok) => {
+        entry.healthFailing = !ok;
+        deps.report(entry, ok, ok ? "ok" : "health_check");
+      });
     };
     run();
     const timer = setInterval(run, intervalMs);

@@ -1,4 +1,4 @@
-// Chooses the channels for a model (CONTRACTS §9): by priority (higher first), weighted at random
+// Chooses the channels for a model (docs/api.md#upstream-failures): by priority (higher first), weighted at random
 // inside a priority, channels seen down tried after the others. Keeps each channel's `up` (its last
 // request or health check succeeded; unknown = down) and its breaker in the cluster state.
 import type { ClusterState } from "../cluster/types.js";
@@ -6,16 +6,12 @@ import type { Observer } from "../observability/observer.js";
 import { createEchoChannel } from "./echo-channel.js";
 import { startHealthChecks } from "./health-check.js";
 import { createOpenAIChannel } from "./openai-channel.js";
-import type { ChannelClient, UpstreamChannelConfig } from "./types.js";
+import type { ChannelEntry, UpstreamChannelConfig } from "./types.js";
 
-export interface ChannelEntry {
-  config: UpstreamChannelConfig;
-  client: ChannelClient;
-  /** last request or health check succeeded; undefined until the channel was first contacted */
-  up: boolean | undefined;
-  /** the last failure, in words, for the operations API */
-  lastError?: { at: number; outcome: string };
-}
+export type { ChannelEntry };
+
+/** Distinct callers whose 500s make a channel failing: one caller's content cannot trip it for all. */
+const SERVER_ERROR_CALLERS = 2;
 
 export interface RouterOptions {
   random?: () => number;
@@ -57,6 +53,7 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
   /** The outcome of a request or health check: `up`, the breaker, and (on failure) the last error. */
   function report(entry: ChannelEntry, ok: boolean, outcome = "ok", retryAfterMs?: number): void {
     const at = now();
+    if (ok) entry.serverErrorCallers?.clear();
     state.channelResult(entry.config.name, ok, at, retryAfterMs);
     if (!ok) entry.lastError = { at, outcome };
     if (entry.up === ok) return;
@@ -64,12 +61,25 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
     observer.channelState(entry.config.name, ok);
   }
 
-  const health = startHealthChecks(entries, { report, admit: (e) => state.admitChannel(e.config.name, now()) });
+  /**
+   * A plain 500 may be the request's own doing (its content made the model fail), so it counts
+   * against the channel only once a second caller meets one too, or while health checks fail
+   * (docs/api.md#upstream-failures).
+   */
+  function reportServerError(entry: ChannelEntry, caller: string, retryAfterMs?: number): void {
+    const callers = (entry.serverErrorCallers ??= new Set());
+    if (callers.size < 64) callers.add(caller);
+    entry.lastError = { at: now(), outcome: "http_error" };
+    if (callers.size >= SERVER_ERROR_CALLERS || entry.healthFailing) report(entry, false, "http_error", retryAfterMs);
+  }
+
+  const health = startHealthChecks(entries, { report });
 
   return {
     entries,
     candidates,
     report,
+    reportServerError,
     /** May a request go to this channel now (its breaker is closed, or this is the half-open probe)? */
     admit: (entry: ChannelEntry) => state.admitChannel(entry.config.name, now()),
     breaker: (entry: ChannelEntry) => state.breaker(entry.config.name),

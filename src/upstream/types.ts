@@ -47,3 +47,17 @@ export interface ChannelClient {
   /** a health check: resolves true when the server answered 2xx within `timeoutMs` (never rejects) */
   check?(timeoutMs: number): Promise<boolean>;
 }
+
+/** A channel as the router keeps it: its config, its client, and what is known of its health. */
+export interface ChannelEntry {
+  config: UpstreamChannelConfig;
+  client: ChannelClient;
+  /** last request or health check succeeded; undefined until the channel was first contacted */
+  up: boolean | undefined;
+  /** the last failure, in words, for the operations API */
+  lastError?: { at: number; outcome: string };
+  /** the last health check failed */
+  healthFailing?: boolean;
+  /** callers whose requests got a plain 500 since the channel last answered well */
+  serverErrorCallers?: Set<string>;
+}

@@ -12,9 +12,11 @@ export interface ModelTurn {
   chunks: ChatChunk[];
   finishReason: string;
   /** the upstream's usage; absent: none reported (the gateway counts) */
-  usage?: { prompt_tokens: number; completion_tokens: number; completion_tokens_details?: { reasoning_tokens: number } };
+  usage?: { prompt_tokens: number; completion_tokens: number; completion_tokens_details?: { reasoning_tokens: number }; prompt_tokens_details?: { cached_tokens: number } };
   /** answer with this HTTP status and an OpenAI error body instead */
   status?: number;
+  /** headers of that error answer (Retry-After, …) */
+  headers?: Record<string, string>;
   /** cut the connection after this many chunks (a failure after the first byte) */
   cutAfter?: number;
   /** pause before each chunk after the first */
@@ -51,7 +53,7 @@ export async function startScriptedUpstream(script: ModelScript): Promise<Script
     const recorded = { path, headers, body };
     requests.push(recorded);
     const turn = await script(recorded, n++);
-    if (turn.status && turn.status !== 200) return send(res, turn.status, { error: { message: `scripted failure ${turn.status}`, type: "server_error" } });
+    if (turn.status && turn.status !== 200) return send(res, turn.status, { error: { message: `scripted failure ${turn.status}`, type: "server_error" } }, turn.headers);
     if (body.stream !== true) return send(res, 200, wholeCompletion(turn, String(body.model)));
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
     res.flushHeaders();
@@ -77,9 +79,9 @@ export async function startScriptedUpstream(script: ModelScript): Promise<Script
   };
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.writeHead(status, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(text) });
   res.end(text);
 }
 

@@ -1,8 +1,9 @@
 // `POST /v1/messages/count_tokens` (docs/claude-code.md#count-tokens): the input tokens of a
 // Messages request, counted with the model's tokenizer on the translated chat request — no upstream
-// call, nothing billed. Messages count as the chat path counts them (role + "\n" + text, + 4); the
-// tool definitions and the arguments of earlier tool calls, which the model reads too, are added:
-// Claude Code asks this endpoint for the size of its tools.
+// call, nothing billed. The count is the one the chat limits refuse a prompt with ("prompt is too
+// long: N tokens"): each message as role + "\n" + text (+ its tool calls' names and arguments), + 4,
+// and the tool definitions as one more system message. Claude Code asks it for the size of its tools.
+import { toolsMessage } from "../../chat/limits.js";
 import type { ChatMessage, ChatRequest } from "../../chat/request-schema.js";
 import { countedText, countTextAsync, createPacer, MESSAGE_OVERHEAD, type TokenizerName } from "../../tokens/counter.js";
 import { buildChat, type MessagesCtx } from "./to-chat.js";
@@ -15,18 +16,8 @@ export function toCountChat(body: unknown): { chat: ChatRequest; ctx: MessagesCt
 
 export async function countInputTokens(chat: { messages: ChatMessage[]; tools?: unknown }, tokenizer: TokenizerName): Promise<number> {
   const pacer = createPacer();
-  const count = (text: string) => countTextAsync(text, tokenizer, { pacer });
+  const counted = chat.tools === undefined ? chat.messages : [...chat.messages, toolsMessage(chat.tools)];
   let total = 0;
-  for (const m of chat.messages) {
-    total += (await count(countedText(m))) + MESSAGE_OVERHEAD;
-    for (const call of toolCalls(m)) total += await count(`${call.function?.name ?? ""}\n${call.function?.arguments ?? ""}`);
-  }
-  if (Array.isArray(chat.tools) && chat.tools.length > 0) total += await count(JSON.stringify(chat.tools));
+  for (const m of counted) total += (await countTextAsync(countedText(m), tokenizer, { pacer })) + MESSAGE_OVERHEAD;
   return total;
-}
-
-type ToolCallShape = { function?: { name?: string; arguments?: string } };
-
-function toolCalls(m: ChatMessage): ToolCallShape[] {
-  return Array.isArray(m.tool_calls) ? (m.tool_calls as ToolCallShape[]) : [];
 }

@@ -1,6 +1,7 @@
 // The one table of Anthropic-shaped errors (docs/claude-code.md#errors): every GatewayError of the
 // pipeline becomes `{type: "error", error: {type, message}}` with Anthropic's status and type, so
 // the SDK raises its typed errors and Claude Code retries what Anthropic's API would have it retry.
+import { ContextTooLong } from "../../chat/limits.js";
 import type { GatewayError } from "../../http/errors.js";
 import type { DialectError } from "./types.js";
 
@@ -19,16 +20,14 @@ export interface AnthropicErrorBody {
   error: { type: AnthropicErrorType; message: string };
 }
 
-/** What a prompt over the model's context carries (the chat limits' `context_length_exceeded`). */
-export interface PromptSize {
-  promptTokens: number;
-  maxContext: number;
-}
-
 /** The status, body and headers of `err` in Anthropic's shape. */
 export function anthropicError(err: GatewayError): DialectError {
   const { status, type } = classify(err);
-  return { status, body: errorBody(type, messageOf(err)), headers: { ...err.headers } };
+  const headers: Record<string, string> = { ...err.headers };
+  // a wrong key and a spent budget stay so: Anthropic's clients retry every 429 (and Claude Code
+  // every 401, for ten tries) unless told not to
+  if (status === 401 || err.code === "insufficient_quota") headers["x-should-retry"] = "false";
+  return { status, body: errorBody(type, messageOf(err)), headers };
 }
 
 /** The `event: error` that ends a stream which failed after its first byte. */
@@ -55,21 +54,10 @@ function classify(err: GatewayError): { status: number; type: AnthropicErrorType
 }
 
 /** Claude Code compacts its history on a 400 whose message matches
- *  `prompt is too long[^0-9]*(\d+)\s*tokens?\s*>\s*(\d+)`: the numbers must be there. */
+ *  `prompt is too long[^0-9]*(\d+)\s*tokens?\s*>\s*(\d+)`: the numbers must be there. The chat
+ *  limits' refusal carries them: the prompt's tokens (at least one more than the maximum when the
+ *  limits stopped counting there) and the most a prompt may take (`maxContext` - 1). */
 function messageOf(err: GatewayError): string {
-  if (err.code !== "context_length_exceeded") return err.message;
-  const size = promptSize(err);
-  return size ? `prompt is too long: ${size.promptTokens} tokens > ${size.maxContext} maximum` : `prompt is too long: ${err.message}`;
-}
-
-/** The numbers of a context_length_exceeded: its own fields when the pipeline set them, else read
- *  from the chat limits' message ("… take [more than] N tokens; model X allows M in all."), where a
- *  prompt may take at most M - 1 tokens (one is left for the answer). */
-export function promptSize(err: GatewayError): PromptSize | undefined {
-  const { promptTokens, maxContext } = err as Partial<PromptSize>;
-  if (Number.isInteger(promptTokens) && Number.isInteger(maxContext)) return { promptTokens: promptTokens!, maxContext: maxContext! };
-  const m = /take (more than )?(\d+) tokens; .* allows (\d+) in all/.exec(err.message);
-  if (!m) return undefined;
-  const maxPrompt = Number(m[3]) - 1;
-  return { promptTokens: Math.max(Number(m[2]) + (m[1] ? 1 : 0), maxPrompt + 1), maxContext: maxPrompt };
+  if (!(err instanceof ContextTooLong)) return err.message;
+  return `prompt is too long: ${err.promptTokens ?? err.maxPrompt + 1} tokens > ${err.maxPrompt} maximum`;
 }

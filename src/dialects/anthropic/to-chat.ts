@@ -1,7 +1,7 @@
 // Anthropic Messages request → chat request (docs/claude-code.md#how-sluice-serves-it). The chat
-// request is what the chat path limits, meters and sends upstream; the context keeps what the answer
-// translation needs (the model name the client asked for, the stop sequences) and the sampling
-// field a chat body has no place for (`top_k`).
+// request is what the chat path limits, meters and sends upstream (`top_k` too: it reaches a model
+// that lists it in `passThrough`); the context keeps what the answer translation needs (the model
+// name the client asked for, the stop sequences).
 import type { ChatMessage, ChatRequest } from "../../chat/request-schema.js";
 import { badRequest } from "../../http/errors.js";
 import { RawText } from "../../http/raw-text.js";
@@ -24,8 +24,6 @@ export interface MessagesCtx {
   stream: boolean;
   /** the request's stop sequences: a vLLM `stop_reason` naming one is reported as `stop_sequence` */
   stopSequences: string[];
-  /** `top_k`, which Chat Completions lacks: the chat spec decides whether a model gets it */
-  topK: number | undefined;
 }
 
 type TextPart = { type: "text"; text: string };
@@ -54,9 +52,10 @@ export function buildChat(req: CountTokensRequest): { chat: ChatRequest; ctx: Me
   if (req.max_tokens !== undefined) chat.max_tokens = req.max_tokens;
   if (req.temperature !== undefined) chat.temperature = req.temperature;
   if (req.top_p !== undefined) chat.top_p = req.top_p;
+  if (req.top_k !== undefined) chat.top_k = req.top_k;
   if (req.stop_sequences?.length) chat.stop = req.stop_sequences;
   addTools(chat, req.tools, req.tool_choice);
-  const ctx: MessagesCtx = { model: req.model, stream: chat.stream === true, stopSequences: req.stop_sequences ?? [], topK: req.top_k };
+  const ctx: MessagesCtx = { model: req.model, stream: chat.stream === true, stopSequences: req.stop_sequences ?? [] };
   return { chat, ctx };
 }
 

@@ -36,8 +36,10 @@ export function createResponsesDialect(deps: ResponsesDialectDeps): ChatDialect<
     answer: toResponse,
     stream: createResponsesStream,
     keep(ctx, answer, caller) {
+      if (!answer) return undefined;
       const row = storedRow(ctx, answer as ResponseObject, { appId: caller.app.id, keyName: caller.key?.name ?? null }, { now: Date.now(), retentionDays: deps.retentionDays });
-      if (!row || row.input.length + row.output.length > deps.maxStoredBytes) return undefined;
+      // bytes, not UTF-16 units: a conversation in CJK text takes three bytes a character
+      if (!row || Buffer.byteLength(row.input) + Buffer.byteLength(row.output) > deps.maxStoredBytes) return undefined;
       return deps.store.saveResponse(row);
     },
   };

@@ -99,7 +99,7 @@ export function reasoningItem(id: string, summary: string | null): ReasoningOutp
 export function responseUsage(usage: DialectUsage): ResponseUsage {
   return {
     input_tokens: usage.input,
-    input_tokens_details: { cached_tokens: 0 },
+    input_tokens_details: { cached_tokens: usage.cached ?? 0 },
     output_tokens: usage.output,
     output_tokens_details: { reasoning_tokens: usage.reasoning ?? 0 },
     total_tokens: usage.input + usage.output,

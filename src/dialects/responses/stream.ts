@@ -47,7 +47,7 @@ interface OpenCall {
 
 export interface ResponsesStream extends StreamTranslator {
   /** the final Response object once `end` or `fail` ran (what `store` keeps) */
-  response(): ResponseObject | undefined;
+  result(): ResponseObject | undefined;
 }
 
 export function createResponsesStream(ctx: ResponsesCtx): ResponsesStream {
@@ -67,7 +67,7 @@ class ResponsesEvents implements ResponsesStream {
     this.#ctx = ctx;
   }
 
-  response(): ResponseObject | undefined {
+  result(): ResponseObject | undefined {
     return this.#final;
   }
 

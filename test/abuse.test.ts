@@ -1,0 +1,169 @@
+// The anonymous attacker, end to end (issue 20): against one running gateway (the built entry, a
+// process of its own), a share-link user with no key asks for 60 choices, sends huge turns, probes
+// another user's chat, makes the model fail on purpose to trip the channel for everyone, and a
+// model server answers Retry-After: 999999; the demo channel is asked for a 90 MB embeddings
+// answer. Throughout, a poller (a process of its own too) asks /healthz every 20 ms: it must answer
+// within 50 ms every time (this file runs alone, after the others: vitest.config.ts).
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BUILT_ENTRY, createMainProcesses, type MainProcess } from "./support/main-process.js";
+import { startScriptedUpstream, textChunks, type ScriptedUpstream } from "./support/scripted-upstream.js";
+
+const KEY = "sk-abuse-app-key-0001";
+const ADMIN = "sk-abuse-admin-key-01";
+const processes = createMainProcesses();
+const dir = mkdtempSync(join(tmpdir(), "sluice-abuse-"));
+let upstream: ScriptedUpstream;
+let gw: MainProcess;
+let poller: ChildProcess;
+
+/** Asks `url` every 20 ms until SIGTERM, then prints how many answers came and the slowest, in ms. */
+const POLLER = `
+let count = 0, max = 0, stop = false;
+process.on("SIGTERM", () => { stop = true; });
+(async () => {
+  // the poller's own first request loads its HTTP client: not the gateway's time
+  await fetch(process.argv[1]).then((r) => r.arrayBuffer());
+  while (!stop) {
+    const t = performance.now();
+    await fetch(process.argv[1]).then((r) => r.arrayBuffer());
+    const took = performance.now() - t;
+    count++; if (took > max) max = took; if (process.env.ABUSE_DEBUG && took > 30) console.error("slow", count, Math.round(took));
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  process.stdout.write(JSON.stringify({ count, max }));
+})();`;
+
+beforeAll(async () => {
+  upstream = await startScriptedUpstream(({ body }) => {
+    const said = JSON.stringify(body.messages);
+    if (body.model === "m2") return { chunks: [], finishReason: "stop", status: 429, headers: { "retry-after": "999999" } };
+    // the model fails on this content, whoever sends it
+    if (said.includes("BOOM")) return { chunks: [], finishReason: "stop", status: 500 };
+    return { chunks: textChunks("fine", 1), finishReason: "stop", usage: { prompt_tokens: 10, completion_tokens: 1 } };
+  });
+  const config = {
+    server: { maxTurnBytes: 256 * 1024, bodyLimitBytes: 2 * 1024 * 1024, log: { level: "warn" } },
+    store: { driver: "sqlite", path: join(dir, "abuse.db") },
+    channels: [
+      { name: "gpu", baseUrl: upstream.url, models: ["m"], healthCheck: { intervalMs: 0 } },
+      { name: "limited", baseUrl: upstream.url, models: ["m2"], healthCheck: { intervalMs: 0 } },
+      { name: "demo", type: "echo", models: ["echo", "echo-embed"] },
+    ],
+    llmModels: [
+      { model: "m", maxContext: 4000, maxResponse: 1000, charsPointsPrice: 2, maxChoices: 8 },
+      { model: "echo", maxContext: 900_000, maxResponse: 1000, charsPointsPrice: 0.01 },
+      { model: "m2" },
+    ],
+    vectorModels: [{ model: "echo-embed", maxToken: 8000 }],
+    routing: { breaker: { failures: 3, cooldownMs: 60_000 } },
+    apps: [
+      { id: "a", model: "m", models: ["m", "m2", "echo-embed"] },
+      { id: "chat", model: "echo" },
+    ],
+    apiKeys: [
+      { name: "app", kind: "app", appId: "a", key: KEY },
+      { name: "ops", kind: "admin", key: ADMIN },
+    ],
+    shareLinks: [
+      { shareId: "pub", appId: "a", maxUsagePoints: 50, apiQpm: 0 },
+      { shareId: "echo", appId: "chat", apiQpm: 0 },
+    ],
+  };
+  writeFileSync(join(dir, "config.json"), JSON.stringify(config));
+  gw = await processes.startMain(BUILT_ENTRY, ["--config", join(dir, "config.json")]);
+  poller = spawn(process.execPath, ["-e", POLLER, `${gw.url}/healthz`], { stdio: ["ignore", "pipe", "inherit"] });
+});
+
+afterAll(async () => {
+  if (poller.exitCode === null) poller.kill("SIGTERM");
+  await processes.killAll();
+  await upstream?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const post = (path: string, body: unknown, key?: string) =>
+  fetch(`${gw.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    body: JSON.stringify(body),
+  });
+const asUser = (shareId: string, uid: string, body: Record<string, unknown>) => post("/v1/chat/completions", { shareId, outLinkUid: uid, ...body });
+const say = (content: string) => [{ role: "user", content }];
+
+describe("the anonymous attacker", () => {
+  it("asks for 60 choices on a 50-point link: one is answered, the link never spends past 50 (before: 60 of 50)", async () => {
+    for (let i = 0; i < 5; i++) await asUser("pub", "spender", { messages: say("count to a lot"), n: 60 });
+    for (const r of upstream.requests) expect(r.body.n).toBeUndefined();
+    const usage = (await (await fetch(`${gw.url}/api/v1/usage?appId=a`, { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as { totals: { points: number; requests: number } };
+    expect(usage.totals.requests).toBe(5);
+    expect(usage.totals.points).toBeLessThanOrEqual(50);
+  });
+
+  it("sends huge turns: stored cut, the pull of them bounded, another user's probe refused at once", async () => {
+    // built once: the test's own work stays small
+    const huge = JSON.stringify({ shareId: "echo", outLinkUid: "hoarder", chatId: "hoard", messages: say(" ".repeat(1024 * 1024) + "x") });
+    for (let i = 0; i < 6; i++) {
+      const res = await fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: huge });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    const pulled = await post("/api/share/chat", { shareId: "echo", outLinkUid: "hoarder", chatId: "hoard" });
+    expect(pulled.status).toBe(200);
+    expect((await pulled.arrayBuffer()).byteLength).toBeLessThan(12 * 256 * 1024 + 10_000);
+    const probe = await post("/api/share/chat", { shareId: "echo", outLinkUid: "mallory", chatId: "hoard" });
+    expect(probe.status).toBe(403);
+    expect((await probe.json()).error.code).toBe("chat_not_owned");
+  });
+
+  it("makes the model fail on purpose: one caller's 500s do not open the channel for everyone (before: the next key got 503)", async () => {
+    for (let i = 0; i < 5; i++) expect((await asUser("pub", "breaker", { messages: say("BOOM") })).status).toBe(502);
+    const res = await post("/v1/chat/completions", { messages: say("normal work") }, KEY);
+    expect(res.status).toBe(200);
+    const channels = (await (await fetch(`${gw.url}/api/admin/channels`, { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as { channels: Array<{ name: string; breaker: { state: string } }> };
+    expect(channels.channels.find((c) => c.name === "gpu")!.breaker.state).toBe("closed");
+  });
+
+  it("a second caller meeting 500s too is a failing channel: the breaker opens", async () => {
+    // alone, the key's own 500s would not count either; with the share user's, they do
+    for (let i = 0; i < 3; i++) {
+      await asUser("pub", "breaker", { messages: say("BOOM") });
+      await post("/v1/chat/completions", { messages: say("BOOM again") }, KEY);
+    }
+    const refused = await post("/v1/chat/completions", { messages: say("anything") }, KEY);
+    expect(refused.status).toBe(503);
+    expect((await refused.json()).error.code).toBe("model_unavailable");
+  });
+
+  it("Retry-After: 999999 closes the channel for at most breaker.maxCooldownMs (default 5 min; before: 11.5 days)", async () => {
+    for (let i = 0; i < 3; i++) expect((await post("/v1/chat/completions", { model: "m2", messages: say("hi") }, KEY)).status).toBe(429);
+    const admin = { authorization: `Bearer ${ADMIN}` };
+    const channels = (await (await fetch(`${gw.url}/api/admin/channels`, { headers: admin })).json()) as { channels: Array<{ name: string; breaker: { state: string; retryAt: string | null } }> };
+    const limited = channels.channels.find((c) => c.name === "limited")!;
+    expect(limited.breaker.state).toBe("open");
+    expect(Date.parse(limited.breaker.retryAt!) - Date.now()).toBeLessThanOrEqual(300_000);
+  });
+
+  it("asks the demo channel for 256 inputs x 16384 dimensions: refused at once, memory flat (before: a 90 MB answer, RSS +339 MB)", async () => {
+    const rss = () => fetch(`${gw.url}/metrics`).then(async (r) => Number(/^process_resident_memory_bytes (\d+)/m.exec(await r.text())?.[1]));
+    const before = await rss();
+    const res = await post("/v1/embeddings", { model: "echo-embed", input: Array.from({ length: 256 }, (_, i) => `input ${i}`), dimensions: 16384 }, KEY);
+    expect(res.status).toBe(400);
+    expect((await res.json()).error.code).toBe("upstream_rejected");
+    expect((await rss()) - before).toBeLessThan(64 * 1024 * 1024);
+  });
+
+  it("never stalled the gateway: /healthz answered within 50 ms every time", async () => {
+    poller.kill("SIGTERM");
+    let out = "";
+    poller.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+    await once(poller, "exit");
+    const { count, max } = JSON.parse(out) as { count: number; max: number };
+    expect(count).toBeGreaterThan(20);
+    expect(max).toBeLessThan(50);
+  });
+});

@@ -1,0 +1,140 @@
+// Code comments cite the project's reference as `docs/<file>.md#<anchor>` (docs/architecture.md#where-new-work-lands):
+// every such citation in src/ must name a file of docs/ and a heading of it, by the anchor GitHub
+// makes of the heading. The links between the docs pages and from the README are held to the same.
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { join, relative } from "node:path";
+import { describe, expect, it } from "vitest";
+import { REPO_ROOT } from "./support/main-process.js";
+
+const CITATION = /docs\/([A-Za-z0-9_-]+\.md)(#[A-Za-z0-9_-]+)?/g;
+/** A Markdown link to a page of docs/ (relative to the linking page), with its anchor if any. */
+const MD_LINK = /\]\(((?:docs\/)?[A-Za-z0-9_-]+\.md)(#[^)\s]*)?\)|\]\((#[^)\s]+)\)/g;
+
+/** The anchor GitHub gives a heading: its text lower-cased, every character but letters, digits,
+ *  spaces, `-` and `_` dropped, spaces made `-`; a repeated anchor gets `-1`, `-2`, … */
+function headingAnchors(markdown: string): Set<string> {
+  const anchors = new Set<string>();
+  const seen = new Map<string, number>();
+  let fence: string | undefined;
+  for (const line of markdown.split("\n")) {
+    const marker = /^\s*(`{3,}|~{3,})/.exec(line)?.[1];
+    if (marker && (fence === undefined || marker.startsWith(fence))) {
+      fence = fence === undefined ? marker : undefined;
+      continue;
+    }
+    const heading = fence === undefined ? /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line) : null;
+    if (!heading) continue;
+    const text = heading[1]!.replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1").replace(/[`*]/g, "");
+    const base = text
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\p{M} _-]/gu, "")
+      .replace(/ /g, "-");
+    const count = seen.get(base) ?? 0;
+    seen.set(base, count + 1);
+    anchors.add(count === 0 ? base : `${base}-${count}`);
+  }
+  return anchors;
+}
+
+function filesUnder(dir: string, ext: RegExp): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? filesUnder(join(dir, e.name), ext) : ext.test(e.name) ? [join(dir, e.name)] : [],
+  );
+}
+
+const DOCS = join(REPO_ROOT, "docs");
+const anchorsOf = new Map<string, Set<string> | undefined>();
+function anchors(file: string): Set<string> | undefined {
+  if (!anchorsOf.has(file)) {
+    const path = join(DOCS, file);
+    anchorsOf.set(file, existsSync(path) ? headingAnchors(readFileSync(path, "utf8")) : undefined);
+  }
+  return anchorsOf.get(file);
+}
+
+/** What is wrong with a reference to `file` (in docs/) and `anchor` (with its #), or undefined. */
+function problem(file: string, anchor: string | undefined): string | undefined {
+  const known = anchors(file);
+  if (!known) return `docs/${file} does not exist`;
+  if (anchor && !known.has(anchor.slice(1))) return `docs/${file} has no heading ${anchor}`;
+  return undefined;
+}
+
+describe("docs anchors", () => {
+  it("are made from headings as GitHub makes them, outside code blocks, repeats numbered", () => {
+    const md = [
+      "# Sluice",
+      "## Store and previous_response_id",
+      "### `server.cors.origins` (default `[\"*\"]`)",
+      "## The `sluice` command",
+      "## Errors",
+      "```toml",
+      "# request_max_retries = 4",
+      "```",
+      "## Errors",
+      "### Share-link uids ##",
+      "## [Linked](other.md) heading",
+    ].join("\n");
+    expect([...headingAnchors(md)]).toEqual([
+      "sluice",
+      "store-and-previous_response_id",
+      "servercorsorigins-default-",
+      "the-sluice-command",
+      "errors",
+      "errors-1",
+      "share-link-uids",
+      "linked-heading",
+    ]);
+  });
+
+  it("finds a cited section that is missing", () => {
+    expect(problem("api.md", "#errors")).toBeUndefined();
+    expect(problem("api.md", "#no-such-section")).toBe("docs/api.md has no heading #no-such-section");
+    expect(problem("config.md", "#server")).toBe("docs/config.md does not exist");
+  });
+});
+
+describe("docs citations", () => {
+  it("every docs/<file>.md#<anchor> cited in src/ names a heading of that page", () => {
+    const broken: string[] = [];
+    let cited = 0;
+    for (const path of filesUnder(join(REPO_ROOT, "src"), /\.(ts|js|mjs|html)$/)) {
+      readFileSync(path, "utf8")
+        .split("\n")
+        .forEach((line, i) => {
+          for (const m of line.matchAll(CITATION)) {
+            cited++;
+            const why = problem(m[1]!, m[2]);
+            if (why) broken.push(`${relative(REPO_ROOT, path)}:${i + 1}: ${m[0]}: ${why}`);
+          }
+        });
+    }
+    expect(cited).toBeGreaterThan(50);
+    expect(broken).toEqual([]);
+  });
+
+  it("no comment in src/ cites a document outside the repository", () => {
+    const outside = filesUnder(join(REPO_ROOT, "src"), /\.(ts|js|mjs)$/).flatMap((path) =>
+      readFileSync(path, "utf8")
+        .split("\n")
+        .flatMap((line, i) => (/\bCONTRACTS\b/.test(line) ? [`${relative(REPO_ROOT, path)}:${i + 1}: ${line.trim()}`] : [])),
+    );
+    expect(outside).toEqual([]);
+  });
+
+  it("every link of the README and the docs pages to a docs page names a heading of it", () => {
+    const pages = [join(REPO_ROOT, "README.md"), ...filesUnder(DOCS, /\.md$/)];
+    const broken: string[] = [];
+    for (const path of pages) {
+      const inDocs = path.startsWith(DOCS);
+      for (const m of readFileSync(path, "utf8").matchAll(MD_LINK)) {
+        // a link within its own page: `(#anchor)`; to another: `(api.md#x)` from docs/, `(docs/api.md#x)` from the README
+        const file = m[3] ? relative(DOCS, path) : m[1]!.replace(/^docs\//, "");
+        if (!m[3] && inDocs === m[1]!.startsWith("docs/")) continue; // a path relative to somewhere else
+        const why = problem(file, m[3] ?? m[2]);
+        if (why) broken.push(`${relative(REPO_ROOT, path)}: ${m[0]}: ${why}`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+});

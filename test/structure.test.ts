@@ -1,0 +1,92 @@
+// The house's structure (docs/architecture.md#layers): no import cycles; the lower layers (http/,
+// upstream/, metered/, store/, cluster/, tokens/, json/, …) never import a request kind; a kind is a
+// spec, not a copy of the pipeline: the chat and embeddings specs stay small.
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const SRC = fileURLToPath(new URL("../src", import.meta.url));
+/** the request kinds: specs of the pipeline, and the dialects */
+const KINDS = new Set(["chat", "embeddings", "dialects", "rerank", "audio", "completions"]);
+/** where the kinds are put together: the app, its runtime and its route table */
+const ASSEMBLY = new Set(["gateway.ts", "runtime.ts", "routes.ts", "dev.ts", "main.ts"]);
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? sources(path) : path.endsWith(".ts") ? [path] : [];
+  });
+}
+
+/** Every relative import (type imports too) of every source file, as resolved paths. */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of sources(SRC)) {
+    const text = readFileSync(file, "utf8");
+    const targets = [...text.matchAll(/^(?:import|export)\s[^"';]*?from\s+"(\.[^"]+)"/gm)].map((m) => resolve(dirname(file), m[1]!).replace(/\.js$/, ".ts"));
+    graph.set(file, targets);
+  }
+  return graph;
+}
+
+/** The strongly connected components of more than one file (Tarjan). */
+function cycles(graph: Map<string, string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    for (let w = stack.pop()!; ; w = stack.pop()!) {
+      onStack.delete(w);
+      component.push(relative(SRC, w));
+      if (w === v) break;
+    }
+    if (component.length > 1) found.push(component);
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+const lines = (file: string) => readFileSync(join(SRC, file), "utf8").split("\n").length;
+
+describe("the structure of src/", () => {
+  const graph = importGraph();
+
+  it("has no import cycles", () => {
+    expect(cycles(graph)).toEqual([]);
+  });
+
+  it("has no import from a lower layer into a request kind", () => {
+    const upward: string[] = [];
+    for (const [file, targets] of graph) {
+      const from = relative(SRC, file);
+      if (KINDS.has(from.split("/")[0]!) || ASSEMBLY.has(from)) continue;
+      for (const target of targets) if (KINDS.has(relative(SRC, target).split("/")[0]!)) upward.push(`${from} → ${relative(SRC, target)}`);
+    }
+    expect(upward).toEqual([]);
+  });
+
+  it("keeps each kind a spec of the one pipeline: the chat and embeddings specs well under 150 lines", () => {
+    expect(lines("chat/spec.ts")).toBeLessThan(100);
+    expect(lines("embeddings/spec.ts")).toBeLessThan(100);
+    // one pipeline: nothing else reads a body, admits a budget and walks the channels
+    const pipelines = [...graph.keys()].filter((f) => /quota\.admit\(/.test(readFileSync(f, "utf8")) && /withFailover\(/.test(readFileSync(f, "utf8")));
+    expect(pipelines.map((f) => relative(SRC, f))).toEqual(["metered/pipeline.ts"]);
+  });
+});
