@@ -182,13 +182,14 @@ describe("completions through the gateway", () => {
     expect(f.rows[0]).toMatchObject({ inputTokens: input, outputTokens: output });
   });
 
-  it("streams text_completion chunks of several prompts and choices, with the usage chunk asked for", async () => {
+  it("streams text_completion chunks of several prompts and choices naming the alias asked for, with the usage chunk asked for", async () => {
     f.code[0].behave({ usage: { prompt_tokens: 4, completion_tokens: 9 } });
-    const stream = await openai().completions.create({ model: "qwen-coder", prompt: ["Hello", "Bye"], n: 2, stream: true, stream_options: { include_usage: true } });
+    const stream = await openai().completions.create({ model: "gpt-3.5-turbo-instruct", prompt: ["Hello", "Bye"], n: 2, stream: true, stream_options: { include_usage: true } });
     const seen: string[] = [];
     let usage: unknown;
     for await (const chunk of stream) {
       expect(chunk.object).toBe("text_completion");
+      expect(chunk.model).toBe("gpt-3.5-turbo-instruct"); // the alias asked for, in every chunk
       for (const c of chunk.choices) seen[c.index] = (seen[c.index] ?? "") + c.text;
       if (chunk.usage) usage = chunk.usage;
     }
