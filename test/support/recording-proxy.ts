@@ -48,7 +48,7 @@ export async function startRecordingProxy(target: string, secrets: string[] = []
     req.on("end", () => {
       const raw = Buffer.concat(chunks);
       const [path, query = ""] = (req.url ?? "/").split("?");
-      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, KEY_HEADERS.has(k) ? "<redacted>" : mask(String(v))]));
+      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, KEY_HEADERS.has(k) && secrets.length === 0 ? "<redacted>" : mask(String(v))]));
       const entry: Passed = { method: req.method ?? "GET", path: path!, query, headers, body: parse(raw), at };
       passed.push(entry);
       const out = request({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
