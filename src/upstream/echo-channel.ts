@@ -7,6 +7,8 @@ import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
 import { setImmediate as setImmediatePromise } from "node:timers/promises";
 import type { ChannelConfig } from "../config/schema.js";
+import { items, members, valueOf, type Span } from "../json/members.js";
+import { JsonScanner, skipSpace } from "../json/scan.js";
 import { answerTooLarge, upstreamStatus } from "./errors.js";
 import type { ChannelClient, PostRequest, UpstreamReply } from "./types.js";
 
@@ -30,29 +32,50 @@ export function createEchoChannel(channel: ChannelConfig): ChannelClient {
     // a turn of the event loop first, as a model server's answer would take: the gateway's other
     // requests (and /healthz) are served between the request's steps, never behind all of them
     await setImmediatePromise();
-    const body = JSON.parse(String(req.body)) as Record<string, unknown>;
-    await setImmediatePromise();
-    const model = String(body.model);
     if (req.path === "/chat/completions") {
-      const text = echoText(body.messages);
-      if (body.stream !== true) return reply(JSON_HEADERS, bytes(Buffer.from(JSON.stringify(completion(model, text)))));
+      // a chat body may be megabytes of history: only the model, stream and the last user message are read
+      const { model, stream, text } = readChat(Buffer.isBuffer(req.body) ? req.body : Buffer.from(req.body));
+      if (!stream) return reply(JSON_HEADERS, bytes(Buffer.from(JSON.stringify(completion(model, text)))));
       const events = [...echoChunks(model, text), "[DONE]"];
       return reply(SSE_HEADERS, Readable.from(events.map((e) => Buffer.from(`data: ${e}\n\n`))));
     }
     if (req.path === "/embeddings") {
+      const body = JSON.parse(String(req.body)) as Record<string, unknown>;
+      const model = String(body.model);
       const answer = Buffer.from(JSON.stringify(embeddings(model, body)));
       if (answer.length > channel.maxAnswerBytes) throw answerTooLarge(model, channel.maxAnswerBytes);
       return reply(JSON_HEADERS, bytes(answer));
     }
-    throw upstreamStatus(model, 404, `the demo channel does not serve ${req.path}`, undefined);
+    throw upstreamStatus(req.model, 404, `the demo channel does not serve ${req.path}`, undefined);
   }
   return { name: channel.name, post, close: async () => {} };
 }
 
-function echoText(messages: unknown): string {
-  const list = Array.isArray(messages) ? (messages as Array<{ role?: unknown; content?: unknown }>) : [];
-  const last = list.findLast((m) => m?.role === "user");
-  const content = last?.content;
+/** What the demo reads of a chat body: its model, whether to stream, and what it answers. */
+function readChat(buf: Buffer): { model: string; stream: boolean; text: string } {
+  const scan = new JsonScanner(buf);
+  let model = "";
+  let stream = false;
+  let lastUser: unknown;
+  for (const m of members(buf, skipSpace(buf, 0), scan)) {
+    if (m.key === "model") model = String(valueOf(buf, m));
+    else if (m.key === "stream") stream = valueOf(buf, m) === true;
+    else if (m.key === "messages") {
+      for (const item of items(buf, m.start, scan)) {
+        let role: unknown;
+        let content: Span | undefined;
+        for (const field of members(buf, item.start, scan)) {
+          if (field.key === "role") role = valueOf(buf, field);
+          else if (field.key === "content") content = field;
+        }
+        if (role === "user" && content) lastUser = content;
+      }
+    }
+  }
+  return { model, stream, text: echoText(lastUser === undefined ? undefined : valueOf(buf, lastUser as Span)) };
+}
+
+function echoText(content: unknown): string {
   const said = typeof content === "string" ? content : Array.isArray(content) ? content.map((p: { text?: unknown }) => (typeof p?.text === "string" ? p.text : "")).join("") : "";
   if (!said) return "Echo: (no user message)";
   return said.length <= ECHO_MAX_CHARS ? `Echo: ${said}` : `Echo: ${said.slice(0, ECHO_MAX_CHARS)}… (${said.length - ECHO_MAX_CHARS} more characters)`;
