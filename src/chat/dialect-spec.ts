@@ -9,13 +9,11 @@ import { appAllows, resolveModel } from "../metered/models.js";
 import type { MeteredSpec, Streamed } from "../metered/spec.js";
 import { historyCounts } from "../tokens/history-counts.js";
 import { computePoints } from "../tokens/points.js";
-import { cutError, cutFinishReason } from "../http/cancel.js";
-import { GatewayError } from "../http/errors.js";
-import { mapTransportError, streamCut } from "../upstream/errors.js";
+import { cutFinishReason } from "../http/cancel.js";
 import { attemptChat, type ChatAnswer, type CompletionJson, type Usage } from "./attempt.js";
 import type { ChatDialect, DialectUsage } from "./dialect.js";
 import { affordChat, planChat, type ChatCall, type ChatPlan } from "./plan.js";
-import { pump } from "./pump.js";
+import { relayAnswer } from "./pump.js";
 import { SSE_HEADERS, completionAsSse } from "./respond-stream.js";
 import { settleChat } from "./settle.js";
 import type { ChatSpecDeps } from "./spec.js";
@@ -92,15 +90,11 @@ function streamTranslated<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDialect<Req
       const relay = new TranslatedRelay(translator, write, call.model.model, onFirstContent);
       write(translator.begin());
       const out = { text: () => relay.generated(), usage: undefined as Usage | undefined };
-      try {
-        await pump(body, res, relay, maxBytes, call.model.model);
-        relay.finish();
-        if (!relay.done && !relay.finishReason()) throw streamCut(call.model.model);
-      } catch (err) {
+      const cut = await relayAnswer(body, res, relay, maxBytes, call.cancel, call.model.model);
+      if (cut) {
         // cut: billed for what was generated; the pipeline ends the stream with the dialect's error
-        const error = call.cancel.aborted ? cutError(call.cancel, call.model.model) : err instanceof GatewayError ? err : mapTransportError(err, call.model.model);
-        await settleChat(deps, call, plan, meter, { text: out.text, usage: relay.usage, finishReason: () => cutFinishReason(call.cancel), cut: error });
-        throw error;
+        await settleChat(deps, call, plan, meter, { text: out.text, usage: relay.usage, finishReason: () => cutFinishReason(call.cancel), cut });
+        throw cut;
       }
       const finishReason = relay.finishReason() ?? "stop";
       let closing = "";

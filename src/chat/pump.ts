@@ -3,7 +3,9 @@
 // maxAnswerBytes, the pooled connection kept reusable once the answer is complete.
 import type { ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
-import { answerTooLarge } from "../upstream/errors.js";
+import { cutError, type Cancel } from "../http/cancel.js";
+import { GatewayError } from "../http/errors.js";
+import { answerTooLarge, mapTransportError, streamCut } from "../upstream/errors.js";
 
 /** What turns upstream SSE bytes into the client's: the byte relay of the chat path, or a dialect's. */
 export interface SseSink {
@@ -11,6 +13,41 @@ export interface SseSink {
   push(chunk: Buffer): boolean;
   /** the upstream's [DONE] was seen: the answer is complete */
   readonly done: boolean;
+}
+
+/** A sink that knows when an answer without [DONE] is complete anyway: it gave its finish reason. */
+export interface AnswerSink extends SseSink {
+  /** the upstream ended: anything left unterminated is taken as a last event */
+  finish(): void;
+  finishReason(): string | undefined;
+}
+
+/**
+ * Relays a whole streamed answer into `sink`; resolves with the error that cut it (as the client is
+ * to be told: the client left, a deadline, shutdown, the upstream breaking off), or undefined when
+ * it completed.
+ */
+export async function relayAnswer(body: Readable, res: ServerResponse, sink: AnswerSink, maxBytes: number, cancel: Cancel, model: string): Promise<GatewayError | undefined> {
+  try {
+    await pump(body, res, sink, maxBytes, model);
+    sink.finish();
+    // without [DONE], only an answer that gave its finish reason is complete
+    if (!sink.done && !sink.finishReason()) throw streamCut(model);
+    return undefined;
+  } catch (err) {
+    return cancel.aborted ? cutError(cancel, model) : err instanceof GatewayError ? err : mapTransportError(err, model);
+  }
+}
+
+/** The `data:` payload of one SSE event (several data lines join with newlines); undefined if none. */
+export function dataOf(block: string): string | undefined {
+  let data: string | undefined;
+  for (const line of block.split("\n")) {
+    if (!line.startsWith("data:")) continue;
+    const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
+    data = data === undefined ? value : `${data}\n${value}`;
+  }
+  return data;
 }
 
 /** Feeds every chunk of `body` to the relay, pausing while the client is slow; resolves at the end. */

@@ -5,12 +5,10 @@
 // stream: the pipeline ends it with the error event, never with a clean end.
 import type { ServerResponse } from "node:http";
 import { Readable } from "node:stream";
-import { cutError, cutFinishReason } from "../http/cancel.js";
-import { GatewayError } from "../http/errors.js";
+import { cutFinishReason } from "../http/cancel.js";
 import type { Meter } from "../metered/meter.js";
 import type { Streamed } from "../metered/spec.js";
-import { mapTransportError, streamCut } from "../upstream/errors.js";
-import { pump } from "./pump.js";
+import { relayAnswer } from "./pump.js";
 import type { CompletionJson } from "./attempt.js";
 import type { ChatCall, ChatPlan } from "./plan.js";
 import { SseRelay } from "./sse-relay.js";
@@ -48,18 +46,13 @@ async function relayStream(deps: SettleDeps, call: ChatCall, plan: ChatPlan, met
   const onFirstContent = () => (call.facts.ttftMs = performance.now() - call.started);
   const relay: SseRelay = new SseRelay({ detail: plan.detail, includeUsage: plan.includeUsage, model: model.model, write, onFirstContent, answerModel: plan.answerModel });
   const text = () => relay.text();
-  try {
-    // 1. Relay until [DONE] (or the end of a stream that already gave its finish reason).
-    await pump(body, res, relay, maxBytes, model.model);
-    relay.finish();
-    // without [DONE], only an answer that gave its finish reason is complete
-    if (!relay.done && !relay.finishReason()) throw streamCut(model.model);
-  } catch (err) {
+  // 1. Relay until [DONE] (or the end of a stream that already gave its finish reason).
+  const cut = await relayAnswer(body, res, relay, maxBytes, cancel, model.model);
+  if (cut) {
     // 2a. Cut: bill what was generated, then fail the stream (the pipeline tells the client).
-    const error = cancel.aborted ? cutError(cancel, model.model) : err instanceof GatewayError ? err : mapTransportError(err, model.model);
     const finishReason = cutFinishReason(cancel);
-    await settleChat(deps, call, plan, meter, { text, usage: relay.usage, finishReason: () => finishReason, cut: error });
-    throw error;
+    await settleChat(deps, call, plan, meter, { text, usage: relay.usage, finishReason: () => finishReason, cut });
+    throw cut;
   }
 
   // 2b. Settle (the turns are stored before the client sees the end), then close the stream.

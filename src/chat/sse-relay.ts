@@ -7,7 +7,7 @@
 import { CLOSE_BRACE, OPEN_BRACE, isSpace } from "../json/scan.js";
 import { badUpstreamReply, UpstreamError } from "../upstream/errors.js";
 import type { Usage } from "./attempt.js";
-import type { SseSink } from "./pump.js";
+import { dataOf, type AnswerSink } from "./pump.js";
 
 const EVENT_END = "\n\n";
 const CR = 13;
@@ -65,7 +65,7 @@ interface Collected {
 }
 
 // A class, not a closure factory: one of these is made per streamed request.
-export class SseRelay implements SseSink {
+export class SseRelay implements AnswerSink {
   done = false;
   usage: Usage | undefined;
   readonly #opts: RelayOptions;
@@ -225,16 +225,6 @@ export function firstMalformed(view: string): number {
   return -1;
 }
 
-/** The `data:` payload of one SSE event (several data lines join with newlines); undefined if none. */
-function dataOf(block: string): string | undefined {
-  let data: string | undefined;
-  for (const line of block.split("\n")) {
-    if (!line.startsWith("data:")) continue;
-    const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
-    data = data === undefined ? value : `${data}\n${value}`;
-  }
-  return data;
-}
 
 function parseChunk(data: string, model: string): ChunkShape {
   let chunk: ChunkShape;

@@ -5,11 +5,11 @@
 import { badUpstreamReply, upstreamReportedError } from "../upstream/errors.js";
 import type { Usage } from "./attempt.js";
 import type { ChatChunk, StreamTranslator } from "./dialect.js";
-import type { SseSink } from "./pump.js";
+import { dataOf, type AnswerSink } from "./pump.js";
 
 const EVENT_END = "\n\n";
 
-export class TranslatedRelay implements SseSink {
+export class TranslatedRelay implements AnswerSink {
   done = false;
   usage: Usage | undefined;
   #finishReason: string | undefined;
@@ -96,13 +96,3 @@ export class TranslatedRelay implements SseSink {
   }
 }
 
-/** The `data:` payload of one SSE event (several data lines join with newlines); undefined if none. */
-function dataOf(block: string): string | undefined {
-  let data: string | undefined;
-  for (const line of block.split("\n")) {
-    if (!line.startsWith("data:")) continue;
-    const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
-    data = data === undefined ? value : `${data}\n${value}`;
-  }
-  return data;
-}

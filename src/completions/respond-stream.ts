@@ -5,13 +5,11 @@
 import type { ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { SSE_HEADERS } from "../chat/respond-stream.js";
-import { pump } from "../chat/pump.js";
+import { relayAnswer } from "../chat/pump.js";
 import { SseRelay } from "../chat/sse-relay.js";
-import { cutError, cutFinishReason } from "../http/cancel.js";
-import { GatewayError } from "../http/errors.js";
+import { cutFinishReason } from "../http/cancel.js";
 import type { Meter } from "../metered/meter.js";
 import type { Streamed } from "../metered/spec.js";
-import { mapTransportError, streamCut } from "../upstream/errors.js";
 import type { TextCompletion } from "./answer.js";
 import { settleCompletion, type CompletionsCall, type CompletionsPlan } from "./settle.js";
 import { COMPLETION_TEXT } from "./stream-text.js";
@@ -32,16 +30,12 @@ async function relay(call: CompletionsCall, plan: CompletionsPlan, meter: Meter,
   const answerModel = call.req.model !== model.model ? call.req.model : undefined;
   const sse = new SseRelay({ detail: false, includeUsage: plan.includeUsage, model: model.model, write, onFirstContent, answerModel, text: COMPLETION_TEXT });
   const texts = () => sse.texts();
-  try {
-    // 1. Relay until [DONE] (or the end of a stream that already gave its finish reason).
-    await pump(body, res, sse, maxBytes, model.model);
-    sse.finish();
-    if (!sse.done && !sse.finishReason()) throw streamCut(model.model);
-  } catch (err) {
+  // 1. Relay until [DONE] (or the end of a stream that already gave its finish reason).
+  const cut = await relayAnswer(body, res, sse, maxBytes, cancel, model.model);
+  if (cut) {
     // 2a. Cut: bill what was generated, then fail the stream.
-    const error = cancel.aborted ? cutError(cancel, model.model) : err instanceof GatewayError ? err : mapTransportError(err, model.model);
-    await settleCompletion(call, plan, meter, { texts, usage: sse.usage, finishReason: cutFinishReason(cancel), cut: error });
-    throw error;
+    await settleCompletion(call, plan, meter, { texts, usage: sse.usage, finishReason: cutFinishReason(cancel), cut });
+    throw cut;
   }
   // 2b. Settle, then close the stream (with the usage chunk the client asked for and the upstream did not send).
   const settled = await settleCompletion(call, plan, meter, { texts, usage: sse.usage, finishReason: sse.finishReason() ?? "stop" });

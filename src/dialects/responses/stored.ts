@@ -2,25 +2,13 @@
 // as input items (the previous response's conversation, then this request's input) and the Response
 // object itself. A follow-up's `previous_response_id` continues from both, so a chain of any length
 // is read in one look-up; the previous instructions are not carried over (the API's rule).
+import type { StoredResponse } from "../../store/types.js";
 import type { InputItem } from "./request-schema.js";
 import type { OutputItem, ResponseObject } from "./response-object.js";
 import type { ResponsesCtx } from "./to-chat.js";
 
-/** The store's row of a response (src/store/types.ts StoredResponse). */
-export interface StoredResponseRow {
-  id: string;
-  appId: string;
-  keyName: string | null;
-  /** epoch milliseconds */
-  createdAt: number;
-  /** epoch milliseconds: from then on the response is gone */
-  expiresAt: number;
-  previousId: string | null;
-  /** JSON text of the input items */
-  input: string;
-  /** JSON text of the response object */
-  output: string;
-}
+/** The store's row of a response. */
+export type StoredResponseRow = StoredResponse;
 
 const DAY_MS = 86_400_000;
 
