@@ -20,14 +20,17 @@ const dir = mkdtempSync(join(tmpdir(), "sluice-abuse-"));
 let upstream: ScriptedUpstream;
 let gw: MainProcess;
 let poller: ChildProcess;
+let polled = "";
 
-/** Asks `url` every 20 ms until SIGTERM, then prints how many answers came and the slowest, in ms. */
+/** Asks `url` every 20 ms until SIGTERM (printing "polling" once it does), then prints how many
+ *  answers came and the slowest, in ms. */
 const POLLER = `
 let count = 0, max = 0, stop = false;
 process.on("SIGTERM", () => { stop = true; });
 (async () => {
   // the poller's own first requests load and compile its HTTP client: not the gateway's time
   for (let i = 0; i < 3; i++) await fetch(process.argv[1]).then((r) => r.arrayBuffer());
+  process.stdout.write("polling\\n");
   while (!stop) {
     const t = performance.now();
     await fetch(process.argv[1]).then((r) => r.arrayBuffer());
@@ -84,6 +87,11 @@ beforeAll(async () => {
     await post("/v1/embeddings", { model: "echo-embed", input: "warm up" }, KEY).then((r) => r.arrayBuffer());
   }
   poller = spawn(process.execPath, ["-e", POLLER, `${gw.url}/healthz`], { stdio: ["ignore", "pipe", "inherit"] });
+  poller.stdout!.setEncoding("utf8").on("data", (d: string) => (polled += d));
+  // the attack starts once the poller watches (a loaded machine starts a process slowly)
+  const exited = once(poller, "exit").then(([code]) => Promise.reject(new Error(`the poller exited (${String(code)})`)));
+  while (!polled.includes("polling\n")) await Promise.race([once(poller.stdout!, "data"), exited]);
+  exited.catch(() => {}); // its exit at the end is awaited by the last test
 });
 
 afterAll(async () => {
@@ -168,10 +176,8 @@ describe("the anonymous attacker", () => {
 
   it("never stalled the gateway: /healthz answered within 50 ms every time", async () => {
     poller.kill("SIGTERM");
-    let out = "";
-    poller.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-    await once(poller, "exit");
-    const { count, max } = JSON.parse(out) as { count: number; max: number };
+    await once(poller, "close");
+    const { count, max } = JSON.parse(polled.slice(polled.indexOf("\n") + 1)) as { count: number; max: number };
     expect(count).toBeGreaterThan(10);
     expect(max).toBeLessThan(50);
   });

@@ -104,10 +104,16 @@ describe("points budgets: serve until spent, never past", () => {
     const asked = upstream.requests.map((r) => r.body.max_tokens as number);
     expect(asked.filter((t) => t === 1000)).toHaveLength(4);
     expect(asked.filter((t) => t < 1000)).toHaveLength(answered - 4);
+    expect(upstream.requests).toHaveLength(answered);
+    // what the holds left unspent (a hold made from the prompt's bound) is served to whoever asks
+    // next, until not even the prompt and one token fit: how much that is depends on when the
+    // burst's answers settled, never past the budget
+    let later = 0;
+    while ((await statusOf(ask(url))) === 200) expect(++later).toBeLessThan(5);
     const spent = await store.getSpent("app:a1");
     expect(spent).toBeLessThanOrEqual(9 + 1e-9);
-    expect(spent).toBeGreaterThan(9 - 0.002);
-    expect(upstream.requests).toHaveLength(answered);
+    expect(9 - spent).toBeLessThan(((PROMPT_TOKENS + 1) * 2) / 1000);
+    expect(upstream.requests).toHaveLength(answered + later);
   });
 });
 

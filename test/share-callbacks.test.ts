@@ -8,6 +8,8 @@ import { silentObserver, type Observer } from "../src/observability/observer.js"
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { createShareAuth, tokenDigest, type ShareAuth, type ShareAuthOptions } from "../src/share/callbacks.js";
 import { createSqliteStore } from "../src/store/sqlite.js";
 import { startOperatorServer, type OperatorServer } from "./support/operator-server.js";
@@ -215,6 +217,19 @@ describe("init and start callbacks", () => {
     expect((await failure(auth.init(link(), "tok-15"), "tok-15")).code).toBe("share_auth_invalid_uid");
     expect(op.callsTo("/shareAuth/init")).toHaveLength(2);
   });
+
+  it("ends a call the operator never answers at its timeout, while memory is collected (before: it waited for ever)", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const auth = makeAuth();
+    op.setMode("tok-gc", { kind: "slow" });
+    const collecting = setInterval(gc, 5);
+    try {
+      expect((await failure(auth.init(link({ callbackTimeoutMs: 100 }), "tok-gc"), "tok-gc")).code).toBe("share_auth_unavailable");
+    } finally {
+      clearInterval(collecting);
+    }
+  }, 5000);
 
   it("asks the operator once for the same token sent many times at once", async () => {
     const auth = makeAuth();

@@ -102,13 +102,27 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
   const initUids = new LRUCache<string, string>({ max: INIT_CACHE_MAX * 4, ttl: INIT_UID_TTL_MS });
   const uidKey = (link: ShareLinkConfig, token: string) => `${link.shareId}\n${tokenDigest(token)}`;
   const closing = new AbortController();
-  const callSignal = (link: ShareLinkConfig) =>
-    AbortSignal.any([closing.signal, AbortSignal.timeout(link.callbackTimeoutMs)]);
+  /** calls in flight, each aborted by its own timer or by close() */
+  const calls = new Set<AbortController>();
+  /**
+   * A call's signal and the function that ends its timer. A timer of its own, not
+   * AbortSignal.any([…, AbortSignal.timeout(ms)]): Node 20 may collect that timeout signal before
+   * it fires, and a call to a server that never answers then waits for ever (the test forces
+   * collections while an init waits).
+   */
+  function callSignal(link: ShareLinkConfig): { signal: AbortSignal; done: () => void } {
+    const call = new AbortController();
+    if (closing.signal.aborted) call.abort(closing.signal.reason);
+    const timer = setTimeout(() => call.abort(new DOMException("The operation timed out.", "TimeoutError")), link.callbackTimeoutMs);
+    calls.add(call);
+    return { signal: call.signal, done: () => (clearTimeout(timer), calls.delete(call)) };
+  }
 
   /** One verification call; resolves with the reply's `data` only when `success === true`. */
   async function verify(kind: ShareCallbackKind, link: ShareLinkConfig, path: string, body: object): Promise<VerifyData> {
     let status: number;
     let reply: unknown;
+    const call = callSignal(link);
     try {
       const res = await $fetch.raw(path, {
         baseURL: link.authHost,
@@ -119,13 +133,15 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
         retry: false,
         ignoreResponseError: true,
         parseResponse: JSON.parse, // a reply that is not JSON is a broken server, not a rejection
-        signal: callSignal(link),
+        signal: call.signal,
       });
       status = res.status;
       reply = res._data;
     } catch {
       observer.shareCallback(kind, "error");
       throw unavailable();
+    } finally {
+      call.done();
     }
     const verdict = readVerdict(status, reply);
     if (verdict.kind === "broken") {
@@ -150,6 +166,7 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
   }
 
   async function sendFinish(job: FinishJob): Promise<void> {
+    let attempt: ReturnType<typeof callSignal> | undefined;
     try {
       const res = await $fetch.raw("/shareAuth/finish", {
         baseURL: job.link.authHost,
@@ -164,15 +181,20 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
           observer.shareCallback("finish", "retry");
           return backoffMs * 2 ** (retries - Number(ctx.options.retry));
         },
-        // a fresh timeout per attempt; a closed gateway makes no further attempt
+        // a fresh timeout per attempt, ended with its answer or its failure; a closed gateway
+        // makes no further attempt
         onRequest: (ctx) => {
           closing.signal.throwIfAborted();
-          ctx.options.signal = callSignal(job.link);
+          attempt?.done();
+          attempt = callSignal(job.link);
+          ctx.options.signal = attempt.signal;
         },
       });
       observer.shareCallback("finish", isRedirect(res.status) ? "error" : "success");
     } catch {
       observer.shareCallback("finish", "error");
+    } finally {
+      attempt?.done();
     }
   }
 
@@ -243,6 +265,7 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
 
     async close() {
       closing.abort();
+      for (const call of calls) call.abort(closing.signal.reason);
       for (let i = finishQueue.clear(); i > 0; i--) observer.shareCallback("finish", "dropped");
       await finishQueue.drain();
     },
