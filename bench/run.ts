@@ -348,6 +348,8 @@ const PROFILE_LOADS: Record<string, (origin: string) => LoadSpec> = {
   stream: (origin) => spec(origin, chatBody(true)),
   "200kb": (origin) => spec(origin, bodyCases().find((b) => b.name === "200 KB body")!.body),
   embeddings: (origin) => spec(origin, embeddingsBody(), { path: EMBEDDINGS_PATH }),
+  messages: (origin) => spec(origin, messagesBody(), { path: MESSAGES_PATH }),
+  responses: (origin) => spec(origin, responsesBody(), { path: RESPONSES_PATH }),
 };
 
 /** Sluice with `--cpu-prof` under one case's load; it writes the profile when it exits. */

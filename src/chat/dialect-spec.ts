@@ -19,6 +19,9 @@ import { settleChat } from "./settle.js";
 import type { ChatSpecDeps } from "./spec.js";
 import { TranslatedRelay } from "./translated-relay.js";
 
+/** how long a dialect's opening events wait for the answer's first events to go out with */
+const OPENING_WAIT_MS = 25;
+
 interface DialectPlan<Ctx> extends ChatPlan {
   ctx: Ctx;
   chatCall: ChatCall;
@@ -81,14 +84,28 @@ async function respondWhole<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDialect<R
 function streamTranslated<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDialect<Req, Ctx>, plan: DialectPlan<Ctx>, meter: Meter, body: import("node:stream").Readable, maxBytes: number): Streamed {
   const translator = dialect.stream(plan.ctx);
   const call = plan.chatCall;
+  // The opening events go out with the answer's first events, in one socket write rather than two
+  // (a write costs more than its bytes: docs/performance.md#what-keeps-the-hot-path-short), or on
+  // their own once the model has said nothing for OPENING_WAIT_MS.
+  let opening = translator.begin();
+  let wait: NodeJS.Timeout | undefined;
+  const takeOpening = () => {
+    const text = opening;
+    opening = "";
+    clearTimeout(wait);
+    return text;
+  };
   return {
     headers: SSE_HEADERS,
-    error: (err) => translator.fail(err),
+    error: (err) => takeOpening() + translator.fail(err),
     async pump(res) {
-      const write = (text: string) => (res.destroyed ? true : res.write(text));
+      const write = (text: string) => {
+        if (opening) text = takeOpening() + text;
+        return res.destroyed ? true : res.write(text);
+      };
+      wait = setTimeout(() => opening && write(""), OPENING_WAIT_MS);
       const onFirstContent = () => (call.facts.ttftMs = performance.now() - call.started);
       const relay = new TranslatedRelay(translator, write, call.model.model, onFirstContent);
-      write(translator.begin());
       const out = { text: () => relay.generated(), usage: undefined as Usage | undefined };
       const cut = await relayAnswer(body, res, relay, maxBytes, call.cancel, call.model.model);
       if (cut) {

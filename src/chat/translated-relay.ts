@@ -2,6 +2,7 @@
 // event is parsed and handed to the dialect's translator, whose events are what the client reads.
 // What the gateway must know of the answer — usage, finish reason, the text and tool arguments
 // generated (counted when the upstream gives no usage) — is taken on the way.
+import { CLOSE_BRACE, OPEN_BRACE } from "../json/scan.js";
 import { badUpstreamReply, upstreamReportedError } from "../upstream/errors.js";
 import type { Usage } from "./attempt.js";
 import type { ChatChunk, StreamTranslator } from "./dialect.js";
@@ -67,11 +68,13 @@ export class TranslatedRelay implements AnswerSink {
       this.done = true;
       return "";
     }
-    let chunk: ChatChunk;
-    try {
-      chunk = JSON.parse(data) as ChatChunk;
-    } catch {
-      throw badUpstreamReply(this.model);
+    let chunk: ChatChunk | undefined = textOnly(data);
+    if (chunk === undefined) {
+      try {
+        chunk = JSON.parse(data) as ChatChunk;
+      } catch {
+        throw badUpstreamReply(this.model);
+      }
     }
     if (!chunk || typeof chunk !== "object") throw badUpstreamReply(this.model);
     // its text may carry the upstream's internals, so the client gets less
@@ -96,3 +99,27 @@ export class TranslatedRelay implements AnswerSink {
   }
 }
 
+
+/** The common chunk — a piece of the first choice's text, nothing else in its delta, not the last —
+ *  as servers write it (vLLM, llama.cpp, Ollama: no spaces), matched where its choices are. */
+const TEXT_ONLY = /"choices":\[\{"index":0,"delta":\{(?:"role":"(assistant)",)?"content":"((?:[^"\\]|\\.)*)"\}(?:,"logprobs":null)?,"finish_reason":null\}\]/;
+
+/**
+ * That chunk read without parsing it whole (the parse costs more than the rest of its relay); any
+ * other chunk — reasoning, tool calls, a finish, usage, an error, spaces — is undefined, and parsed.
+ */
+export function textOnly(data: string): ChatChunk | undefined {
+  if (data.charCodeAt(0) !== OPEN_BRACE || data.charCodeAt(data.length - 1) !== CLOSE_BRACE) return undefined;
+  const found = TEXT_ONLY.exec(data);
+  if (found === null || data.includes('"usage":{') || data.includes('"error"')) return undefined;
+  const text = found[2]!;
+  let content = text;
+  if (text.includes("\\")) {
+    try {
+      content = JSON.parse(`"${text}"`) as string;
+    } catch {
+      return undefined; // a bad escape: the whole parse fails it
+    }
+  }
+  return { choices: [{ index: 0, delta: found[1] ? { role: found[1], content } : { content }, finish_reason: null }] };
+}

@@ -21,6 +21,8 @@ export interface ModelTurn {
   cutAfter?: number;
   /** pause before each chunk after the first */
   chunkDelayMs?: number;
+  /** after the first chunk, write nothing more until this settles (a model thinking in silence) */
+  holdAfterFirst?: Promise<void>;
 }
 
 export interface ScriptedRequest {
@@ -62,6 +64,7 @@ export async function startScriptedUpstream(script: ModelScript): Promise<Script
     if (withUsage) frames.push({ choices: [], usage: turn.usage });
     for (let i = 0; i < frames.length; i++) {
       if (i === turn.cutAfter) return void res.destroy();
+      if (i === 1 && turn.holdAfterFirst) await turn.holdAfterFirst;
       if (i > 0 && turn.chunkDelayMs) await new Promise((r) => setTimeout(r, turn.chunkDelayMs));
       res.write(`data: ${JSON.stringify({ id: "chatcmpl-scripted", object: "chat.completion.chunk", created: 1, model: body.model, ...frames[i] })}\n\n`);
     }

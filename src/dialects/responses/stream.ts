@@ -72,8 +72,8 @@ class ResponsesEvents implements ResponsesStream {
   }
 
   begin(): string {
-    const response = responseObject(this.#ctx, { status: "in_progress", output: [], usage: null });
-    return this.#event("response.created", { response }) + this.#event("response.in_progress", { response });
+    const response = JSON.stringify(responseObject(this.#ctx, { status: "in_progress", output: [], usage: null }));
+    return this.#eventOf("response.created", `"response":${response}`) + this.#eventOf("response.in_progress", `"response":${response}`);
   }
 
   chunk(chunk: ChatChunk): string {
@@ -92,7 +92,8 @@ class ResponsesEvents implements ResponsesStream {
     const itemStatus = status === "completed" ? "completed" : "incomplete";
     const closing = this.#closeReasoning() + this.#closeMessage(itemStatus) + this.#closeCalls(itemStatus);
     const type = status === "completed" ? "response.completed" : "response.incomplete";
-    return closing + this.#event(type, { response: this.#finish({ status, output: this.#output, usage: responseUsage(usage), incomplete_details }) });
+    const response = this.#finish({ status, output: this.#output, usage: responseUsage(usage), incomplete_details });
+    return closing + this.#eventOf(type, `"response":${JSON.stringify(response)}`);
   }
 
   fail(err: GatewayError): string {
@@ -146,8 +147,8 @@ class ResponsesEvents implements ResponsesStream {
       const item = messageItem(newId("msg"), null, "in_progress");
       const index = this.#add(item);
       this.#message = { index, text: "", item, at: placeOf(item.id, index, "content_index") };
-      out += this.#event("response.output_item.added", { output_index: index, item });
-      out += this.#event("response.content_part.added", { item_id: item.id, output_index: index, content_index: 0, part: outputText("") });
+      out += this.#eventOf("response.output_item.added", `"output_index":${index},"item":${JSON.stringify(item)}`);
+      out += this.#eventOf("response.content_part.added", `${this.#message.at},"part":${JSON.stringify(outputText(""))}`);
     }
     const m = this.#message!;
     m.text += delta;
@@ -161,11 +162,11 @@ class ResponsesEvents implements ResponsesStream {
     const part = outputText(m.text);
     m.item.content = [part];
     m.item.status = status;
-    const at = { item_id: m.item.id, output_index: m.index, content_index: 0 };
+    const partJson = JSON.stringify(part);
     return (
-      this.#event("response.output_text.done", { ...at, text: m.text, logprobs: [] }) +
-      this.#event("response.content_part.done", { ...at, part }) +
-      this.#event("response.output_item.done", { output_index: m.index, item: m.item })
+      this.#eventOf("response.output_text.done", `${m.at},"text":${JSON.stringify(m.text)},"logprobs":[]`) +
+      this.#eventOf("response.content_part.done", `${m.at},"part":${partJson}`) +
+      this.#eventOf("response.output_item.done", `"output_index":${m.index},"item":${JSON.stringify(m.item)}`)
     );
   }
 
@@ -233,6 +234,11 @@ class ResponsesEvents implements ResponsesStream {
   #event(type: string, fields: Record<string, unknown>): string {
     const data = JSON.stringify({ type, sequence_number: this.#seq++, ...fields });
     return `event: ${type}\ndata: ${data}\n\n`;
+  }
+
+  /** An event whose fields are JSON already (`"name":value,…`). */
+  #eventOf(type: string, fields: string): string {
+    return `event: ${type}\ndata: {"type":"${type}","sequence_number":${this.#seq++},${fields}}\n\n`;
   }
 }
 
