@@ -50,4 +50,35 @@ describe("the opening events of a dialect's stream", () => {
     expect(seen).toContain(`event: ${end}`);
     expect(seen.indexOf(`event: ${opening}`)).toBe(seen.indexOf("event: "));
   });
+
+  it.each(CASES)("$path: a client gone before the opening went out is a client abort; the gateway goes on", async ({ path, body, end }) => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const empty: ChatChunk = { choices: [{ index: 0, delta: { role: "assistant", content: "" } }] };
+    h.play(() => ({ chunks: [empty, ...textChunks("never read", 1)], finishReason: "stop", holdAfterFirst: held, usage: { prompt_tokens: 3, completion_tokens: 2 } }));
+    const asked = h.upstream.requests.length;
+    const rows = h.usage.rows.length;
+    const leaving = new AbortController();
+    const gone = fetch(`${h.gw.url}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${APP_KEY}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL, stream: true, ...body }),
+      signal: leaving.signal,
+    }).catch((err: unknown) => err);
+    while (h.upstream.requests.length === asked) await new Promise((r) => setImmediate(r));
+    leaving.abort();
+    await gone;
+    // settled as a client abort while the model still holds its answer
+    const row = await h.usage.row(rows);
+    expect([row.status, row.finishReason]).toEqual([499, "client_abort"]);
+    release();
+    // the next answer is whole
+    h.play(() => ({ chunks: textChunks("fine", 1), finishReason: "stop", usage: { prompt_tokens: 3, completion_tokens: 1 } }));
+    const res = await fetch(`${h.gw.url}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${APP_KEY}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL, stream: true, ...body }),
+    });
+    expect(await res.text()).toContain(`event: ${end}`);
+  });
 });

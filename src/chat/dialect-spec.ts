@@ -99,32 +99,36 @@ function streamTranslated<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDialect<Req
     headers: SSE_HEADERS,
     error: (err) => takeOpening() + translator.fail(err),
     async pump(res) {
-      const write = (text: string) => {
-        if (opening) text = takeOpening() + text;
-        return res.destroyed ? true : res.write(text);
-      };
-      wait = setTimeout(() => opening && write(""), OPENING_WAIT_MS);
-      const onFirstContent = () => (call.facts.ttftMs = performance.now() - call.started);
-      const relay = new TranslatedRelay(translator, write, call.model.model, onFirstContent);
-      const out = { text: () => relay.generated(), usage: undefined as Usage | undefined };
-      const cut = await relayAnswer(body, res, relay, maxBytes, call.cancel, call.model.model);
-      if (cut) {
-        // cut: billed for what was generated; the pipeline ends the stream with the dialect's error
-        await settleChat(deps, call, plan, meter, { text: out.text, usage: relay.usage, finishReason: () => cutFinishReason(call.cancel), cut });
-        throw cut;
+      try {
+        const write = (text: string) => {
+          if (opening) text = takeOpening() + text;
+          return res.destroyed || res.writableEnded ? true : res.write(text);
+        };
+        wait = setTimeout(() => opening && write(""), OPENING_WAIT_MS);
+        const onFirstContent = () => (call.facts.ttftMs = performance.now() - call.started);
+        const relay = new TranslatedRelay(translator, write, call.model.model, onFirstContent);
+        const out = { text: () => relay.generated(), usage: undefined as Usage | undefined };
+        const cut = await relayAnswer(body, res, relay, maxBytes, call.cancel, call.model.model);
+        if (cut) {
+          // cut: billed for what was generated; the pipeline ends the stream with the dialect's error
+          await settleChat(deps, call, plan, meter, { text: out.text, usage: relay.usage, finishReason: () => cutFinishReason(call.cancel), cut });
+          throw cut;
+        }
+        const finishReason = relay.finishReason() ?? "stop";
+        let closing = "";
+        await settleChat(deps, call, plan, meter, {
+          text: out.text,
+          usage: relay.usage,
+          finishReason: () => finishReason,
+          keep: (t) => {
+            closing = translator.end(finishReason, usageOf(t, relay.usage));
+            return dialect.keep?.(plan.ctx, translator.result?.(), call.caller);
+          },
+        });
+        write(closing);
+      } finally {
+        clearTimeout(wait); // the pump is over: the opening goes with the error events, or nowhere
       }
-      const finishReason = relay.finishReason() ?? "stop";
-      let closing = "";
-      await settleChat(deps, call, plan, meter, {
-        text: out.text,
-        usage: relay.usage,
-        finishReason: () => finishReason,
-        keep: (t) => {
-          closing = translator.end(finishReason, usageOf(t, relay.usage));
-          return dialect.keep?.(plan.ctx, translator.result?.(), call.caller);
-        },
-      });
-      write(closing);
     },
   };
 }
