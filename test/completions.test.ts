@@ -12,10 +12,10 @@ import { parseCompletionsRequest, promptList } from "../src/completions/request-
 import { COMPLETION_TEXT } from "../src/completions/stream-text.js";
 import { SseRelay } from "../src/chat/sse-relay.js";
 import type { ModelConfig } from "../src/config/schema.js";
-import { GatewayError } from "../src/http/errors.js";
 import { countText } from "../src/tokens/counter.js";
 import { expectError } from "./support/fixtures.js";
 import { FLEET_KEY, TIGHT_KEY, useFleet } from "./support/fleet.js";
+import { refusal } from "./support/refusal.js";
 
 const MODEL: ModelConfig = {
   model: "qwen-coder",
@@ -34,16 +34,6 @@ const MODEL: ModelConfig = {
   maxChoices: 4,
   passThrough: ["top_k"],
 };
-
-function refusal(fn: () => unknown): GatewayError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof GatewayError) return err;
-    throw err;
-  }
-  throw new Error("expected a refusal");
-}
 
 describe("completions request", () => {
   it("takes a prompt as a string, strings, token ids or lists of them", () => {

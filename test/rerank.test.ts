@@ -8,7 +8,6 @@ import { CohereClient, CohereClientV2 } from "cohere-ai";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ReRankModelConfig } from "../src/config/schema.js";
-import { GatewayError } from "../src/http/errors.js";
 import { readUpstreamRerank, rerankAnswer } from "../src/rerank/answer.js";
 import { checkDocumentCount, documentTexts, parseRerankRequest } from "../src/rerank/request-schema.js";
 import { countRerankBound, countRerankTokens, rerankPoints, rerankTokenBound } from "../src/rerank/tokens.js";
@@ -16,19 +15,16 @@ import { RERANK_PATH, rerankUpstreamBody } from "../src/rerank/upstream.js";
 import { expectError } from "./support/fixtures.js";
 import { FLEET_KEY, LISTED_KEY, REQUEST_AUTH, TIGHT_KEY, useFleet } from "./support/fleet.js";
 import { pairTokens, startRerankUpstream, type RerankShape, type RerankUpstream } from "./support/rerank-upstream.js";
+import { refusal } from "./support/refusal.js";
 
 const MODEL: ReRankModelConfig = { model: "bge-reranker", name: "BGE", charsPointsPrice: 2, maxDocuments: 4 };
 const DOCS = ["Paris is in France.", "Berlin is in Germany.", "The capital of France has many museums.", "Cats sleep a lot."];
 const QUERY = "capital of France";
 
-function refusal(fn: () => unknown): { status: number; code: string; param: string | null; message: string } {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof GatewayError) return { status: err.status, code: err.code, param: err.param, message: err.message };
-    throw err;
-  }
-  throw new Error("expected a refusal");
+/** The refusal's fields, to compare whole. */
+function refusalOf(fn: () => unknown): { status: number; code: string; param: string | null; message: string } {
+  const { status, code, param, message } = refusal(fn);
+  return { status, code, param, message };
 }
 
 describe("rerank request", () => {
@@ -47,14 +43,14 @@ describe("rerank request", () => {
     [{ model: "m", query: "q", documents: ["a"], top_n: -1 }, "top_n", "top_n: must be at least 0"],
     [{ query: "q", documents: ["a"] }, "model", "model is required"],
   ])("refuses %j with a 400 naming %s", (body, param, message) => {
-    const r = refusal(() => parseRerankRequest(body));
+    const r = refusalOf(() => parseRerankRequest(body));
     expect(r).toMatchObject({ status: 400, param });
     expect(r.message.replace(":", "")).toContain(message.replace(":", ""));
   });
 
   it("refuses more documents than the model's maxDocuments", () => {
     const req = parseRerankRequest({ model: "m", query: "q", documents: ["a", "b", "c", "d", "e"] });
-    expect(refusal(() => checkDocumentCount(req, MODEL))).toEqual({
+    expect(refusalOf(() => checkDocumentCount(req, MODEL))).toEqual({
       status: 400,
       code: "too_many_documents",
       param: "documents",

@@ -19,10 +19,10 @@ import { speechHeaders } from "../src/audio/speech-headers.js";
 import { sentCharacters } from "../src/audio/speech-spec.js";
 import { checkVoice, parseSpeechRequest, speechCharacters, speechUpstreamBody } from "../src/audio/speech-request.js";
 import type { AudioSpeechModelConfig } from "../src/config/schema.js";
-import { GatewayError } from "../src/http/errors.js";
 import { SPEECH_MP3, SPEECH_WAV } from "./support/audio-upstream.js";
 import { expectError } from "./support/fixtures.js";
 import { FLEET_KEY, LISTED_KEY, TIGHT_KEY, useFleet } from "./support/fleet.js";
+import { refusal } from "./support/refusal.js";
 
 const MODEL: AudioSpeechModelConfig = {
   model: "cosyvoice",
@@ -33,16 +33,6 @@ const MODEL: AudioSpeechModelConfig = {
     { label: "Nova", value: "nova" },
   ],
 };
-
-function refusal(fn: () => unknown): GatewayError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof GatewayError) return err;
-    throw err;
-  }
-  throw new Error("expected a refusal");
-}
 
 describe("speech request", () => {
   it("keeps OpenAI's other fields and sends the configured model name", () => {

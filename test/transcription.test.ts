@@ -21,11 +21,11 @@ import { transcriptionPoints } from "../src/audio/points.js";
 import { answerSeconds, billedSeconds, transcriptionHeaders } from "../src/audio/transcription-answer.js";
 import { parseTranscriptionFields, transcriptionUpstreamFields } from "../src/audio/transcription-request.js";
 import type { SttModelConfig } from "../src/config/schema.js";
-import { GatewayError } from "../src/http/errors.js";
 import { expectError } from "./support/fixtures.js";
 import { AUDIO_LIMIT, FLEET_KEY, LISTED_KEY, TIGHT_KEY, fleetConfig, useFleet } from "./support/fleet.js";
 import { startGateway } from "./support/gateway.js";
 import { makeMp3, makeWav } from "./support/tone.js";
+import { refusal } from "./support/refusal.js";
 
 const MODEL: SttModelConfig = { model: "whisper-large-v3", name: "Whisper", charsPointsPrice: 6 };
 const WAV = makeWav({ seconds: 2.5 });
@@ -39,16 +39,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-function refusal(fn: () => unknown): GatewayError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof GatewayError) return err;
-    throw err;
-  }
-  throw new Error("expected a refusal");
-}
 
 describe("transcription fields", () => {
   it("checks the known fields and forwards all but model, repeated ones in order", () => {

@@ -1,8 +1,7 @@
 // A small real OpenAI-compatible embeddings server (node:http) for tests: POST …/v1/embeddings
 // answers one fixed vector per input (floats, or base64 when asked), records what it was sent, and
 // answers an error status on demand.
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import { startJsonServer } from "./json-server.js";
 import { float32Base64 } from "../../src/upstream/echo-channel.js";
 
 export interface EmbeddingsBehaviour {
@@ -28,40 +27,21 @@ export const UPSTREAM_VECTOR = [0.25, -0.5, 0.75];
 export async function startEmbeddingsUpstream(initial: Partial<EmbeddingsBehaviour> = {}): Promise<EmbeddingsUpstream> {
   let b: EmbeddingsBehaviour = { status: 200, promptTokens: 42, ...initial };
   const requests: Array<Record<string, unknown>> = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      if (req.method !== "POST" || !req.url?.endsWith("/v1/embeddings")) {
-        res.writeHead(404, { "content-type": "application/json" }).end('{"error":{"message":"not found"}}');
-        return;
-      }
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>;
-      requests.push(body);
-      if (b.status !== 200) {
-        res.writeHead(b.status, { "content-type": "application/json", ...(b.retryAfter ? { "retry-after": b.retryAfter } : {}) });
-        res.end(JSON.stringify({ error: { message: `embedding failed with ${b.status}` } }));
-        return;
-      }
-      const input = body.input;
-      const count = typeof input === "string" || typeof (input as unknown[])[0] === "number" ? 1 : (input as unknown[]).length;
-      const embedding = body.encoding_format === "base64" ? float32Base64(UPSTREAM_VECTOR) : UPSTREAM_VECTOR;
-      const data = Array.from({ length: count }, (_, index) => ({ object: "embedding", index, embedding }));
-      const usage = b.promptTokens === false ? {} : { usage: { prompt_tokens: b.promptTokens, total_tokens: b.promptTokens } };
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ object: "list", data, model: body.model, ...usage }));
-    });
+  const server = await startJsonServer("/v1/embeddings", (body, res) => {
+    requests.push(body);
+    if (b.status !== 200) {
+      res.writeHead(b.status, { "content-type": "application/json", ...(b.retryAfter ? { "retry-after": b.retryAfter } : {}) });
+      res.end(JSON.stringify({ error: { message: `embedding failed with ${b.status}` } }));
+      return;
+    }
+    const input = body.input;
+    const count = typeof input === "string" || typeof (input as unknown[])[0] === "number" ? 1 : (input as unknown[]).length;
+    const embedding = body.encoding_format === "base64" ? float32Base64(UPSTREAM_VECTOR) : UPSTREAM_VECTOR;
+    const data = Array.from({ length: count }, (_, index) => ({ object: "embedding", index, embedding }));
+    const usage = b.promptTokens === false ? {} : { usage: { prompt_tokens: b.promptTokens, total_tokens: b.promptTokens } };
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ object: "list", data, model: body.model, ...usage }));
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    requests,
-    behave: (change) => (b = { ...b, ...change }),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return { url: server.url, requests, behave: (change) => (b = { ...b, ...change }), close: server.close };
 }
 
 /** The floats of a base64 embedding. */

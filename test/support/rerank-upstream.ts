@@ -2,8 +2,7 @@
 // query: `/v1/rerank` of a channel, or a model's `requestUrl`) scores each document by the share of the query's words it
 // holds, and answers in the shape of a real server: vLLM (default), Jina, Cohere v1 or v2, Xinference,
 // or TEI's bare list. It records what it was sent and answers an error status on demand.
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import { startJsonServer } from "./json-server.js";
 
 export type RerankShape = "vllm" | "jina" | "cohere-v1" | "cohere-v2" | "xinference" | "tei";
 
@@ -43,35 +42,17 @@ export function pairTokens(query: string, docs: string[]): number {
 export async function startRerankUpstream(initial: Partial<RerankBehaviour> = {}): Promise<RerankUpstream> {
   let b: RerankBehaviour = { shape: "vllm", status: 200, ...initial };
   const requests: RecordedRerank[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      if (req.method !== "POST" || !new URL(req.url ?? "/", "http://x").pathname.endsWith("/rerank")) {
-        res.writeHead(404, { "content-type": "application/json" }).end('{"error":{"message":"not found"}}');
-        return;
-      }
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as RecordedRerank["body"];
-      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
-      requests.push({ path: req.url ?? "/", headers, body });
-      if (b.status !== 200) {
-        res.writeHead(b.status, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: `rerank failed with ${b.status}` } }));
-        return;
-      }
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer(b.shape, body)));
-    });
+  const server = await startJsonServer("/rerank", (json, res, req) => {
+    const body = json as RecordedRerank["body"];
+    const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
+    requests.push({ path: req.url ?? "/", headers, body });
+    if (b.status !== 200) {
+      res.writeHead(b.status, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: `rerank failed with ${b.status}` } }));
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer(b.shape, body)));
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    requests,
-    behave: (change) => (b = { ...b, ...change }),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return { url: server.url, requests, behave: (change) => (b = { ...b, ...change }), close: server.close };
 }
 
 function answer(shape: RerankShape, body: RecordedRerank["body"]): unknown {
