@@ -4,6 +4,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { ConfigError, parseConfig } from "../src/config/load.js";
+import { problemsOf } from "./support/refusal.js";
 
 const ENV = { CH_KEY: "ck", APP_KEY_ENV: "sk-app-key-0000" };
 
@@ -13,16 +14,6 @@ const minimal = () => ({
   apps: [{ id: "a1", model: "m1" }],
   apiKeys: [{ name: "k1", kind: "app", appId: "a1", key: "${APP_KEY_ENV}" }],
 });
-
-function problemsOf(raw: unknown, env: NodeJS.ProcessEnv = {}): string[] {
-  try {
-    parseConfig(raw, env);
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems;
-    throw err;
-  }
-  throw new Error("expected the config to be refused");
-}
 
 describe("config", () => {
   it("fills defaults: private-model base URL, limits, store and server", () => {

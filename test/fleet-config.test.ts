@@ -3,7 +3,8 @@
 // one name per model across every kind, each served by a channel (or a rerank model's requestUrl).
 import { describe, expect, it } from "vitest";
 import { modelKinds, upstreamChannels } from "../src/config/fleet.js";
-import { ConfigError, parseConfig } from "../src/config/load.js";
+import { parseConfig } from "../src/config/load.js";
+import { problemsOf } from "./support/refusal.js";
 
 const fleet = () => ({
   channels: [{ name: "c1", models: ["m1", "bge", "tts", "whisper-1", "sense"] }],
@@ -15,16 +16,6 @@ const fleet = () => ({
   whisperModel: { model: "whisper-1", name: "Whisper", charsPointsPrice: 2 },
   sttModels: [{ model: "sense", name: "SenseVoice" }],
 });
-
-function problemsOf(raw: unknown): string[] {
-  try {
-    parseConfig(raw, {});
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems;
-    throw err;
-  }
-  throw new Error("expected the config to be refused");
-}
 
 describe("config: rerank, speech, transcription and completions models", () => {
   it("accepts FastGPT's blocks as FastGPT writes them, and fills their defaults", () => {

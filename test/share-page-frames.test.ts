@@ -2,8 +2,8 @@
 // CSP frame-ancestors (default 'self'); a source that is not 'self', 'none' or an origin is a
 // config error at its path, so nothing else can be slipped into the policy.
 import { afterEach, describe, expect, it } from "vitest";
-import { ConfigError, parseConfig } from "../src/config/load.js";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
+import { problemsOf } from "./support/refusal.js";
 
 const base = () => ({
   channels: [{ name: "demo", type: "echo", models: ["m"] }],
@@ -24,16 +24,6 @@ async function pagePolicy(url: string): Promise<Map<string, string>> {
   expect(res.status).toBe(200);
   const policy = res.headers.get("content-security-policy") ?? "";
   return new Map(policy.split(";").map((d) => d.trim().split(/ (.*)/s) as [string, string]));
-}
-
-function problemsOf(raw: unknown): string[] {
-  try {
-    parseConfig(raw, {});
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems;
-    throw err;
-  }
-  throw new Error("expected the config to be refused");
 }
 
 describe("share page: frame-ancestors", () => {

@@ -9,7 +9,7 @@ import { PG_MIGRATIONS } from "../src/store/postgres-migrations.js";
 import { createPostgresStore } from "../src/store/postgres.js";
 import type { ChatOwner, Store } from "../src/store/types.js";
 import { usePostgres } from "./support/postgres.js";
-import { DAY, T0, alice, chatOf, createdKey, history, response, round, usage, web } from "./support/store-contract.js";
+import { DAY, T0, alice, chatOf, expectUpgradedRecords, history, response, round, usage, web } from "./support/store-contract.js";
 
 const postgres = usePostgres();
 
@@ -122,25 +122,8 @@ describe("a database of schema version 1", () => {
 
     await withStores(url, 1, async ([store]) => {
       const upgraded = store!;
-      expect(await chatOf(upgraded, "support", "by-key")).toEqual({ chatId: "by-key", owner: null, title: "key question", updatedAt: T0 + 2, variables: { lang: "en" } });
-      for (const keyName of ["web", "another"]) {
-        const opened = await upgraded.openChat("support", "by-key", { keyName }, { limit: 100, maxBytes: Number.POSITIVE_INFINITY, create: false });
-        expect(opened.status === "owned" && opened.messages.map((m) => m.content)).toEqual(["k0", "ka0", "k1", "ka1", "k2", "ka2"]);
-      }
-      expect(await upgraded.openChat("support", "by-key", alice, { limit: 100, maxBytes: 1000, create: false })).toEqual({ status: "not_owned" });
-      expect(await upgraded.appendRound(round({ chatId: "by-key", owner: alice, user: "mine now?" }))).toBe(false);
-      expect(await upgraded.appendRound(round({ chatId: "by-key", owner: web, user: "k3", at: T0 + 3 }))).toBe(true);
+      await expectUpgradedRecords(upgraded);
       expect((await history(upgraded, "support", "by-key")).map((m) => m.content)).toEqual(["k0", "ka0", "k1", "ka1", "k2", "ka2", "k3", "re: k3"]);
-      expect((await chatOf(upgraded, "support", "by-key"))?.owner).toBeNull();
-      expect(await chatOf(upgraded, "support", "by-alice")).toEqual({ chatId: "by-alice", owner: alice, title: "her question", updatedAt: T0 + 5 });
-      expect(await upgraded.listChats(alice, { since: 0, limit: 20 })).toEqual([{ chatId: "by-alice", title: "her question", updatedAt: T0 + 5 }]);
-      expect(await upgraded.summarizeUsage({ groupBy: "finishReason" })).toMatchObject({
-        totals: { requests: 1, inputTokens: 10, outputTokens: 5, points: 1.5 },
-        finishReasons: [{ finishReason: null, requests: 1, inputTokens: 10, outputTokens: 5, points: 1.5 }],
-      });
-      expect(await upgraded.getSpent("app:support")).toBe(1.5);
-      expect(await upgraded.listCreatedKeys()).toEqual([createdKey({ name: "ops" })]);
-      expect(await upgraded.listKeyUse()).toEqual([{ name: "web", lastUsedAt: T0 + 9 }]);
       await upgraded.recordUsage(usage({ finishReason: "length" }), []);
       expect((await upgraded.summarizeUsage({ groupBy: "finishReason" })).finishReasons?.map((r) => r.finishReason)).toEqual([null, "length"]);
     });

@@ -8,7 +8,7 @@ import Database from "better-sqlite3";
 import { createStore } from "../src/store/index.js";
 import { MIGRATIONS } from "../src/store/migrations.js";
 import { createSqliteStore } from "../src/store/sqlite.js";
-import { DAY, T0, alice, chatOf, createdKey, history, round, usage, web } from "./support/store-contract.js";
+import { DAY, T0, alice, expectUpgradedRecords, history, round, usage, web } from "./support/store-contract.js";
 
 describe("persistence", () => {
   let dir: string;
@@ -97,25 +97,7 @@ describe("persistence", () => {
 
     const upgraded = createSqliteStore(path);
     try {
-      expect(await chatOf(upgraded, "support", "by-key")).toEqual({ chatId: "by-key", owner: null, title: "key question", updatedAt: T0 + 2, variables: { lang: "en" } });
-      // owned by nobody in particular: any key of the app reads and writes it, a share-link user neither
-      for (const keyName of ["web", "another"]) {
-        const opened = await upgraded.openChat("support", "by-key", { keyName }, { limit: 100, maxBytes: Number.POSITIVE_INFINITY, create: false });
-        expect(opened.status === "owned" && opened.messages.map((m) => m.content)).toEqual(["k0", "ka0", "k1", "ka1", "k2", "ka2"]);
-      }
-      expect(await upgraded.openChat("support", "by-key", alice, { limit: 100, maxBytes: 1000, create: false })).toEqual({ status: "not_owned" });
-      expect(await upgraded.appendRound(round({ chatId: "by-key", owner: alice, user: "mine now?" }))).toBe(false);
-      expect(await upgraded.appendRound(round({ chatId: "by-key", owner: web, user: "k3", at: T0 + 3 }))).toBe(true);
-      expect((await chatOf(upgraded, "support", "by-key"))?.owner).toBeNull();
-      expect(await chatOf(upgraded, "support", "by-alice")).toEqual({ chatId: "by-alice", owner: alice, title: "her question", updatedAt: T0 + 5 });
-      expect(await upgraded.listChats(alice, { since: 0, limit: 20 })).toEqual([{ chatId: "by-alice", title: "her question", updatedAt: T0 + 5 }]);
-      expect(await upgraded.summarizeUsage({ groupBy: "finishReason" })).toMatchObject({
-        totals: { requests: 1, inputTokens: 10, outputTokens: 5, points: 1.5 },
-        finishReasons: [{ finishReason: null, requests: 1, inputTokens: 10, outputTokens: 5, points: 1.5 }],
-      });
-      expect(await upgraded.getSpent("app:support")).toBe(1.5);
-      expect(await upgraded.listCreatedKeys()).toEqual([createdKey({ name: "ops" })]);
-      expect(await upgraded.listKeyUse()).toEqual([{ name: "web", lastUsedAt: T0 + 9 }]);
+      await expectUpgradedRecords(upgraded);
       await upgraded.recordUsage(usage({ finishReason: "length" }), []);
       await upgraded.rememberShareUid("public", "digest", "alice", T0 + DAY);
       expect(await upgraded.findShareUid("public", "digest", T0)).toBe("alice");

@@ -1,5 +1,6 @@
 // Rows and reads for store tests: a round, a usage row, a created key, a stored response with
 // defaults, and a chat's history and details read through openChat, as production reads them.
+import { expect } from "vitest";
 import type { AppendRoundInput, ChatInfo, ChatMessage, CreatedKeyRow, Store, StoredResponse, UsageRow } from "../../src/store/types.js";
 
 export const DAY = 24 * 60 * 60 * 1000;
@@ -45,3 +46,30 @@ export async function chatOf(store: Store, appId: string, chatId: string): Promi
 }
 
 export const contents = (messages: Array<{ role: string; content: string }>) => messages.map((m) => `${m.role}:${m.content}`);
+
+/**
+ * The records a previous build wrote (each store's upgrade test writes the same ones), read back
+ * from the upgraded store: a chat made through an app key is any key's and no share user's, a
+ * share user's chat stays hers, and usage, spend and keys are whole.
+ */
+export async function expectUpgradedRecords(upgraded: Store): Promise<void> {
+  expect(await chatOf(upgraded, "support", "by-key")).toEqual({ chatId: "by-key", owner: null, title: "key question", updatedAt: T0 + 2, variables: { lang: "en" } });
+  // owned by nobody in particular: any key of the app reads and writes it, a share-link user neither
+  for (const keyName of ["web", "another"]) {
+    const opened = await upgraded.openChat("support", "by-key", { keyName }, { limit: 100, maxBytes: Number.POSITIVE_INFINITY, create: false });
+    expect(opened.status === "owned" && opened.messages.map((m) => m.content)).toEqual(["k0", "ka0", "k1", "ka1", "k2", "ka2"]);
+  }
+  expect(await upgraded.openChat("support", "by-key", alice, { limit: 100, maxBytes: 1000, create: false })).toEqual({ status: "not_owned" });
+  expect(await upgraded.appendRound(round({ chatId: "by-key", owner: alice, user: "mine now?" }))).toBe(false);
+  expect(await upgraded.appendRound(round({ chatId: "by-key", owner: web, user: "k3", at: T0 + 3 }))).toBe(true);
+  expect((await chatOf(upgraded, "support", "by-key"))?.owner).toBeNull();
+  expect(await chatOf(upgraded, "support", "by-alice")).toEqual({ chatId: "by-alice", owner: alice, title: "her question", updatedAt: T0 + 5 });
+  expect(await upgraded.listChats(alice, { since: 0, limit: 20 })).toEqual([{ chatId: "by-alice", title: "her question", updatedAt: T0 + 5 }]);
+  expect(await upgraded.summarizeUsage({ groupBy: "finishReason" })).toMatchObject({
+    totals: { requests: 1, inputTokens: 10, outputTokens: 5, points: 1.5 },
+    finishReasons: [{ finishReason: null, requests: 1, inputTokens: 10, outputTokens: 5, points: 1.5 }],
+  });
+  expect(await upgraded.getSpent("app:support")).toBe(1.5);
+  expect(await upgraded.listCreatedKeys()).toEqual([createdKey({ name: "ops" })]);
+  expect(await upgraded.listKeyUse()).toEqual([{ name: "web", lastUsedAt: T0 + 9 }]);
+}
