@@ -133,6 +133,19 @@ describe("the quick read of a text chunk", () => {
     expect(written).not.toBe("");
   });
 
+  it("keeps a character whose bytes arrive in two reads whole (before: two U+FFFD)", () => {
+    const translator: StreamTranslator = { begin: () => "", chunk: (c) => c.choices?.[0]?.delta?.content ?? "", end: () => "", fail: () => "" };
+    let written = "";
+    const relay = new TranslatedRelay(translator, (t) => ((written += t), true), "m", () => {});
+    const frame = Buffer.from('data: {"choices":[{"index":0,"delta":{"content":"你好😀"},"finish_reason":null}]}\n\n');
+    const inside = frame.indexOf(Buffer.from("好")) + 1;
+    relay.push(frame.subarray(0, inside));
+    relay.push(frame.subarray(inside, frame.length - 3));
+    relay.push(frame.subarray(frame.length - 3));
+    expect(relay.generated()).toBe("你好😀");
+    expect(written).toBe("你好😀");
+  });
+
   it("fails a chunk with a bad escape as a bad upstream reply, as the parse would", () => {
     const translator: StreamTranslator = { begin: () => "", chunk: () => "", end: () => "", fail: () => "" };
     const relay = new TranslatedRelay(translator, () => true, "m", () => {});

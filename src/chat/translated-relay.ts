@@ -2,6 +2,7 @@
 // event is parsed and handed to the dialect's translator, whose events are what the client reads.
 // What the gateway must know of the answer — usage, finish reason, the text and tool arguments
 // generated (counted when the upstream gives no usage) — is taken on the way.
+import { StringDecoder } from "node:string_decoder";
 import { CLOSE_BRACE, OPEN_BRACE } from "../json/scan.js";
 import { badUpstreamReply, upstreamReportedError } from "../upstream/errors.js";
 import type { Usage } from "./attempt.js";
@@ -16,6 +17,7 @@ export class TranslatedRelay implements AnswerSink {
   #finishReason: string | undefined;
   #generated: string[] = [];
   #pending = "";
+  readonly #decoder = new StringDecoder("utf8");
   #first = false;
 
   constructor(
@@ -27,7 +29,8 @@ export class TranslatedRelay implements AnswerSink {
 
   push(chunk: Buffer): boolean {
     if (this.done) return true;
-    let text = this.#pending + chunk.toString("utf8");
+    // a character's bytes may come in two reads: the decoder keeps the first ones for the next
+    let text = this.#pending + this.#decoder.write(chunk);
     if (text.includes("\r")) text = text.replace(/\r\n?/g, "\n");
     const cut = text.lastIndexOf(EVENT_END);
     if (cut < 0) {
@@ -45,8 +48,9 @@ export class TranslatedRelay implements AnswerSink {
 
   /** The upstream ended: an unterminated last event is taken as one. */
   finish(): void {
-    if (this.done || !this.#pending.trim()) return;
-    const rest = this.#pending;
+    if (this.done) return;
+    const rest = this.#pending + this.#decoder.end();
+    if (!rest.trim()) return;
     this.#pending = "";
     const out = this.#event(rest);
     if (out) this.write(out);
