@@ -71,8 +71,12 @@ export function completionAsSse(completion: CompletionJson): Readable {
   const { choices, usage, ...rest } = completion;
   const base = { ...rest, object: "chat.completion.chunk" };
   const choice = choices[0];
+  // everything the message carries — text, reasoning, tool calls (each with the index a chunk's have)
+  const { role: _role, content, tool_calls: calls, ...more } = choice?.message ?? {};
+  const toolCalls = Array.isArray(calls) ? { tool_calls: calls.map((call: object, index) => ({ index, ...call })) } : {};
+  const delta = { role: "assistant", ...more, content: content ?? "", ...toolCalls };
   const events = [
-    { ...base, choices: [{ index: 0, delta: { role: "assistant", content: choice?.message?.content ?? "" }, finish_reason: null }] },
+    { ...base, choices: [{ index: 0, delta, finish_reason: null }] },
     { ...base, choices: [{ index: 0, delta: {}, finish_reason: choice?.finish_reason ?? "stop" }], ...(usage ? { usage } : {}) },
   ];
   return Readable.from([...events.map((e) => `data: ${JSON.stringify(e)}\n\n`), "data: [DONE]\n\n"].map((s) => Buffer.from(s)));

@@ -21,6 +21,8 @@ export interface ModelTurn {
   cutAfter?: number;
   /** pause before each chunk after the first */
   chunkDelayMs?: number;
+  /** answer a stream request with one chat.completion, as some servers do */
+  answerWhole?: boolean;
   /** after the first chunk, write nothing more until this settles (a model thinking in silence) */
   holdAfterFirst?: Promise<void>;
 }
@@ -56,7 +58,7 @@ export async function startScriptedUpstream(script: ModelScript): Promise<Script
     requests.push(recorded);
     const turn = await script(recorded, n++);
     if (turn.status && turn.status !== 200) return send(res, turn.status, { error: { message: `scripted failure ${turn.status}`, type: "server_error" } }, turn.headers);
-    if (body.stream !== true) return send(res, 200, wholeCompletion(turn, String(body.model)));
+    if (body.stream !== true || turn.answerWhole) return send(res, 200, wholeCompletion(turn, String(body.model)));
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
     res.flushHeaders();
     const frames = [...turn.chunks, { choices: [{ index: 0, delta: {}, finish_reason: turn.finishReason }] } as ChatChunk];
