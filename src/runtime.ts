@@ -121,9 +121,9 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     resolveShareLink: (shareId: unknown, now: number) => resolveShareLink(links, shareId, now),
   };
   const serves = router.serves;
-  const chat = createChatSpec({ models, aliases, serves, store: shared.store, shareAuth: shared.shareAuth, maxBytes: body.maxBytes, maxTurnBytes: config.server.maxTurnBytes });
-  const embeddings = createEmbeddingsSpec({ vectorModels, aliases, serves });
   const chatDeps = { models, aliases, serves, store: shared.store, shareAuth: shared.shareAuth, maxBytes: body.maxBytes, maxTurnBytes: config.server.maxTurnBytes };
+  const chat = createChatSpec(chatDeps);
+  const embeddings = createEmbeddingsSpec({ vectorModels, aliases, serves });
   const messages = createDialectSpec(chatDeps, anthropicDialect);
   const responses = createDialectSpec(chatDeps, createResponsesDialect({ store: shared.store, retentionDays: config.responses.retentionDays, maxStoredBytes: body.maxBytes }));
   const storedResponses = createResponseRoutes({ keyring, store: shared.store });

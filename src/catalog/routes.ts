@@ -5,7 +5,7 @@
 // app may use (docs/fleet.md#apps), a global or admin key everything.
 import type { H3Event } from "h3";
 import type { KeyIdentity, Keyring } from "../auth/keys.js";
-import type { ModelKind } from "../config/fleet.js";
+import { sttModels, type ModelKind } from "../config/fleet.js";
 import type { AppConfig, Config } from "../config/schema.js";
 import { notFound } from "../http/errors.js";
 import { jsonResponse } from "../http/json.js";
@@ -36,8 +36,7 @@ export function createCatalogRoutes(deps: CatalogDeps) {
   const { config } = deps;
   const names = new Map<string, string | undefined>();
   const completions = new Set(config.llmModels.filter((m) => m.completions).map((m) => m.model));
-  for (const m of [...config.llmModels, ...config.vectorModels, ...config.reRankModels, ...config.audioSpeechModels, ...config.sttModels]) names.set(m.model, m.name);
-  if (config.whisperModel) names.set(config.whisperModel.model, config.whisperModel.name);
+  for (const m of [...config.llmModels, ...config.vectorModels, ...config.reRankModels, ...config.audioSpeechModels, ...sttModels(config)]) names.set(m.model, m.name);
 
   const authenticate = (event: H3Event) => deps.keyring.authenticate(event.req.headers.get("authorization"));
   const modelObject = (model: string, id = model): ModelObject => ({

@@ -107,17 +107,17 @@ function streamTranslated<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDialect<Req
         wait = setTimeout(() => opening && write(""), OPENING_WAIT_MS);
         const onFirstContent = () => (call.facts.ttftMs = performance.now() - call.started);
         const relay = new TranslatedRelay(translator, write, call.model.model, onFirstContent);
-        const out = { text: () => relay.generated(), usage: undefined as Usage | undefined };
+        const text = () => relay.generated();
         const cut = await relayAnswer(body, res, relay, maxBytes, call.cancel, call.model.model);
         if (cut) {
           // cut: billed for what was generated; the pipeline ends the stream with the dialect's error
-          await settleChat(deps, call, plan, meter, { text: out.text, usage: relay.usage, finishReason: () => cutFinishReason(call.cancel), cut });
+          await settleChat(deps, call, plan, meter, { text, usage: relay.usage, finishReason: () => cutFinishReason(call.cancel), cut });
           throw cut;
         }
         const finishReason = relay.finishReason() ?? "stop";
         let closing = "";
         await settleChat(deps, call, plan, meter, {
-          text: out.text,
+          text,
           usage: relay.usage,
           finishReason: () => finishReason,
           keep: (t) => {

@@ -33,8 +33,6 @@ export interface ChatPlan extends PlanBase {
   includeUsage: boolean;
   /** FastGPT variables: the chat's stored ones with the request's over them */
   variables: Variables;
-  /** share-link users: the uid the operator (or the localId) gave */
-  uid: string | undefined;
   /** the upstream gets FastGPT's share-link request only */
   shareUpstream: boolean;
   /** who the conversation (chatId) belongs to: its creator */
@@ -86,7 +84,6 @@ export async function planChat(deps: PlanDeps, call: ChatCall, opts: PlanOptions
     detail: req.detail === true && (!caller.share || caller.share.link.responseDetail),
     includeUsage: req.stream_options?.include_usage === true,
     variables,
-    uid,
     shareUpstream: caller.share !== undefined,
     owner,
     answerModel: req.model !== undefined && req.model !== model.model ? req.model : undefined,

@@ -5,7 +5,7 @@
 // chunk holds its text is the kind's (`StreamText`: a chat's `delta.content`, a legacy completion's
 // `text`), the rest of the relay is the same for both.
 import { CLOSE_BRACE, OPEN_BRACE, isSpace } from "../json/scan.js";
-import { badUpstreamReply, UpstreamError } from "../upstream/errors.js";
+import { badUpstreamReply, upstreamReportedError } from "../upstream/errors.js";
 import type { Usage } from "./attempt.js";
 import { dataOf, type AnswerSink } from "./pump.js";
 
@@ -226,18 +226,18 @@ export function firstMalformed(view: string): number {
 }
 
 
-function parseChunk(data: string, model: string): ChunkShape {
-  let chunk: ChunkShape;
+/** One event's data as a chunk: a 502 when it is not a JSON object, or when it reports an error
+ *  (whose text may carry the upstream's internals, so the client gets less). */
+export function parseChunk<T extends object = ChunkShape>(data: string, model: string): T {
+  let chunk: unknown;
   try {
-    chunk = JSON.parse(data) as ChunkShape;
+    chunk = JSON.parse(data);
   } catch {
     throw badUpstreamReply(model);
   }
-  if (chunk?.error) {
-    // its text may carry the upstream's internals, so the client gets less
-    throw new UpstreamError(502, "upstream_error", `The model server for ${model} reported an error during the answer.`, "http_error");
-  }
-  return chunk;
+  if (!chunk || typeof chunk !== "object") throw badUpstreamReply(model);
+  if ((chunk as { error?: unknown }).error) throw upstreamReportedError(model);
+  return chunk as T;
 }
 
 const FINISH_MARKS = [Buffer.from('"finish_reason":"'), Buffer.from('"finish_reason": "')];

@@ -4,10 +4,10 @@
 // generated (counted when the upstream gives no usage) — is taken on the way.
 import { StringDecoder } from "node:string_decoder";
 import { CLOSE_BRACE, OPEN_BRACE } from "../json/scan.js";
-import { badUpstreamReply, upstreamReportedError } from "../upstream/errors.js";
 import type { Usage } from "./attempt.js";
 import type { ChatChunk, StreamTranslator } from "./dialect.js";
 import { dataOf, type AnswerSink } from "./pump.js";
+import { parseChunk } from "./sse-relay.js";
 
 const EVENT_END = "\n\n";
 
@@ -72,17 +72,7 @@ export class TranslatedRelay implements AnswerSink {
       this.done = true;
       return "";
     }
-    let chunk: ChatChunk | undefined = textOnly(data);
-    if (chunk === undefined) {
-      try {
-        chunk = JSON.parse(data) as ChatChunk;
-      } catch {
-        throw badUpstreamReply(this.model);
-      }
-    }
-    if (!chunk || typeof chunk !== "object") throw badUpstreamReply(this.model);
-    // its text may carry the upstream's internals, so the client gets less
-    if (chunk.error) throw upstreamReportedError(this.model);
+    const chunk = textOnly(data) ?? parseChunk<ChatChunk>(data, this.model);
     if (chunk.usage) this.usage = chunk.usage;
     const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0);
     if (choice) this.#take(choice);

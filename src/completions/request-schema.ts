@@ -6,8 +6,6 @@ import { z } from "zod";
 import { badRequest } from "../http/errors.js";
 import { parseBody } from "../http/validation.js";
 
-export const COMPLETIONS_PATH = "/v1/completions";
-
 const tokenIds = z.array(z.number().int().nonnegative());
 
 export const completionsRequestSchema = z.looseObject({

@@ -5,7 +5,7 @@ import type { VectorModelConfig } from "../config/schema.js";
 import { jsonBody } from "../http/raw-text.js";
 import { sendJsonParts } from "../http/json.js";
 import type { Caller } from "../metered/caller.js";
-import { resolveModel, type Aliases } from "../metered/models.js";
+import { appAllowsTool, resolveModel, type Aliases } from "../metered/models.js";
 import type { WorstCase } from "../metered/quota.js";
 import type { MeteredSpec, PlanBase } from "../metered/spec.js";
 import { computePoints } from "../tokens/points.js";
@@ -33,7 +33,7 @@ export function createEmbeddingsSpec(deps: EmbeddingsSpecDeps): MeteredSpec<Embe
     what: "Embeddings",
     parse: parseEmbeddingsRequest,
     // an app with `models` may use the vector models listed there; one without may use every one
-    model: (req, caller) => resolveModel(deps.vectorModels, deps.aliases, req.model, (m) => !caller.app.models || caller.app.models.includes(m), deps.serves, "embedding model"),
+    model: (req, caller) => resolveModel(deps.vectorModels, deps.aliases, req.model, (m) => appAllowsTool(caller.app, m), deps.serves, "embedding model"),
     async prepare({ req, caller, model }) {
       // every input within maxToken, most proven by their bytes alone (counted once, when needed)
       const bound = await checkInputs(req.input, model);

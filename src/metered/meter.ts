@@ -42,9 +42,6 @@ export class Meter {
     private readonly at: { time: number; started: number; chatId?: string },
   ) {}
 
-  get ended(): boolean {
-    return this.#ended;
-  }
 
   /** The answer was given or cut: its usage row (with `also`, writes that share its commit), the
    *  spend and the hold settled to `t.points`. Resolves once the row is on disk. */

@@ -5,6 +5,7 @@ import { hash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { createFetch } from "ofetch";
 import type { ShareLinkConfig } from "../config/schema.js";
+import { SHARE_UID_KEEP_MS } from "../store/rows.js";
 import type { Store } from "../store/types.js";
 import { GatewayError } from "../http/errors.js";
 import type { Observer, ShareCallbackKind } from "../observability/observer.js";
@@ -44,8 +45,6 @@ export interface ShareAuthOptions {
   uids?: Pick<Store, "rememberShareUid" | "findShareUid">;
 }
 
-/** How long a token's uid from init is found again: the share records' own window (30 days). */
-const SHARE_UID_DAYS_MS = 30 * 24 * 60 * 60 * 1000;
 
 /** A token as it may be kept or used as a uid: its digest, never the token itself (docs/api.md#share-links). */
 export function tokenDigest(token: string): string {
@@ -211,7 +210,7 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
 
   /** The uid an init on any instance gave for this token, if the store has it. */
   async function storedUid(link: ShareLinkConfig, token: string): Promise<string | undefined> {
-    const uid = await opts.uids?.findShareUid(link.shareId, tokenDigest(token), Date.now() - SHARE_UID_DAYS_MS).catch(() => undefined);
+    const uid = await opts.uids?.findShareUid(link.shareId, tokenDigest(token), Date.now() - SHARE_UID_KEEP_MS).catch(() => undefined);
     if (uid !== undefined) initUids.set(uidKey(link, token), uid);
     return uid;
   }
@@ -227,7 +226,7 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
       const key = `${link.shareId}\n${link.authHost}\n${token}`;
       const cached = initCache.get(key);
       if (cached !== undefined) return cached;
-      const failedKey = `${link.shareId}\n${link.authHost}\n${hash("sha256", token, "base64url")}`;
+      const failedKey = `${link.shareId}\n${link.authHost}\n${tokenDigest(token)}`;
       const failed = failedInits.get(failedKey);
       if (failed) throw new GatewayError(failed.status, failed.code, failed.message);
       let pending = asking.get(failedKey);

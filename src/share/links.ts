@@ -2,7 +2,6 @@
 // whether it is still open, and what a valid uid (operator's or the browser's localId) looks like.
 import type { ShareLinkConfig } from "../config/schema.js";
 import { GatewayError, badRequest, notFound } from "../http/errors.js";
-import type { ChatInfo } from "../store/types.js";
 
 const MAX_UID_BYTES = 255;
 // the uid becomes part of storage keys and paths, so its separators are refused
@@ -21,12 +20,6 @@ export function resolveShareLink(links: Map<string, ShareLinkConfig>, shareId: u
 /** The 403 of a chat that belongs to someone else. */
 export function chatNotOwned(param?: string): GatewayError {
   return new GatewayError(403, "chat_not_owned", "This chat belongs to another user.", { param });
-}
-
-/** A 403 unless the chat belongs to this share-link user (an app-key chat belongs to none). */
-export function assertChatOwner(chat: ChatInfo, shareId: string, uid: string | undefined, param?: string): void {
-  const owner = chat.owner;
-  if (!owner || !("shareId" in owner) || owner.shareId !== shareId || owner.uid !== uid) throw chatNotOwned(param);
 }
 
 /** True when `uid` is a usable share-link user id: a non-empty string of at most 255 UTF-8 bytes without `|`, `\` or `/`. */

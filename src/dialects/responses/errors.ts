@@ -3,10 +3,6 @@
 // the context window is full on that code, and does not retry.
 import { badRequest, GatewayError } from "../../http/errors.js";
 
-export function responsesError(err: GatewayError): { status: number; body: unknown; headers: Record<string, string> } {
-  return { status: err.status, body: err.toBody(), headers: err.headers };
-}
-
 /** GET/DELETE of a response that is missing, expired, of another app, or was made with `store: false`. */
 export const responseNotFound = () =>
   new GatewayError(404, "response_not_found", "No such response: it may have expired, been deleted, or been made with store: false.");

@@ -5,7 +5,7 @@ export { createResponsesDialect } from "./dialect.js";
 export { createResponseRoutes } from "./routes.js";
 
 export { toResponse } from "./answer.js";
-export { previousResponseNotFound, responseNotFound, responsesError } from "./errors.js";
+export { previousResponseNotFound, responseNotFound } from "./errors.js";
 export { parseResponsesRequest, type InputItem, type ResponsesRequest } from "./request-schema.js";
 export type { ResponseObject } from "./response-object.js";
 export { conversationOf, deletedResponse, storedResponse, storedRow, type StoredResponseRow } from "./stored.js";
