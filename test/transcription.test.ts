@@ -108,9 +108,9 @@ describe("audio duration and points", () => {
   it("bounds an unknown duration by the file's size, and bills the file's, else the model's, else the bound", () => {
     expect(durationBound({ durationSeconds: 4 }, 10_000_000)).toBe(4);
     expect(durationBound({}, 750_000)).toBe(1000); // 6 kbit/s
-    expect(billedSeconds({ durationSeconds: 4 }, 9, 100)).toBe(4);
-    expect(billedSeconds({}, 9, 100)).toBe(9);
-    expect(billedSeconds({}, undefined, 100)).toBe(100);
+    expect(billedSeconds({ durationSeconds: 4 }, () => 9, 100)).toBe(4);
+    expect(billedSeconds({}, () => 9, 100)).toBe(9);
+    expect(billedSeconds({}, () => undefined, 100)).toBe(100);
   });
 
   it("prices per minute of audio, fractional minutes included", () => {

@@ -2,7 +2,7 @@
 // every other price; transcription by minutes of audio, as FastGPT bills its whisperModel
 // (`charsPointsPrice` × seconds / 60: a 90-second file is 1.5 minutes, not rounded up).
 import type { AudioSpeechModelConfig, SttModelConfig } from "../config/schema.js";
-import { computePoints } from "../tokens/points.js";
+import { computePoints, roundPoints } from "../tokens/points.js";
 
 /** `charsPointsPrice` × characters / 1000. */
 export function speechPoints(model: AudioSpeechModelConfig, characters: number): number {
@@ -11,5 +11,5 @@ export function speechPoints(model: AudioSpeechModelConfig, characters: number):
 
 /** `charsPointsPrice` × minutes of audio. */
 export function transcriptionPoints(model: SttModelConfig, seconds: number): number {
-  return Math.round(((model.charsPointsPrice * seconds) / 60) * 1e6) / 1e6;
+  return roundPoints((model.charsPointsPrice * seconds) / 60);
 }

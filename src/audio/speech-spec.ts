@@ -8,13 +8,11 @@
 // then broken off, so the client sees the audio is incomplete), and is billed for what was sent.
 import type { ServerResponse } from "node:http";
 import type { AudioSpeechModelConfig } from "../config/schema.js";
-import { cutError, cutFinishReason } from "../http/cancel.js";
-import { GatewayError } from "../http/errors.js";
-import { pump, type SseSink } from "../chat/pump.js";
+import { cutFinishReason } from "../http/cancel.js";
+import { relayAnswer, type AnswerSink } from "../chat/pump.js";
 import type { Meter } from "../metered/meter.js";
 import { appAllowsTool, resolveModel, type Aliases } from "../metered/models.js";
 import type { Call, MeteredSpec, PlanBase } from "../metered/spec.js";
-import { mapTransportError } from "../upstream/errors.js";
 import type { UpstreamReply } from "../upstream/types.js";
 import { speechPoints } from "./points.js";
 import { speechHeaders } from "./speech-headers.js";
@@ -65,10 +63,8 @@ export function createSpeechSpec(deps: SpeechSpecDeps): MeteredSpec<SpeechReques
 async function relayAudio(reply: UpstreamReply, res: ServerResponse, plan: SpeechPlan, call: SpeechCall, meter: Meter, length: string | undefined): Promise<void> {
   const { model, cancel } = call;
   const sink = new AudioSink(res, () => (call.facts.ttftMs ??= performance.now() - call.started));
-  try {
-    await pump(reply.body, res, sink, reply.maxBytes, model.model);
-  } catch (err) {
-    const cut = cancel.aborted ? cutError(cancel, model.model) : err instanceof GatewayError ? err : mapTransportError(err, model.model);
+  const cut = await relayAnswer(reply.body, res, sink, reply.maxBytes, cancel, model.model);
+  if (cut) {
     const characters = sentCharacters(plan.characters, sink.sent, length === undefined ? undefined : Number(length));
     await meter.settle({ inputTokens: characters, points: speechPoints(model, characters), finishReason: cutFinishReason(cancel), cut });
     if (length !== undefined) res.destroy();
@@ -87,7 +83,8 @@ export function sentCharacters(characters: number, sent: number, total: number |
 }
 
 /** The client's side of the relay: bytes written as they come, counted. */
-class AudioSink implements SseSink {
+/** Audio has no events: what comes is relayed, and an answer the upstream ended is complete. */
+class AudioSink implements AnswerSink {
   readonly done = false;
   sent = 0;
 
@@ -100,5 +97,11 @@ class AudioSink implements SseSink {
     if (this.sent === 0) this.onFirstBytes();
     this.sent += chunk.length;
     return this.res.destroyed ? true : this.res.write(chunk);
+  }
+
+  finish(): void {}
+
+  finishReason(): string {
+    return "stop";
   }
 }

@@ -49,8 +49,8 @@ export function answerSeconds(body: Buffer | string, format: TranscriptionFormat
   return undefined;
 }
 
-/** The seconds a transcription is billed by: the file's own duration, else what the model reported,
- *  else the bound the budget held. */
-export function billedSeconds(info: AudioInfo, reported: number | undefined, bound: number): number {
-  return info.durationSeconds ?? reported ?? bound;
+/** The seconds a transcription is billed by: the file's own duration, else what the model reported
+ *  (read from its answer only then), else the bound the budget held. */
+export function billedSeconds(info: AudioInfo, reported: () => number | undefined, bound: number): number {
+  return info.durationSeconds ?? reported() ?? bound;
 }

@@ -78,7 +78,7 @@ export function createTranscriptionSpec(deps: TranscriptionSpecDeps): MeteredSpe
       return { body: await readReply(reply, model.model), headers: reply.headers };
     },
     async respond(answer, plan, { req, model }, meter) {
-      const seconds = billedSeconds(plan.info, answerSeconds(answer.body, req.responseFormat), plan.bound);
+      const seconds = billedSeconds(plan.info, () => answerSeconds(answer.body, req.responseFormat), plan.bound);
       await meter.settle({ inputTokens: Math.ceil(seconds), points: transcriptionPoints(model, seconds) });
       return new FastResponse(new Uint8Array(answer.body), { headers: transcriptionHeaders(answer.headers, req.responseFormat) });
     },

@@ -60,6 +60,12 @@ export const badRequest = (code: string, message: string, param: string | null =
   new GatewayError(400, code, message, { param });
 export const notFound = (code: string, message: string) => new GatewayError(404, code, message);
 
+/** 429 rate_limit_exceeded, Retry-After in whole seconds (at least one), which `message` is told. */
+export function rateLimited(retryAfterMs: number, message: (seconds: number) => string): GatewayError {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return new GatewayError(429, "rate_limit_exceeded", message(seconds), { headers: { "Retry-After": String(seconds) } });
+}
+
 /** Any thrown value as a GatewayError; unknown errors become a 500 whose message reveals nothing. */
 export function toGatewayError(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;

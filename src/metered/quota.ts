@@ -4,7 +4,7 @@
 // points (answered or cut) or releases it (nothing generated). Holds live in the cluster state,
 // so concurrent requests — on one instance or several — cannot overshoot a budget together.
 import type { AdmitResult, ClusterState } from "../cluster/types.js";
-import { GatewayError } from "../http/errors.js";
+import { GatewayError, rateLimited } from "../http/errors.js";
 import type { Observer } from "../observability/observer.js";
 import type { Store } from "../store/types.js";
 
@@ -117,9 +117,7 @@ function budgetSpent(limit: QuotaLimit, forPublic: boolean): GatewayError {
 }
 
 function rateExceeded(limit: QuotaLimit, retryAfterMs: number, forPublic: boolean): GatewayError {
-  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-  const message = forPublic
-    ? `Too many questions — try again in ${seconds} s.`
-    : `${limit.label} allows ${limit.qpm} requests per minute; retry in ${seconds} s`;
-  return new GatewayError(429, "rate_limit_exceeded", message, { headers: { "Retry-After": String(seconds) } });
+  return rateLimited(retryAfterMs, (seconds) =>
+    forPublic ? `Too many questions — try again in ${seconds} s.` : `${limit.label} allows ${limit.qpm} requests per minute; retry in ${seconds} s`,
+  );
 }

@@ -7,7 +7,7 @@ import type { H3Event } from "h3";
 import type { ClusterState, RateLimit } from "../cluster/types.js";
 import type { ServerConfig, ShareLinkConfig } from "../config/schema.js";
 import { clientAddress } from "../http/client-address.js";
-import { GatewayError } from "../http/errors.js";
+import { rateLimited } from "../http/errors.js";
 
 export interface ShareApiRateOptions {
   state: ClusterState;
@@ -27,11 +27,10 @@ export function createShareApiRate(opts: ShareApiRateOptions) {
     if (rates.length === 0) return;
     const admitted = await opts.state.admit([], 0, rates, now, noSpent);
     if (admitted.ok || admitted.refused !== "rate") return;
-    const seconds = Math.max(1, Math.ceil(admitted.retryAfterMs / 1000));
     // the public is told which limit, never its number
-    const message = admitted.scope.startsWith("share-api:")
-      ? `This share link is receiving too many requests; retry in ${seconds} s.`
-      : `Too many requests from your address; retry in ${seconds} s.`;
-    throw new GatewayError(429, "rate_limit_exceeded", message, { headers: { "Retry-After": String(seconds) } });
+    const ofLink = admitted.scope.startsWith("share-api:");
+    throw rateLimited(admitted.retryAfterMs, (seconds) =>
+      ofLink ? `This share link is receiving too many requests; retry in ${seconds} s.` : `Too many requests from your address; retry in ${seconds} s.`,
+    );
   };
 }

@@ -9,6 +9,9 @@ export function computePoints(model: Prices, inputTokens: number, outputTokens: 
     model.inputPrice > 0
       ? (model.inputPrice * inputTokens) / 1000 + ((model.outputPrice ?? 0) * outputTokens) / 1000
       : (model.charsPointsPrice * (inputTokens + outputTokens)) / 1000;
-  // keep reports readable and sums stable: no binary-fraction tails
-  return Math.round(points * 1e6) / 1e6;
+  return roundPoints(points);
 }
+
+/** Points as kept and reported: to the millionth, so reports stay readable and sums stable (no
+ *  binary-fraction tails). */
+export const roundPoints = (points: number): number => Math.round(points * 1e6) / 1e6;

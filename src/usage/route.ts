@@ -7,6 +7,7 @@ import { GatewayError, badRequest } from "../http/errors.js";
 import { jsonResponse } from "../http/json.js";
 import { MODEL_KINDS, type ModelKind } from "../config/fleet.js";
 import type { Store, UsageSummary, UsageTotals } from "../store/types.js";
+import { roundPoints } from "../tokens/points.js";
 
 export interface UsageDeps {
   keyring: Keyring;
@@ -48,7 +49,7 @@ export function totalsByKind(summary: UsageSummary, kinds: Map<string, ModelKind
     t.inputTokens += m.inputTokens;
     t.outputTokens += m.outputTokens;
     // summed per model already rounded: kept free of binary-fraction tails like every points figure
-    t.points = Math.round((t.points + m.points) * 1e6) / 1e6;
+    t.points = roundPoints(t.points + m.points);
   }
   return [...out.values()];
 }
