@@ -1,9 +1,9 @@
 // What a chat request asks of its model once its limits are applied (docs/api.md#chat): the
 // operator's before-chat check for share-link users, the conversation's history and variables, the
-// model's limits, and the body the upstream gets. Nothing here reaches a channel.
+// model's limits and the max_tokens the budgets pay for. Nothing here reaches a channel; the body
+// the upstream gets is made by the attempt (src/chat/attempt.ts).
 import type { ModelConfig } from "../config/schema.js";
 import { badRequest } from "../http/errors.js";
-import { jsonBody } from "../http/raw-text.js";
 import type { Caller } from "../metered/caller.js";
 import { computePoints } from "../tokens/points.js";
 import type { WorstCase } from "../metered/quota.js";
@@ -16,7 +16,7 @@ import { historyCounts } from "../tokens/history-counts.js";
 import type { KnownCounts } from "../tokens/tally.js";
 import { applyLimits, type LimitedChat } from "./limits.js";
 import type { ChatMessage, ChatRequest } from "./request-schema.js";
-import { shareRequest, upstreamBody } from "./upstream-body.js";
+import { shareRequest } from "./upstream-body.js";
 import { createPromptFiller, mergeVariables, type Variables } from "./variables.js";
 
 export interface ChatPlan extends PlanBase {
@@ -25,16 +25,15 @@ export interface ChatPlan extends PlanBase {
   limited: LimitedChat;
   /** choices asked for (`n`): every one can write max_tokens */
   choices: number;
-  /** the upstream's JSON body */
-  body: string | Buffer;
+  /** the upstream's JSON body: made by the first attempt, once the budgets are held (a request
+   *  refused there never pays for it, and max_tokens is final) */
+  body?: string | Buffer;
   stream: boolean;
   /** FastGPT's detail answer: the completion report (share links: when the link allows it) */
   detail: boolean;
   includeUsage: boolean;
   /** FastGPT variables: the chat's stored ones with the request's over them */
   variables: Variables;
-  /** the upstream gets FastGPT's share-link request only */
-  shareUpstream: boolean;
   /** who the conversation (chatId) belongs to: its creator */
   owner: ChatOwner;
   /** the name the client asked for, when it was an alias: the answer carries it */
@@ -79,12 +78,10 @@ export async function planChat(deps: PlanDeps, call: ChatCall, opts: PlanOptions
     req,
     limited,
     choices,
-    body: jsonBody(upstreamBody(req, model, limited, caller.share !== undefined)),
     stream: req.stream === true,
     detail: req.detail === true && (!caller.share || caller.share.link.responseDetail),
     includeUsage: req.stream_options?.include_usage === true,
     variables,
-    shareUpstream: caller.share !== undefined,
     owner,
     answerModel: req.model !== undefined && req.model !== model.model ? req.model : undefined,
     chatId: req.chatId,
@@ -122,7 +119,6 @@ export async function affordChat(plan: ChatPlan, model: ModelConfig, held: numbe
   const tokens = Math.floor((held - prompt) / perToken + 1e-9);
   if (tokens >= limited.maxTokens) return;
   limited.maxTokens = Math.max(1, tokens);
-  plan.body = jsonBody(upstreamBody(plan.req, model, limited, plan.shareUpstream));
 }
 
 /**
