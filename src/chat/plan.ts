@@ -5,9 +5,8 @@
 import type { ModelConfig } from "../config/schema.js";
 import { badRequest } from "../http/errors.js";
 import type { Caller } from "../metered/caller.js";
-import { computePoints } from "../tokens/points.js";
-import type { WorstCase } from "../metered/quota.js";
 import type { Call, PlanBase } from "../metered/spec.js";
+import { affordedMaxTokens, tokenWorstCase, type TokenAsk } from "../metered/token-budget.js";
 import type { ShareAuth } from "../share/callbacks.js";
 import { chatNotOwned } from "../share/links.js";
 import type { ChatOwner, Store } from "../store/types.js";
@@ -85,40 +84,25 @@ export async function planChat(deps: PlanDeps, call: ChatCall, opts: PlanOptions
     owner,
     answerModel: req.model !== undefined && req.model !== model.model ? req.model : undefined,
     chatId: req.chatId,
-    worstCase: worstCase(caller, model, limited, choices),
+    worstCase: tokenWorstCase(caller, model, askOf(limited, choices)),
   };
 }
 
-/** The most the request can cost: its prompt and all of max_tokens for every choice, and the least it
- *  can be served for: the prompt and one token each (the prompt counted only when its bound does not
- *  fit a budget). */
-function worstCase(caller: Caller, model: ModelConfig, limited: LimitedChat, choices: number): WorstCase | number {
-  if (!caller.limits.some((l) => l.maxUsagePoints >= 0)) return 0;
-  const maxOut = choices * limited.maxTokens;
-  return {
-    bound: computePoints(model, limited.promptBound, maxOut),
-    least: computePoints(model, limited.promptBound, choices),
-    counted: async () => {
-      const prompt = await limited.countPrompt();
-      return { most: computePoints(model, prompt, maxOut), least: computePoints(model, prompt, choices) };
-    },
-  };
-}
+/** What serve-until-spent needs of the request: its prompt, then max_tokens for every choice. */
+const askOf = (limited: LimitedChat, choices: number): TokenAsk => ({
+  promptBound: limited.promptBound,
+  countPrompt: () => limited.countPrompt(),
+  answers: choices,
+  maxTokens: limited.maxTokens,
+});
 
 /**
  * Serve until spent (docs/api.md#budgets): when the budgets held less than the worst case, max_tokens
- * is lowered to what the hold pays for with the prompt counted exactly (the answer then ends
- * `length`). The hold always covers the prompt and one token per choice.
+ * is lowered to what the hold pays for (src/metered/token-budget.ts); the answer then ends `length`.
  */
 export async function affordChat(plan: ChatPlan, model: ModelConfig, held: number): Promise<void> {
-  const { limited, choices } = plan;
-  const perToken = computePoints(model, 0, choices);
-  if (perToken <= 0 || held >= computePoints(model, limited.promptBound, choices * limited.maxTokens)) return;
-  const prompt = computePoints(model, await limited.countPrompt(), 0);
-  // a hair under the exact quotient: a float just below a whole number must not round the answer up
-  const tokens = Math.floor((held - prompt) / perToken + 1e-9);
-  if (tokens >= limited.maxTokens) return;
-  limited.maxTokens = Math.max(1, tokens);
+  const maxTokens = await affordedMaxTokens(model, askOf(plan.limited, plan.choices), held);
+  if (maxTokens !== undefined) plan.limited.maxTokens = maxTokens;
 }
 
 /**

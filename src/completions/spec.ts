@@ -6,10 +6,9 @@
 import type { Readable } from "node:stream";
 import type { ModelConfig } from "../config/schema.js";
 import { jsonResponse } from "../http/json.js";
-import type { Caller } from "../metered/caller.js";
 import { appAllows, resolveModel, type Aliases } from "../metered/models.js";
-import type { WorstCase } from "../metered/quota.js";
 import type { MeteredSpec } from "../metered/spec.js";
+import { affordedMaxTokens, tokenWorstCase, type TokenAsk } from "../metered/token-budget.js";
 import { computePoints } from "../tokens/points.js";
 import { contentTypeOf, readJsonReply } from "../upstream/read.js";
 import { completionAnswer, readTextCompletion, type TextCompletion } from "./answer.js";
@@ -45,7 +44,7 @@ export function createCompletionsSpec(deps: CompletionsSpecDeps): MeteredSpec<Co
         body: JSON.stringify(limited.body),
         stream: req.stream === true,
         includeUsage: req.stream_options?.include_usage === true,
-        worstCase: worstCase(caller, model, limited),
+        worstCase: tokenWorstCase(caller, model, askOf(limited)),
       };
     },
     afford: (plan, call, held) => affordCompletion(plan, call.req, call.model, held),
@@ -69,34 +68,20 @@ export function createCompletionsSpec(deps: CompletionsSpecDeps): MeteredSpec<Co
   };
 }
 
-/** The most the request can cost: every prompt and all of max_tokens for every generation; the least
- *  it can be served for: the prompts and one token each (counted only when the bound does not fit). */
-function worstCase(caller: Caller, model: ModelConfig, limited: LimitedCompletion): WorstCase | number {
-  if (!caller.limits.some((l) => l.maxUsagePoints >= 0)) return 0;
-  return {
-    bound: computePoints(model, limited.promptBound, limited.outputBound),
-    least: computePoints(model, limited.promptBound, limited.generations),
-    counted: async () => {
-      const prompt = await limited.countPrompt();
-      return { most: computePoints(model, prompt, limited.outputBound), least: computePoints(model, prompt, limited.generations) };
-    },
-  };
-}
+/** What serve-until-spent needs of the request: every prompt, then max_tokens for every generation. */
+const askOf = (limited: LimitedCompletion): TokenAsk => ({
+  promptBound: limited.promptBound,
+  countPrompt: () => limited.countPrompt(),
+  answers: limited.generations,
+  maxTokens: limited.maxTokens,
+});
 
-/**
- * Serve until spent (docs/api.md#budgets), as chat does: when the budgets held less than the worst
- * case, max_tokens is lowered to what the hold pays for with the prompts counted exactly (the answers
- * then end `length`). The hold always covers the prompts and one token per generation.
- */
+/** Serve until spent, as chat does: a smaller hold lowers max_tokens, and the body with it. */
 async function affordCompletion(plan: CompletionsPlan, req: CompletionsRequest, model: ModelConfig, held: number): Promise<void> {
   const { limited } = plan;
-  const perToken = computePoints(model, 0, limited.generations);
-  if (perToken <= 0 || held >= computePoints(model, limited.promptBound, limited.outputBound)) return;
-  const prompt = computePoints(model, await limited.countPrompt(), 0);
-  // a hair under the exact quotient: a float just below a whole number must not round the answer up
-  const tokens = Math.floor((held - prompt) / perToken + 1e-9);
-  if (tokens >= limited.maxTokens) return;
-  limited.maxTokens = Math.max(limited.maxTokens === 0 ? 0 : 1, tokens);
-  limited.outputBound = limited.generations * limited.maxTokens;
+  const maxTokens = await affordedMaxTokens(model, askOf(limited), held);
+  if (maxTokens === undefined) return;
+  limited.maxTokens = maxTokens;
+  limited.outputBound = limited.generations * maxTokens;
   plan.body = JSON.stringify(upstreamBody(req, model, limited.maxTokens, limited.temperature));
 }
