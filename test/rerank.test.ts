@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ReRankModelConfig } from "../src/config/schema.js";
 import { readUpstreamRerank, rerankAnswer } from "../src/rerank/answer.js";
 import { checkDocumentCount, documentTexts, parseRerankRequest } from "../src/rerank/request-schema.js";
-import { countRerankBound, countRerankTokens, rerankPoints, rerankTokenBound } from "../src/rerank/tokens.js";
+import { countRerank, rerankPoints, rerankReadTokens, rerankTokenBound, rerankTokens } from "../src/rerank/tokens.js";
 import { RERANK_PATH, rerankUpstreamBody } from "../src/rerank/upstream.js";
 import { expectError } from "./support/fixtures.js";
 import { FLEET_KEY, LISTED_KEY, REQUEST_AUTH, TIGHT_KEY, useFleet } from "./support/fleet.js";
@@ -118,12 +118,12 @@ describe("rerank answer", () => {
   });
 
   it("counts the query and each document, bounds what a cross-encoder can report, prices per 1,000 tokens", async () => {
-    expect(await countRerankTokens("hello world", ["hello", "world peace"])).toBe(2 + 1 + 2);
+    expect(rerankTokens(await countRerank("hello world", ["hello", "world peace"]))).toBe(2 + 1 + 2);
     const bound = rerankTokenBound(QUERY, DOCS);
     expect(bound).toBeGreaterThanOrEqual(pairTokens(QUERY, DOCS));
     expect(bound).toBe(4 * (Buffer.byteLength(QUERY) + 8) + DOCS.reduce((s, d) => s + Buffer.byteLength(d), 0));
     expect(rerankPoints(MODEL, 1500)).toBe(3);
-    expect(await countRerankBound("hello world", ["hello", "world peace"])).toBe(2 * (2 + 8) + 1 + 2);
+    expect(rerankReadTokens(await countRerank("hello world", ["hello", "world peace"]), 2)).toBe(2 * (2 + 8) + 1 + 2);
   });
 });
 
@@ -161,7 +161,7 @@ describe("rerank through the gateway", () => {
     const res = await rerank({ model: "bge-reranker", query: QUERY, documents: DOCS }, FLEET_KEY, "/api/v1/rerank");
     expect(res.status).toBe(200);
     const body = (await res.json()) as RerankBody;
-    const tokens = await countRerankTokens(QUERY, DOCS);
+    const tokens = rerankTokens(await countRerank(QUERY, DOCS));
     expect(body.results.map((r) => r.index)).toEqual([2, 0, 1, 3]);
     expect(body.results[0]!.document).toEqual({ text: DOCS[2] });
     expect(body).toMatchObject({ model: "bge-reranker", usage: { total_tokens: tokens }, meta: { tokens: { input_tokens: tokens } } });

@@ -13,7 +13,7 @@ import { badUpstreamReply } from "../upstream/errors.js";
 import { readJsonReply } from "../upstream/read.js";
 import { readUpstreamRerank, rerankAnswer, type UpstreamRerank } from "./answer.js";
 import { checkDocumentCount, documentTexts, parseRerankRequest, type RerankRequest } from "./request-schema.js";
-import { countRerankBound, countRerankTokens, rerankPoints, rerankTokenBound } from "./tokens.js";
+import { countRerank, rerankPoints, rerankReadTokens, rerankTokenBound, rerankTokens, type RerankCount } from "./tokens.js";
 import { RERANK_PATH, rerankUpstreamBody } from "./upstream.js";
 
 interface RerankPlan extends PlanBase {
@@ -40,9 +40,11 @@ export function createRerankSpec(deps: RerankSpecDeps): MeteredSpec<RerankReques
     async prepare({ req, caller, model }) {
       checkDocumentCount(req, model);
       const texts = documentTexts(req);
-      let counted: Promise<number> | undefined;
-      const tokens = () => (counted ??= countRerankTokens(req.query, texts));
-      return { body: JSON.stringify(rerankUpstreamBody(req, model)), texts, tokens, worstCase: worstCase(caller, model, req.query, texts) };
+      // counted once, if at all: for a budget the bound does not fit, and for an upstream that reports no usage
+      let counted: Promise<RerankCount> | undefined;
+      const count = () => (counted ??= countRerank(req.query, texts));
+      const tokens = async () => rerankTokens(await count());
+      return { body: JSON.stringify(rerankUpstreamBody(req, model)), texts, tokens, worstCase: worstCase(caller, model, req.query, texts, count) };
     },
     async attempt(client, plan, { model, cancel }) {
       const reply = await client.post({ path: RERANK_PATH, body: plan.body, signal: cancel, model: model.model });
@@ -61,10 +63,10 @@ export function createRerankSpec(deps: RerankSpecDeps): MeteredSpec<RerankReques
 
 /** The most a rerank can cost: what a cross-encoder reads (the query once per document), bounded by
  *  bytes, or counted when a budget cannot hold that bound. */
-function worstCase(caller: Caller, model: ReRankModelConfig, query: string, texts: string[]): WorstCase | number {
+function worstCase(caller: Caller, model: ReRankModelConfig, query: string, texts: string[], count: () => Promise<RerankCount>): WorstCase | number {
   if (!caller.limits.some((l) => l.maxUsagePoints >= 0)) return 0;
   return {
     bound: rerankPoints(model, rerankTokenBound(query, texts)),
-    counted: async () => ({ most: rerankPoints(model, await countRerankBound(query, texts)) }),
+    counted: async () => ({ most: rerankPoints(model, rerankReadTokens(await count(), texts.length)) }),
   };
 }

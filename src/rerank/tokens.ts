@@ -18,23 +18,26 @@ export function rerankTokenBound(query: string, texts: string[]): number {
   return bound;
 }
 
-/** The query's tokens plus each document's, without stalling the event loop on long documents. */
-export async function countRerankTokens(query: string, texts: string[]): Promise<number> {
-  const pacer = createPacer();
-  let total = await countTextAsync(query, "cl100k_base", { pacer });
-  for (const text of texts) total += await countTextAsync(text, "cl100k_base", { pacer });
-  return total;
+/** The query's tokens and the documents' (all of them), counted once for both uses below. */
+export interface RerankCount {
+  query: number;
+  documents: number;
 }
 
-/** What a cross-encoder reads, counted: the query's tokens and the special ones once per document,
- *  plus the documents' tokens. */
-export async function countRerankBound(query: string, texts: string[]): Promise<number> {
+/** Counts the query and each document, without stalling the event loop on long documents. */
+export async function countRerank(query: string, texts: string[]): Promise<RerankCount> {
   const pacer = createPacer();
-  const perPair = (await countTextAsync(query, "cl100k_base", { pacer })) + PAIR_SPECIAL_TOKENS;
-  let total = texts.length * perPair;
-  for (const text of texts) total += await countTextAsync(text, "cl100k_base", { pacer });
-  return total;
+  const count = { query: await countTextAsync(query, "cl100k_base", { pacer }), documents: 0 };
+  for (const text of texts) count.documents += await countTextAsync(text, "cl100k_base", { pacer });
+  return count;
 }
+
+/** The tokens billed when the upstream reports none: the query's plus each document's. */
+export const rerankTokens = (count: RerankCount): number => count.query + count.documents;
+
+/** What a cross-encoder reads of `documents` documents, counted: the query's tokens and the special
+ *  ones once per document, plus the documents' tokens. */
+export const rerankReadTokens = (count: RerankCount, documents: number): number => documents * (count.query + PAIR_SPECIAL_TOKENS) + count.documents;
 
 /** `charsPointsPrice` × tokens / 1000. */
 export function rerankPoints(model: ReRankModelConfig, tokens: number): number {
