@@ -3,6 +3,7 @@
 // report in one scan.
 import type { PgPool, PgWrite } from "./postgres-pool.js";
 import { asEpoch } from "./postgres-chats.js";
+import { USAGE_COLUMNS, addSpend, usageValues } from "./rows.js";
 import type { UsageQuery, UsageRow, UsageSummary, UsageTotals } from "./types.js";
 
 export type UsageWrite = { kind: "usage"; row: UsageRow; scopes: string[] };
@@ -49,14 +50,11 @@ const SQL = {
 /** The batch's usage rows as one statement: one array per column, then the scopes (sorted: every
  *  instance locks the counters in one order) and the points each gets. */
 export function usageWrite(usage: UsageWrite[]): PgWrite {
-  const columns: unknown[][] = Array.from({ length: 13 }, () => []);
+  const columns: unknown[][] = Array.from({ length: USAGE_COLUMNS }, () => []);
   const spend = new Map<string, number>();
   for (const { row, scopes } of usage) {
-    const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason } = row;
-    [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason].forEach((v, i) => columns[i]!.push(v));
-    // a scope named twice is still one budget; a free answer changes no counter
-    if (points === 0) continue;
-    for (const scope of new Set(scopes)) spend.set(scope, (spend.get(scope) ?? 0) + points);
+    usageValues(row).forEach((v, i) => columns[i]!.push(v));
+    addSpend(spend, row.points, scopes);
   }
   const scopes = [...spend.keys()].sort();
   return { q: SQL.recordUsage, values: [...columns, scopes, scopes.map((scope) => spend.get(scope))] };

@@ -1,6 +1,7 @@
 // What both stores make of their rows the same way: a chat's title, its owner columns and who may use
-// it, the newest messages of its rounds within a count and a byte bound, and how long records last.
-import type { ChatInfo, ChatMessage, ChatOwner } from "./types.js";
+// it, the newest messages of its rounds within a count and a byte bound, a usage row's values and
+// what it adds to the budgets, and how long records last.
+import type { ChatInfo, ChatMessage, ChatOwner, UsageRow } from "./types.js";
 
 const TITLE_MAX_CHARS = 60;
 
@@ -95,4 +96,21 @@ export function newestMessages(rounds: readonly StoredRound[], limit: number, ma
     taken += some.length;
   }
   return picked.reverse().flat();
+}
+
+/** The usage table's columns, in the order usageValues gives them. */
+export const USAGE_COLUMNS = 13;
+
+/** A usage row's values in column order: time, app_id, key_name, share_id, model, channel,
+ *  input_tokens, output_tokens, points, status, duration_ms, chat_id, finish_reason. */
+export function usageValues(row: UsageRow): unknown[] {
+  const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason } = row;
+  return [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason];
+}
+
+/** Adds a row's points to the spend of each budget it counts against: a scope named twice is still
+ *  one budget; a free answer changes no counter. */
+export function addSpend(spend: Map<string, number>, points: number, scopes: string[]): void {
+  if (points === 0) return;
+  for (const scope of new Set(scopes)) spend.set(scope, (spend.get(scope) ?? 0) + points);
 }

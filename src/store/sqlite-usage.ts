@@ -2,10 +2,10 @@
 // batch are gathered and written once at its end (multi-row INSERTs, one upsert per scope): a
 // statement costs about as much as the row it writes.
 import type Database from "better-sqlite3";
+import { USAGE_COLUMNS, addSpend, usageValues } from "./rows.js";
 import type { Batched, Gathered } from "./write-batch.js";
 import type { UsageQuery, UsageRow, UsageSummary, UsageTotals } from "./types.js";
 
-const USAGE_COLUMNS = 13;
 const MAX_ROWS_PER_INSERT = 32;
 
 interface SummaryRow extends UsageTotals {
@@ -20,7 +20,7 @@ interface UsageFilter {
 export type UsageGatherer = Gathered & { add(row: UsageRow, scopes: string[]): void };
 
 export function createUsageGatherer(db: Database.Database): UsageGatherer {
-  const addSpend = db.prepare<[string, number]>(
+  const upsertSpend = db.prepare<[string, number]>(
     `INSERT INTO spend (scope, points) VALUES (?, ?)
      ON CONFLICT (scope) DO UPDATE SET points = points + excluded.points`,
   );
@@ -44,13 +44,8 @@ export function createUsageGatherer(db: Database.Database): UsageGatherer {
 
   return {
     add(row, scopes) {
-      const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason } = row;
-      values.push(time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason);
-      // a scope named twice is still one budget; a free answer changes no counter
-      if (points === 0) return;
-      scopes.forEach((scope, i) => {
-        if (scopes.indexOf(scope) === i) spend.set(scope, (spend.get(scope) ?? 0) + points);
-      });
+      values.push(...usageValues(row));
+      addSpend(spend, row.points, scopes);
     },
     flush() {
       const step = MAX_ROWS_PER_INSERT * USAGE_COLUMNS;
@@ -58,7 +53,7 @@ export function createUsageGatherer(db: Database.Database): UsageGatherer {
         const part = values.length <= step ? values : values.slice(at, at + step);
         insert(part.length / USAGE_COLUMNS).run(part);
       }
-      for (const [scope, points] of spend) addSpend.run(scope, points);
+      for (const [scope, points] of spend) upsertSpend.run(scope, points);
       this.clear();
     },
     clear() {
