@@ -11,7 +11,9 @@ import { createCatalogRoutes } from "./catalog/routes.js";
 import { createDialectSpec } from "./chat/dialect-spec.js";
 import { createChatSpec } from "./chat/spec.js";
 import { createCompletionsSpec } from "./completions/spec.js";
-import { modelKinds, sttModels, upstreamChannels } from "./config/fleet.js";
+import { modelKinds, sttModels } from "./config/fleet.js";
+import { createEchoChannel } from "./demo/echo-channel.js";
+import { upstreamChannels } from "./upstream/channels.js";
 import { createCountTokensRoute } from "./dialects/anthropic/count-route.js";
 import { anthropicDialect } from "./dialects/anthropic/dialect.js";
 import { createResponseRoutes, createResponsesDialect } from "./dialects/responses/index.js";
@@ -103,7 +105,10 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const aliases = createAliases(config.aliases);
   const keyring = createKeyring(config.apiKeys, shared.keys);
   // rerank models with their own requestUrl get a channel of their own (docs/fleet.md#rerank)
-  const router = createChannelRouter(upstreamChannels(config), shared.observer, shared.state, { previous: previous?.router.entries });
+  const router = createChannelRouter(upstreamChannels(config), shared.observer, shared.state, {
+    previous: previous?.router.entries,
+    clientFor: (channel) => (channel.type === "echo" ? createEchoChannel(channel) : undefined),
+  });
 
   // 2. The metered kinds: specs of the one pipeline, over what every one of them needs.
   const body = { maxBytes: config.server.bodyLimitBytes, maxDepth: config.server.maxJsonDepth };

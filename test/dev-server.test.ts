@@ -76,7 +76,7 @@ describe("npm run dev", () => {
       // 2. A source file changes (once the watcher is on), and changes again while the load that
       // began is under way (an editor saving twice): the loads take turns, the last one answers.
       await expect.poll(() => out, poll).toContain("Watching");
-      const echo = join(copy, "src/upstream/echo-channel.ts");
+      const echo = join(copy, "src/demo/echo-channel.ts");
       const changed = readFileSync(echo, "utf8").replace("`Echo: ${said}`", "`Reloaded: ${said}`");
       writeFileSync(echo, changed);
       await expect.poll(() => count(out, "Reloading server"), poll).toBeGreaterThanOrEqual(1);

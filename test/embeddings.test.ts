@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../src/config/load.js";
 import { silentObserver, type RequestRecord } from "../src/observability/observer.js";
 import { countText } from "../src/tokens/counter.js";
-import { ECHO_DIMENSIONS } from "../src/upstream/echo-channel.js";
+import { ECHO_DIMENSIONS } from "../src/demo/echo-channel.js";
 import { fromBase64, startEmbeddingsUpstream, UPSTREAM_VECTOR, type EmbeddingsUpstream } from "./support/embeddings-upstream.js";
 import { expectError } from "./support/fixtures.js";
 import { startGateway, type StartedGateway } from "./support/gateway.js";

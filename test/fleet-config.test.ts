@@ -2,7 +2,8 @@
 // audioSpeechModels, whisperModel (and sttModels), llmModels[].completions and server.audioLimitBytes;
 // one name per model across every kind, each served by a channel (or a rerank model's requestUrl).
 import { describe, expect, it } from "vitest";
-import { modelKinds, upstreamChannels } from "../src/config/fleet.js";
+import { modelKinds } from "../src/config/fleet.js";
+import { upstreamChannels } from "../src/upstream/channels.js";
 import { parseConfig } from "../src/config/load.js";
 import { problemsOf } from "./support/refusal.js";
 

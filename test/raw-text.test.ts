@@ -3,7 +3,7 @@
 // every malformed body still ends in the whole parse's error.
 import { beforeEach, describe, expect, it } from "vitest";
 import { LARGE_BODY, LONG_TEXT, RawText, jsonBody, scanLargeBody } from "../src/http/raw-text.js";
-import { ECHO_MAX_CHARS } from "../src/upstream/echo-channel.js";
+import { ECHO_MAX_CHARS } from "../src/demo/echo-channel.js";
 import { boundMessage } from "../src/tokens/counter.js";
 import { chat, coreConfig, userMessage } from "./support/core-config.js";
 import { useGateway } from "./support/harness.js";

@@ -1,6 +1,6 @@
-// The house's structure (docs/architecture.md#layers): no import cycles; the lower layers (http/,
-// upstream/, metered/, store/, cluster/, tokens/, json/, …) never import a request kind; a kind is a
-// spec, not a copy of the pipeline: the chat and embeddings specs stay small.
+// The house's structure (docs/architecture.md#layers): no import cycles, between files or between
+// folders; every folder imports only the layers below its own; a kind is a spec, not a copy of the
+// pipeline: the chat and embeddings specs stay small.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,6 +11,18 @@ const SRC = fileURLToPath(new URL("../src", import.meta.url));
 const KINDS = new Set(["chat", "embeddings", "dialects", "rerank", "audio", "completions"]);
 /** where the kinds are put together: the app, its runtime and its route table */
 const ASSEMBLY = new Set(["gateway.ts", "runtime.ts", "routes.ts", "dev.ts", "main.ts"]);
+/** The folders of src/ from the bottom up: a folder imports only folders of the layers below its
+ *  own (the files at the top of src/ put them together and may import any). */
+const LAYERS = [
+  ["json", "observability"],
+  ["config"],
+  ["http"],
+  ["cluster", "store", "tokens", "metrics"],
+  ["auth", "upstream", "share"],
+  ["metered", "admin", "usage", "demo"],
+  ["chat", "embeddings", "rerank", "catalog"],
+  ["audio", "completions", "dialects"],
+];
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -30,7 +42,20 @@ function importGraph(): Map<string, string[]> {
   return graph;
 }
 
-/** The strongly connected components of more than one file (Tarjan). */
+/** The same graph between the folders of src/ (a file at the top of src/ is a node of its own). */
+function folderGraph(graph: Map<string, string[]>): Map<string, string[]> {
+  const folders = new Map<string, Set<string>>();
+  for (const [file, targets] of graph) {
+    const from = folderOf(file);
+    const to = folders.get(from) ?? folders.set(from, new Set()).get(from)!;
+    for (const target of targets) if (folderOf(target) !== from) to.add(folderOf(target));
+  }
+  return new Map([...folders].map(([folder, targets]) => [folder, [...targets]]));
+}
+
+const folderOf = (file: string) => relative(SRC, file).split("/")[0]!;
+
+/** The strongly connected components of more than one node (Tarjan), named relative to src/. */
 function cycles(graph: Map<string, string[]>): string[][] {
   let next = 0;
   const index = new Map<string, number>();
@@ -54,7 +79,7 @@ function cycles(graph: Map<string, string[]>): string[][] {
     const component: string[] = [];
     for (let w = stack.pop()!; ; w = stack.pop()!) {
       onStack.delete(w);
-      component.push(relative(SRC, w));
+      component.push(w.startsWith(SRC) ? relative(SRC, w) : w);
       if (w === v) break;
     }
     if (component.length > 1) found.push(component);
@@ -70,6 +95,21 @@ describe("the structure of src/", () => {
 
   it("has no import cycles", () => {
     expect(cycles(graph)).toEqual([]);
+  });
+
+  it("has no import cycles between folders", () => {
+    expect(cycles(folderGraph(graph))).toEqual([]);
+  });
+
+  it("has every folder import only the layers below its own", () => {
+    const layer = new Map(LAYERS.flatMap((folders, i) => folders.map((f) => [f, i] as const)));
+    const wrong: string[] = [];
+    for (const [from, targets] of folderGraph(graph)) {
+      if (from.endsWith(".ts")) continue;
+      if (!layer.has(from)) wrong.push(`${from}/ is in no layer`);
+      for (const to of targets) if (!((layer.get(to) ?? Infinity) < (layer.get(from) ?? -1))) wrong.push(`${from}/ → ${to}`);
+    }
+    expect(wrong).toEqual([]);
   });
 
   it("has no import from a lower layer into a request kind", () => {

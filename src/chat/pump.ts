@@ -3,9 +3,9 @@
 // maxAnswerBytes, the pooled connection kept reusable once the answer is complete.
 import type { ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
-import { cutError, type Cancel } from "../http/cancel.js";
+import type { Cancel } from "../http/cancel.js";
 import { GatewayError } from "../http/errors.js";
-import { answerTooLarge, mapTransportError, streamCut } from "../upstream/errors.js";
+import { answerTooLarge, attemptCut, mapTransportError, streamCut } from "../upstream/errors.js";
 
 /** What turns upstream SSE bytes into the client's: the byte relay of the chat path, or a dialect's. */
 export interface SseSink {
@@ -35,7 +35,7 @@ export async function relayAnswer(body: Readable, res: ServerResponse, sink: Ans
     if (!sink.done && !sink.finishReason()) throw streamCut(model);
     return undefined;
   } catch (err) {
-    return cancel.aborted ? cutError(cancel, model) : err instanceof GatewayError ? err : mapTransportError(err, model);
+    return cancel.aborted ? attemptCut(cancel, model) : err instanceof GatewayError ? err : mapTransportError(err, model);
   }
 }
 

@@ -1,8 +1,5 @@
-// What the config's model blocks add up to (docs/fleet.md): the kind of every configured model, and
-// the channels the gateway makes for rerank models served at their own `requestUrl`, so that those
-// are routed, metered, broken and reported like every configured channel.
-import type { UpstreamChannelConfig } from "../upstream/types.js";
-import { channelSchema, type Config, type ReRankModelConfig } from "./schema.js";
+// What the config's model blocks add up to (docs/fleet.md): the kind of every configured model.
+import type { Config } from "./schema.js";
 
 /** What a model is for: the config block it comes from, named like the routes that serve it. Chat
  *  models (`llmModels`) also serve the dialects and, with `completions: true`, legacy completions. */
@@ -25,21 +22,4 @@ export function modelKinds(config: Pick<Config, "llmModels" | "vectorModels" | "
 /** The speech-to-text models: FastGPT's one `whisperModel` and the `sttModels` list. */
 export function sttModels(config: Pick<Config, "whisperModel" | "sttModels">): Config["sttModels"] {
   return [...(config.whisperModel ? [config.whisperModel] : []), ...config.sttModels];
-}
-
-/** The name of the channel made for a rerank model's own `requestUrl`. */
-export const requestUrlChannelName = (model: string) => `rerank:${model}`;
-
-/** The configured channels, then one per rerank model with a `requestUrl`: that URL exactly, its
- *  `requestAuth` as the bearer key, the channel defaults otherwise, and no health check (the URL
- *  answers posts only). */
-export function upstreamChannels(config: Pick<Config, "channels" | "reRankModels">): UpstreamChannelConfig[] {
-  const own = config.reRankModels.filter((m): m is ReRankModelConfig & { requestUrl: string } => m.requestUrl !== undefined);
-  return [
-    ...config.channels,
-    ...own.map((m) => ({
-      ...channelSchema.parse({ name: requestUrlChannelName(m.model), baseUrl: m.requestUrl, key: m.requestAuth ?? "", models: [m.model], healthCheck: { intervalMs: 0 } }),
-      endpoint: true,
-    })),
-  ];
 }

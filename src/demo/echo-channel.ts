@@ -9,8 +9,8 @@ import { setImmediate as setImmediatePromise } from "node:timers/promises";
 import type { ChannelConfig } from "../config/schema.js";
 import { items, members, valueOf, type Span } from "../json/members.js";
 import { JsonScanner, skipSpace } from "../json/scan.js";
-import { answerTooLarge, upstreamStatus } from "./errors.js";
-import type { ChannelClient, PostRequest, UpstreamReply } from "./types.js";
+import { answerTooLarge, upstreamStatus } from "../upstream/errors.js";
+import type { ChannelClient, PostRequest, UpstreamReply } from "../upstream/types.js";
 
 /** Vector length when the request gives no `dimensions`. */
 export const ECHO_DIMENSIONS = 256;

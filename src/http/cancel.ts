@@ -3,7 +3,7 @@
 // than an AbortController: undici accepts either as a request's `signal`, and a plain emitter costs
 // less to make on every request than an AbortController.
 import { EventEmitter } from "node:events";
-import { UpstreamError, type GatewayError } from "./errors.js";
+import { GatewayError } from "./errors.js";
 
 /** Why a request's work was stopped (finish reasons of docs/api.md#metering, plus the deadline). */
 export type CutReason = "client_abort" | "timeout" | "shutdown";
@@ -21,14 +21,15 @@ export class Cancel extends EventEmitter {
 }
 
 export const shuttingDown = () =>
-  new UpstreamError(503, "shutting_down", "The gateway is shutting down; retry the request.", "shutdown", { headers: { "Retry-After": "1" } });
+  new GatewayError(503, "shutting_down", "The gateway is shutting down; retry the request.", { type: "api_error", headers: { "Retry-After": "1" } });
 
 /** 499: nobody reads it, but the request log, metrics and usage rows say the client left. */
-export const clientClosed = () => new UpstreamError(499, "client_closed", "The client closed the request.", "aborted");
+export const clientClosed = () => new GatewayError(499, "client_closed", "The client closed the request.");
 
-/** The error for work stopped by its Cancel. `what`: the model (or thing) the request was for. */
+/** The error for work stopped by its Cancel. `what`: the model (or thing) the request was for. An
+ *  upstream attempt's cut is the transport's flavour of it (upstream/errors.ts, attemptCut). */
 export function cutError(cancel: Cancel, what: string): GatewayError {
-  if (cancel.reason === "timeout") return new UpstreamError(504, "upstream_timeout", `The model server for ${what} did not finish the answer in time.`, "timeout");
+  if (cancel.reason === "timeout") return new GatewayError(504, "upstream_timeout", `The model server for ${what} did not finish the answer in time.`, { type: "api_error" });
   if (cancel.reason === "shutdown") return shuttingDown();
   return clientClosed();
 }

@@ -1,5 +1,5 @@
-// The one error type of the gateway (and its upstream flavour), and the one place it becomes a
-// response: OpenAI's error shape by default, another dialect's through its own formatter
+// The one error type of the gateway (its upstream flavour is the transport's, upstream/errors.ts),
+// and the one place it becomes a response: OpenAI's error shape by default, another dialect's through its own formatter
 // (docs/api.md#errors). Handlers throw; the route wrapper formats. Messages never carry keys,
 // tokens or upstream URLs.
 
@@ -96,41 +96,4 @@ export function errorResponse(err: GatewayError, extraHeaders?: Record<string, s
     status: reply.status,
     headers: { "content-type": "application/json; charset=utf-8", ...reply.headers, ...extraHeaders },
   });
-}
-
-/** What went wrong on an upstream attempt, as the metrics and the request log name it. */
-export type UpstreamOutcome =
-  | "ok"
-  | "http_error"
-  | "unreachable"
-  | "timeout"
-  | "stream_cut"
-  | "aborted"
-  | "rate_limited"
-  | "auth_failed"
-  | "rejected"
-  | "busy"
-  | "too_large"
-  | "shutdown";
-
-/** A GatewayError that says how the upstream attempt ended (failover and the breaker read it). */
-export class UpstreamError extends GatewayError {
-  readonly outcome: UpstreamOutcome;
-  /** what the operator's log gets: the upstream's own words (redacted), never shown to the client */
-  readonly detail: string | undefined;
-  /** the upstream's own HTTP status, when it answered one */
-  readonly upstreamStatus: number | undefined;
-  constructor(
-    status: number,
-    code: string,
-    message: string,
-    outcome: UpstreamOutcome,
-    opts: { headers?: Record<string, string>; detail?: string; upstreamStatus?: number } = {},
-  ) {
-    const type = status === 429 ? "rate_limit_error" : status >= 500 ? "api_error" : "invalid_request_error";
-    super(status, code, message, { type, headers: opts.headers });
-    this.outcome = outcome;
-    this.detail = opts.detail;
-    this.upstreamStatus = opts.upstreamStatus;
-  }
 }

@@ -4,7 +4,7 @@
 // channel was reached). Kinds call `settle`; the pipeline calls `fail` on every failure path, which
 // does nothing once the request settled.
 import type { GatewayError } from "../http/errors.js";
-import { UpstreamError } from "../http/errors.js";
+import { UpstreamError } from "../upstream/errors.js";
 import type { RequestFacts } from "../http/facts.js";
 import type { Observer } from "../observability/observer.js";
 import type { Store } from "../store/types.js";

@@ -1,8 +1,6 @@
 // What the gateway reports about its work. Metrics and the request log both listen here, so the
 // request pipeline reports each fact once and never knows who consumes it.
 
-export type { UpstreamOutcome } from "../http/errors.js";
-import type { UpstreamOutcome } from "../http/errors.js";
 export type ShareCallbackKind = "init" | "start" | "finish";
 export type ShareCallbackOutcome = "success" | "rejected" | "error" | "retry" | "dropped";
 
@@ -54,6 +52,21 @@ export interface Observer {
   /** an error that reached the process's last resort (the gateway carries on) */
   processError(kind: ProcessErrorKind): void;
 }
+
+/** What went wrong on an upstream attempt, as the metrics and the request log name it. */
+export type UpstreamOutcome =
+  | "ok"
+  | "http_error"
+  | "unreachable"
+  | "timeout"
+  | "stream_cut"
+  | "aborted"
+  | "rate_limited"
+  | "auth_failed"
+  | "rejected"
+  | "busy"
+  | "too_large"
+  | "shutdown";
 
 export type AttemptOutcome = "ok" | "retried" | "timeout" | "rate_limited" | "error" | "circuit_open" | "queue_full";
 export type ProcessErrorKind = "uncaught_exception" | "unhandled_rejection";

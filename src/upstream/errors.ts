@@ -1,9 +1,38 @@
 // Upstream failures as gateway errors (docs/api.md#upstream-failures): status and wording the client can act on, with
 // nothing of the upstream's URL, key or reply body in them — except a 4xx's own message, which
 // tells the client what was wrong with its request (redacted first).
-import { GatewayError, UpstreamError } from "../http/errors.js";
+import { cutError, type Cancel } from "../http/cancel.js";
+import { GatewayError } from "../http/errors.js";
+import type { UpstreamOutcome } from "../observability/observer.js";
 
-export { UpstreamError };
+/** A GatewayError that says how the upstream attempt ended (failover and the breaker read it). */
+export class UpstreamError extends GatewayError {
+  readonly outcome: UpstreamOutcome;
+  /** what the operator's log gets: the upstream's own words (redacted), never shown to the client */
+  readonly detail: string | undefined;
+  /** the upstream's own HTTP status, when it answered one */
+  readonly upstreamStatus: number | undefined;
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    outcome: UpstreamOutcome,
+    opts: { headers?: Record<string, string>; detail?: string; upstreamStatus?: number } = {},
+  ) {
+    const type = status === 429 ? "rate_limit_error" : status >= 500 ? "api_error" : "invalid_request_error";
+    super(status, code, message, { type, headers: opts.headers });
+    this.outcome = outcome;
+    this.detail = opts.detail;
+    this.upstreamStatus = opts.upstreamStatus;
+  }
+}
+
+/** The error for an attempt (or an answer) stopped by the request's Cancel, with its outcome. */
+export function attemptCut(cancel: Cancel, model: string): UpstreamError {
+  const err = cutError(cancel, model);
+  const outcome = cancel.reason === "timeout" ? "timeout" : cancel.reason === "shutdown" ? "shutdown" : "aborted";
+  return new UpstreamError(err.status, err.code, err.message, outcome, { headers: err.headers });
+}
 
 export const unreachable = (model: string) =>
   new UpstreamError(502, "upstream_error", `The model server for ${model} could not be reached.`, "unreachable");

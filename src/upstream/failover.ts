@@ -1,10 +1,10 @@
 // "An answer from some channel of this model" (docs/api.md#upstream-failures): the model's channels in the router's
 // order, at most `maxAttempts` attempts, each before the first byte reaches the client. An attempt
 // that failed for the channel's sake moves on; one the request itself caused (4xx) does not.
-import { cutError, type Cancel } from "../http/cancel.js";
-import { GatewayError, UpstreamError, type UpstreamOutcome } from "../http/errors.js";
-import type { AttemptOutcome, Observer } from "../observability/observer.js";
-import { mapTransportError } from "./errors.js";
+import type { Cancel } from "../http/cancel.js";
+import { GatewayError } from "../http/errors.js";
+import type { AttemptOutcome, Observer, UpstreamOutcome } from "../observability/observer.js";
+import { attemptCut, mapTransportError, UpstreamError } from "./errors.js";
 import type { ChannelEntry, ChannelRouter } from "./router.js";
 import type { ChannelClient } from "./types.js";
 
@@ -49,7 +49,7 @@ export async function withFailover<T>(
       observer.upstreamAttempt(entry.config.name, "ok");
       return { result, entry, attempts };
     } catch (err) {
-      const error = req.cancel.aborted ? cutError(req.cancel, req.model) : mapTransportError(err, req.model);
+      const error = req.cancel.aborted ? attemptCut(req.cancel, req.model) : mapTransportError(err, req.model);
       const outcome: UpstreamOutcome = error instanceof UpstreamError ? error.outcome : "http_error";
       observer.upstreamFinished(entry.config.name, req.model, outcome);
       if (error instanceof UpstreamError && error.upstreamStatus === 500) router.reportServerError(entry, req.caller, retryAfterMs(error));

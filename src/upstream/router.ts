@@ -3,10 +3,9 @@
 // request or health check succeeded; unknown = down) and its breaker in the cluster state.
 import type { ClusterState } from "../cluster/types.js";
 import type { Observer } from "../observability/observer.js";
-import { createEchoChannel } from "./echo-channel.js";
 import { startHealthChecks } from "./health-check.js";
 import { createOpenAIChannel } from "./openai-channel.js";
-import type { ChannelEntry, UpstreamChannelConfig } from "./types.js";
+import type { ChannelClient, ChannelEntry, UpstreamChannelConfig } from "./types.js";
 
 export type { ChannelEntry };
 
@@ -18,6 +17,8 @@ export interface RouterOptions {
   now?: () => number;
   /** a reload: channels whose config did not change keep their entry (pool, gate, up) */
   previous?: ChannelEntry[];
+  /** a client other than an OpenAI-compatible server's for a channel (the demo's echo), or undefined */
+  clientFor?: (config: UpstreamChannelConfig) => ChannelClient | undefined;
 }
 
 export function createChannelRouter(channels: UpstreamChannelConfig[], observer: Observer, state: ClusterState, opts: RouterOptions = {}) {
@@ -29,7 +30,7 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
     if (same && JSON.stringify(same.config) === JSON.stringify(config)) return same;
     return {
       config,
-      client: config.type === "echo" ? createEchoChannel(config) : createOpenAIChannel(config, (depth) => observer.channelQueue(config.name, depth)),
+      client: opts.clientFor?.(config) ?? createOpenAIChannel(config, (depth) => observer.channelQueue(config.name, depth)),
       up: undefined,
     };
   });

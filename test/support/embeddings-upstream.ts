@@ -2,7 +2,7 @@
 // answers one fixed vector per input (floats, or base64 when asked), records what it was sent, and
 // answers an error status on demand.
 import { startJsonServer } from "./json-server.js";
-import { float32Base64 } from "../../src/upstream/echo-channel.js";
+import { float32Base64 } from "../../src/demo/echo-channel.js";
 
 export interface EmbeddingsBehaviour {
   /** 200 answers vectors; anything else an OpenAI error body with this status */
