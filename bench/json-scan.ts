@@ -8,7 +8,7 @@
 import { prose } from "./chat-request.js";
 
 const built = (path: string) => import(new URL(`../dist/${path}`, import.meta.url).href);
-const { SseRelay } = (await built("chat/sse-relay.js")) as typeof import("../src/chat/sse-relay.js");
+const { SseRelay } = (await built("stream/sse-relay.js")) as typeof import("../src/stream/sse-relay.js");
 const { scanEmbeddings } = (await built("embeddings/answer.js")) as typeof import("../src/embeddings/answer.js");
 const { scanLargeBody } = (await built("http/raw-text.js")) as typeof import("../src/http/raw-text.js");
 const { JsonScanner } = (await built("json/scan.js")) as typeof import("../src/json/scan.js");

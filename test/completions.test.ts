@@ -10,7 +10,7 @@ import { completionAnswer, countChoices, readTextCompletion, reportedUsage } fro
 import { applyCompletionLimits } from "../src/completions/limits.js";
 import { parseCompletionsRequest, promptList } from "../src/completions/request-schema.js";
 import { COMPLETION_TEXT } from "../src/completions/stream-text.js";
-import { SseRelay } from "../src/chat/sse-relay.js";
+import { SseRelay } from "../src/stream/sse-relay.js";
 import type { ModelConfig } from "../src/config/schema.js";
 import { countText } from "../src/tokens/counter.js";
 import { expectError } from "./support/fixtures.js";

@@ -2,7 +2,7 @@
 // its own fields never reach the upstream, errors name the field and what was expected.
 import OpenAI from "openai";
 import { beforeEach, describe, expect, it } from "vitest";
-import { SseRelay } from "../src/chat/sse-relay.js";
+import { SseRelay } from "../src/stream/sse-relay.js";
 import { useGateway } from "./support/harness.js";
 import { APP_KEY, chat, coreConfig, userMessage } from "./support/core-config.js";
 

@@ -1,7 +1,7 @@
 // The SSE relay: bytes pass untouched where nothing needs doing, and every event survives any
 // split of the upstream's bytes.
 import { describe, expect, it } from "vitest";
-import { SseRelay, type RelayOptions } from "../src/chat/sse-relay.js";
+import { SseRelay, type RelayOptions } from "../src/stream/sse-relay.js";
 
 const chunk = (content: string | null, finish: string | null = null) =>
   JSON.stringify({ id: "x", object: "chat.completion.chunk", choices: [{ index: 0, delta: content === null ? {} : { content }, finish_reason: finish }] });

@@ -19,7 +19,8 @@ const LAYERS = [
   ["http"],
   ["cluster", "store", "tokens", "metrics"],
   ["auth", "upstream", "share"],
-  ["metered", "admin", "usage", "demo"],
+  ["stream", "admin", "usage", "demo"],
+  ["metered"],
   ["chat", "embeddings", "rerank", "catalog"],
   ["audio", "completions", "dialects"],
 ];

@@ -1,12 +1,12 @@
 // The dialects' stream relay reads the common chunk (a piece of text, nothing else) without parsing
-// it whole (src/chat/translated-relay.ts). Against JSON.parse, on a seeded corpus of chunks as model
+// it whole (src/stream/translated-relay.ts). Against JSON.parse, on a seeded corpus of chunks as model
 // servers write them — vLLM, llama.cpp, Ollama, Python's spaced JSON — with reasoning, tool calls,
 // finishes, usage, errors, every escape, bad escapes, truncations: whenever the quick read answers,
 // the chunk parses and holds exactly that delta and nothing else the gateway acts on. Like the chat
 // relay, which passes chunks through, it checks a chunk's shape (an object) outside its choices.
 import { describe, expect, it } from "vitest";
 import type { ChatChunk, StreamTranslator } from "../src/chat/dialect.js";
-import { TranslatedRelay, textOnly } from "../src/chat/translated-relay.js";
+import { TranslatedRelay, textOnly } from "../src/stream/translated-relay.js";
 import { seeded } from "./support/text-corpus.js";
 
 type Rnd = (n: number) => number;

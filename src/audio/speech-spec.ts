@@ -9,7 +9,7 @@
 import type { ServerResponse } from "node:http";
 import type { AudioSpeechModelConfig } from "../config/schema.js";
 import { cutFinishReason } from "../http/cancel.js";
-import { relayAnswer, type AnswerSink } from "../chat/pump.js";
+import { relayAnswer, type AnswerSink } from "../stream/pump.js";
 import type { Meter } from "../metered/meter.js";
 import { appAllowsTool, resolveModel, type Aliases } from "../metered/models.js";
 import type { Call, MeteredSpec, PlanBase } from "../metered/spec.js";

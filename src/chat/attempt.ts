@@ -6,8 +6,11 @@ import type { Readable } from "node:stream";
 import { jsonBody } from "../http/raw-text.js";
 import { readJsonReply, contentTypeOf } from "../upstream/read.js";
 import type { ChannelClient } from "../upstream/types.js";
+import type { Usage } from "../stream/chunk.js";
 import type { ChatCall, ChatPlan } from "./plan.js";
 import { upstreamBody } from "./upstream-body.js";
+
+export type { Usage };
 
 /** A non-stream answer: the upstream's chat.completion object. */
 export interface CompletionJson {
@@ -20,12 +23,6 @@ export interface CompletionJson {
   [key: string]: unknown;
 }
 
-export interface Usage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens?: number;
-  [key: string]: unknown;
-}
 
 export type ChatAnswer =
   | { kind: "json"; completion: CompletionJson }

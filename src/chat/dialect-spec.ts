@@ -13,11 +13,12 @@ import { cutFinishReason } from "../http/cancel.js";
 import { attemptChat, type ChatAnswer, type CompletionJson, type Usage } from "./attempt.js";
 import type { ChatDialect, DialectUsage } from "./dialect.js";
 import { affordChat, planChat, type ChatCall, type ChatPlan } from "./plan.js";
-import { relayAnswer } from "./pump.js";
-import { SSE_HEADERS, completionAsSse } from "./respond-stream.js";
+import { relayAnswer } from "../stream/pump.js";
+import { SSE_HEADERS } from "../stream/sse.js";
+import { completionAsSse } from "./respond-stream.js";
 import { settleChat } from "./settle.js";
 import type { ChatSpecDeps } from "./spec.js";
-import { TranslatedRelay } from "./translated-relay.js";
+import { TranslatedRelay } from "../stream/translated-relay.js";
 
 /** how long a dialect's opening events wait for the answer's first events to go out with */
 const OPENING_WAIT_MS = 25;

@@ -4,30 +4,12 @@
 // metrics and logs are the chat path's (src/chat/dialect-spec.ts).
 import type { Caller } from "../metered/caller.js";
 import type { GatewayError } from "../http/errors.js";
+import type { ChunkTranslator } from "../stream/translated-relay.js";
+import type { ChatChunk } from "../stream/chunk.js";
 import type { CompletionJson } from "./attempt.js";
 import type { ChatRequest } from "./request-schema.js";
 
-/** The upstream's streamed chunk, parsed: OpenAI `chat.completion.chunk`. */
-export interface ChatChunk {
-  id?: string;
-  model?: string;
-  choices?: Array<{
-    index?: number;
-    delta?: {
-      role?: string;
-      content?: string | null;
-      /** vLLM / DeepSeek / Qwen reasoning; newer vLLM calls it `reasoning` */
-      reasoning_content?: string | null;
-      reasoning?: string | null;
-      tool_calls?: Array<{ index: number; id?: string; type?: "function"; function?: { name?: string; arguments?: string } }>;
-    };
-    finish_reason?: string | null;
-    /** vLLM: the stop string (or token id) that ended the answer */
-    stop_reason?: string | number | null;
-  }>;
-  usage?: { prompt_tokens: number; completion_tokens: number; completion_tokens_details?: { reasoning_tokens?: number } } | null;
-  error?: unknown;
-}
+export type { ChatChunk };
 
 export interface DialectUsage {
   input: number;
@@ -38,11 +20,9 @@ export interface DialectUsage {
   cached?: number;
 }
 
-export interface StreamTranslator {
+export interface StreamTranslator extends ChunkTranslator {
   /** what is written when the answer starts */
   begin(): string;
-  /** one parsed upstream chunk → the dialect's SSE events ("" when none) */
-  chunk(chunk: ChatChunk): string;
   /** the upstream finished normally: the closing events (`finishReason` the upstream's) */
   end(finishReason: string, usage: DialectUsage): string;
   /** a failure after the first byte: the dialect's error events — never the clean end */

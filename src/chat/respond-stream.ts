@@ -8,20 +8,13 @@ import { Readable } from "node:stream";
 import { cutFinishReason } from "../http/cancel.js";
 import type { Meter } from "../metered/meter.js";
 import type { Streamed } from "../metered/spec.js";
-import { relayAnswer } from "./pump.js";
+import { relayAnswer } from "../stream/pump.js";
+import { SSE_HEADERS } from "../stream/sse.js";
 import type { CompletionJson } from "./attempt.js";
 import type { ChatCall, ChatPlan } from "./plan.js";
-import { SseRelay } from "./sse-relay.js";
+import { SseRelay } from "../stream/sse-relay.js";
 import { clientReport, settleChat, type SettleDeps, type Settled } from "./settle.js";
 import { hasAny } from "./variables.js";
-
-// No `connection` header: Node writes its own, and only then adds `keep-alive: timeout=N`, which
-// tells pooling clients to drop an idle connection before the server closes it under their next request.
-export const SSE_HEADERS = {
-  "content-type": "text/event-stream; charset=utf-8",
-  "cache-control": "no-cache",
-  "x-accel-buffering": "no",
-};
 
 /** The streamed answer of `body` (upstream SSE bytes; `maxBytes`: the answer is cut past it). */
 export function streamChat(deps: SettleDeps, call: ChatCall, plan: ChatPlan, meter: Meter, body: Readable, maxBytes: number): Streamed {

@@ -3,7 +3,7 @@
 // else counted: the prompts (./limits.ts) and every choice's text, an echoed prompt left out.
 import type { ModelConfig } from "../config/schema.js";
 import { countTextAsync, createPacer } from "../tokens/counter.js";
-import type { Usage } from "../chat/attempt.js";
+import type { Usage } from "../stream/chunk.js";
 import { promptList, type CompletionsRequest } from "./request-schema.js";
 
 export interface TextCompletion {

@@ -4,9 +4,9 @@
 // billed for what was generated, then fails the stream (the pipeline ends it with the error event).
 import type { ServerResponse } from "node:http";
 import { Readable } from "node:stream";
-import { SSE_HEADERS } from "../chat/respond-stream.js";
-import { relayAnswer } from "../chat/pump.js";
-import { SseRelay } from "../chat/sse-relay.js";
+import { relayAnswer } from "../stream/pump.js";
+import { SseRelay } from "../stream/sse-relay.js";
+import { SSE_HEADERS } from "../stream/sse.js";
 import { cutFinishReason } from "../http/cancel.js";
 import type { Meter } from "../metered/meter.js";
 import type { Streamed } from "../metered/spec.js";

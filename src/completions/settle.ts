@@ -1,7 +1,7 @@
 // A legacy completion's ending (docs/fleet.md#completions): tokens — the upstream's usage, else
 // counted (the prompts as the limits counted them, and every choice's text, an echoed prompt left
 // out) — points, and the usage row. Answered or cut, the request is billed for what was generated.
-import type { Usage } from "../chat/attempt.js";
+import type { Usage } from "../stream/chunk.js";
 import type { ModelConfig } from "../config/schema.js";
 import type { GatewayError } from "../http/errors.js";
 import type { Meter } from "../metered/meter.js";

@@ -39,17 +39,6 @@ export async function relayAnswer(body: Readable, res: ServerResponse, sink: Ans
   }
 }
 
-/** The `data:` payload of one SSE event (several data lines join with newlines); undefined if none. */
-export function dataOf(block: string): string | undefined {
-  let data: string | undefined;
-  for (const line of block.split("\n")) {
-    if (!line.startsWith("data:")) continue;
-    const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
-    data = data === undefined ? value : `${data}\n${value}`;
-  }
-  return data;
-}
-
 /** Feeds every chunk of `body` to the relay, pausing while the client is slow; resolves at the end. */
 export function pump(body: Readable, res: ServerResponse, relay: SseSink, maxBytes: number, model: string): Promise<void> {
   return new Promise((resolve, reject) => new BodyPump(body, res, relay, maxBytes, model, resolve, reject).start());

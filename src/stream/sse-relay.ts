@@ -6,8 +6,9 @@
 // `text`), the rest of the relay is the same for both.
 import { CLOSE_BRACE, OPEN_BRACE, isSpace } from "../json/scan.js";
 import { badUpstreamReply, upstreamReportedError } from "../upstream/errors.js";
-import type { Usage } from "./attempt.js";
-import { dataOf, type AnswerSink } from "./pump.js";
+import type { Usage } from "./chunk.js";
+import type { AnswerSink } from "./pump.js";
+import { dataOf } from "./sse.js";
 
 const EVENT_END = "\n\n";
 const CR = 13;

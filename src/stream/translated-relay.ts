@@ -4,12 +4,17 @@
 // generated (counted when the upstream gives no usage) — is taken on the way.
 import { StringDecoder } from "node:string_decoder";
 import { CLOSE_BRACE, OPEN_BRACE } from "../json/scan.js";
-import type { Usage } from "./attempt.js";
-import type { ChatChunk, StreamTranslator } from "./dialect.js";
-import { dataOf, type AnswerSink } from "./pump.js";
+import type { ChatChunk, Usage } from "./chunk.js";
+import type { AnswerSink } from "./pump.js";
+import { dataOf } from "./sse.js";
 import { parseChunk } from "./sse-relay.js";
 
 const EVENT_END = "\n\n";
+
+/** What a dialect makes of each upstream chunk: its own SSE events ("" when none). */
+export interface ChunkTranslator {
+  chunk(chunk: ChatChunk): string;
+}
 
 export class TranslatedRelay implements AnswerSink {
   done = false;
@@ -21,7 +26,7 @@ export class TranslatedRelay implements AnswerSink {
   #first = false;
 
   constructor(
-    private readonly translator: StreamTranslator,
+    private readonly translator: ChunkTranslator,
     private readonly write: (text: string) => boolean,
     private readonly model: string,
     private readonly onFirstContent: () => void,
