@@ -8,11 +8,9 @@
 // then broken off, so the client sees the audio is incomplete), and is billed for what was sent.
 import type { ServerResponse } from "node:http";
 import type { AudioSpeechModelConfig } from "../config/schema.js";
-import { cutFinishReason } from "../http/cancel.js";
-import { relayAnswer, type AnswerSink } from "../stream/pump.js";
-import type { Meter } from "../metered/meter.js";
+import type { AnswerSink } from "../stream/pump.js";
 import { appAllowsTool, resolveModel, type Aliases } from "../metered/models.js";
-import type { Call, MeteredSpec, PlanBase } from "../metered/spec.js";
+import type { MeteredSpec, PlanBase } from "../metered/spec.js";
 import type { UpstreamReply } from "../upstream/types.js";
 import { speechPoints } from "./points.js";
 import { speechHeaders } from "./speech-headers.js";
@@ -29,8 +27,6 @@ export interface SpeechSpecDeps {
   serves: (model: string) => boolean;
 }
 
-type SpeechCall = Call<SpeechRequest, AudioSpeechModelConfig>;
-
 export function createSpeechSpec(deps: SpeechSpecDeps): MeteredSpec<SpeechRequest, AudioSpeechModelConfig, SpeechPlan, UpstreamReply> {
   return {
     what: "Speech",
@@ -46,31 +42,23 @@ export function createSpeechSpec(deps: SpeechSpecDeps): MeteredSpec<SpeechReques
     },
     // the answer is taken once its head arrived: its audio is relayed, not read here
     attempt: (client, plan, { model, cancel }) => client.post({ path: SPEECH_PATH, body: plan.body, signal: cancel, model: model.model }),
-    async respond(reply, plan, call, meter) {
-      const headers = speechHeaders(reply.headers, call.req.response_format);
+    async respond(reply, plan, { req, model }) {
+      const headers = speechHeaders(reply.headers, req.response_format);
+      const length = headers["content-length"] === undefined ? undefined : Number(headers["content-length"]);
+      let sink: AudioSink;
       return {
         headers,
-        pump: (res) => relayAudio(reply, res, plan, call, meter, headers["content-length"]),
-        // never used: relayAudio ends a cut answer itself, since audio has no error event
-        error: () => "",
+        body: reply.body,
+        maxBytes: reply.maxBytes,
+        sink: (res, firstBytes) => (sink = new AudioSink(res, firstBytes)),
+        // a cut is billed for what was sent; audio has no error event (the pipeline breaks off a declared length)
+        async used(cut) {
+          const characters = cut ? sentCharacters(plan.characters, sink.sent, length) : plan.characters;
+          return { inputTokens: characters, points: speechPoints(model, characters) };
+        },
       };
     },
   };
-}
-
-/** Writes the upstream's audio to the client with backpressure, then settles; a cut is settled for
- *  what was sent, and a declared length is broken off rather than ended short. */
-async function relayAudio(reply: UpstreamReply, res: ServerResponse, plan: SpeechPlan, call: SpeechCall, meter: Meter, length: string | undefined): Promise<void> {
-  const { model, cancel } = call;
-  const sink = new AudioSink(res, () => (call.facts.ttftMs ??= performance.now() - call.started));
-  const cut = await relayAnswer(reply.body, res, sink, reply.maxBytes, cancel, model.model);
-  if (cut) {
-    const characters = sentCharacters(plan.characters, sink.sent, length === undefined ? undefined : Number(length));
-    await meter.settle({ inputTokens: characters, points: speechPoints(model, characters), finishReason: cutFinishReason(cancel), cut });
-    if (length !== undefined) res.destroy();
-    return;
-  }
-  await meter.settle({ inputTokens: plan.characters, points: speechPoints(model, plan.characters) });
 }
 
 /** The characters billed for a cut answer: none when no audio was sent, in proportion to the audio
@@ -82,8 +70,7 @@ export function sentCharacters(characters: number, sent: number, total: number |
   return Math.min(characters, Math.ceil((characters * sent) / total));
 }
 
-/** The client's side of the relay: bytes written as they come, counted. */
-/** Audio has no events: what comes is relayed, and an answer the upstream ended is complete. */
+/** The client's side of the relay: bytes written as they come, counted. Audio has no events: what comes is relayed, and an answer the upstream ended is complete. */
 class AudioSink implements AnswerSink {
   readonly done = false;
   sent = 0;

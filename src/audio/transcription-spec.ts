@@ -77,10 +77,10 @@ export function createTranscriptionSpec(deps: TranscriptionSpecDeps): MeteredSpe
       });
       return { body: await readReply(reply, model.model), headers: reply.headers };
     },
-    async respond(answer, plan, { req, model }, meter) {
+    async respond(answer, plan, { req, model }) {
       const seconds = billedSeconds(plan.info, () => answerSeconds(answer.body, req.responseFormat), plan.bound);
-      await meter.settle({ inputTokens: Math.ceil(seconds), points: transcriptionPoints(model, seconds) });
-      return new FastResponse(new Uint8Array(answer.body), { headers: transcriptionHeaders(answer.headers, req.responseFormat) });
+      const reply = () => new FastResponse(new Uint8Array(answer.body), { headers: transcriptionHeaders(answer.headers, req.responseFormat) });
+      return { used: { inputTokens: Math.ceil(seconds), points: transcriptionPoints(model, seconds) }, reply };
     },
   };
 }

@@ -2,7 +2,7 @@
 // `/chat/completions`, the answer taken as a stream (SSE bytes, relayed as they come) or read whole
 // (its JSON checked). Reading a whole answer is part of the attempt: a connection lost mid-body
 // fails over like a refused one.
-import type { Readable } from "node:stream";
+import type { SseAnswer } from "../stream/answer.js";
 import { jsonBody } from "../http/raw-text.js";
 import { readJsonReply, contentTypeOf } from "../upstream/read.js";
 import type { ChannelClient } from "../upstream/types.js";
@@ -24,10 +24,8 @@ export interface CompletionJson {
 }
 
 
-export type ChatAnswer =
-  | { kind: "json"; completion: CompletionJson }
-  /** the upstream's SSE bytes, as they arrive */
-  | { kind: "stream"; body: Readable; /** the answer is cut past this many bytes */ maxBytes: number };
+/** the upstream's SSE bytes as they arrive, or its whole answer */
+export type ChatAnswer = SseAnswer<CompletionJson>;
 
 const isCompletion = (v: unknown): v is CompletionJson => !!v && typeof v === "object" && Array.isArray((v as { choices?: unknown }).choices);
 

@@ -2,23 +2,22 @@
 // body parsed, its model resolved like chat's (aliases, the app's models), its request translated
 // into a chat request, which the chat path limits (never trimming an agent's history), meters and
 // sends; the upstream's answer translated back, whole or as it streams.
+import type { Readable } from "node:stream";
 import type { ModelConfig } from "../config/schema.js";
 import { jsonResponse } from "../http/json.js";
-import type { Meter } from "../metered/meter.js";
 import { appAllows, resolveModel } from "../metered/models.js";
-import type { MeteredSpec, Streamed } from "../metered/spec.js";
+import type { MeteredSpec, Streamed, Whole } from "../metered/spec.js";
 import { historyCounts } from "../tokens/history-counts.js";
+import { wholeOrStream } from "../stream/answer.js";
+import { SSE_HEADERS } from "../stream/sse.js";
+import { TranslatedRelay } from "../stream/translated-relay.js";
 import { computePoints } from "../tokens/points.js";
-import { cutFinishReason } from "../http/cancel.js";
 import { attemptChat, type ChatAnswer, type CompletionJson, type Usage } from "./attempt.js";
 import type { ChatDialect, DialectUsage } from "./dialect.js";
 import { affordChat, planChat, type ChatCall, type ChatPlan } from "./plan.js";
-import { relayAnswer } from "../stream/pump.js";
-import { SSE_HEADERS } from "../stream/sse.js";
 import { completionAsSse } from "./respond-stream.js";
-import { settleChat } from "./settle.js";
+import { chatUsed } from "./settle.js";
 import type { ChatSpecDeps } from "./spec.js";
-import { TranslatedRelay } from "../stream/translated-relay.js";
 
 /** how long a dialect's opening events wait for the answer's first events to go out with */
 const OPENING_WAIT_MS = 25;
@@ -46,11 +45,12 @@ export function createDialectSpec<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDia
     },
     afford: (plan, call, held) => affordChat(plan, call.model, held),
     attempt: (client, plan) => attemptChat(client, plan, plan.chatCall),
-    async respond(answer, plan, _call, meter) {
-      if (answer.kind === "json" && !plan.stream) return respondWhole(deps, dialect, plan, meter, answer.completion);
-      const body = answer.kind === "stream" ? answer.body : completionAsSse(answer.completion);
-      return streamTranslated(deps, dialect, plan, meter, body, answer.kind === "stream" ? answer.maxBytes : Number.POSITIVE_INFINITY);
-    },
+    respond: async (answer, plan) =>
+      wholeOrStream(answer, plan.stream, {
+        whole: (completion) => respondWhole(deps, dialect, plan, completion),
+        stream: (body, maxBytes) => streamTranslated(deps, dialect, plan, body, maxBytes),
+        asSse: completionAsSse,
+      }),
   };
 }
 
@@ -67,10 +67,10 @@ function detail(details: unknown, name: string): number | undefined {
   return typeof n === "number" && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 }
 
-async function respondWhole<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDialect<Req, Ctx>, plan: DialectPlan<Ctx>, meter: Meter, completion: CompletionJson): Promise<Response> {
+async function respondWhole<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDialect<Req, Ctx>, plan: DialectPlan<Ctx>, completion: CompletionJson): Promise<Whole> {
   const choice = completion.choices[0];
   let answer: unknown;
-  await settleChat(deps, plan.chatCall, plan, meter, {
+  const { used } = await chatUsed(deps, plan.chatCall, plan, {
     text: () => choice?.message?.content ?? "",
     usage: completion.usage,
     finishReason: () => choice?.finish_reason ?? "stop",
@@ -79,10 +79,10 @@ async function respondWhole<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDialect<R
       return dialect.keep?.(plan.ctx, answer, plan.chatCall.caller);
     },
   });
-  return jsonResponse(answer);
+  return { used, reply: () => jsonResponse(answer) };
 }
 
-function streamTranslated<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDialect<Req, Ctx>, plan: DialectPlan<Ctx>, meter: Meter, body: import("node:stream").Readable, maxBytes: number): Streamed {
+function streamTranslated<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDialect<Req, Ctx>, plan: DialectPlan<Ctx>, body: Readable, maxBytes: number): Streamed {
   const translator = dialect.stream(plan.ctx);
   const call = plan.chatCall;
   // The opening events go out with the answer's first events, in one socket write rather than two
@@ -96,40 +96,33 @@ function streamTranslated<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDialect<Req
     clearTimeout(wait);
     return text;
   };
+  let relay: TranslatedRelay;
+  let closing = "";
   return {
     headers: SSE_HEADERS,
-    error: (err) => takeOpening() + translator.fail(err),
-    async pump(res) {
-      try {
-        const write = (text: string) => {
-          if (opening) text = takeOpening() + text;
-          return res.destroyed || res.writableEnded ? true : res.write(text);
-        };
-        wait = setTimeout(() => opening && write(""), OPENING_WAIT_MS);
-        const onFirstContent = () => (call.facts.ttftMs = performance.now() - call.started);
-        const relay = new TranslatedRelay(translator, write, call.model.model, onFirstContent);
-        const text = () => relay.generated();
-        const cut = await relayAnswer(body, res, relay, maxBytes, call.cancel, call.model.model);
-        if (cut) {
-          // cut: billed for what was generated; the pipeline ends the stream with the dialect's error
-          await settleChat(deps, call, plan, meter, { text, usage: relay.usage, finishReason: () => cutFinishReason(call.cancel), cut });
-          throw cut;
-        }
-        const finishReason = relay.finishReason() ?? "stop";
-        let closing = "";
-        await settleChat(deps, call, plan, meter, {
-          text,
-          usage: relay.usage,
-          finishReason: () => finishReason,
-          keep: (t) => {
-            closing = translator.end(finishReason, usageOf(t, relay.usage));
-            return dialect.keep?.(plan.ctx, translator.result?.(), call.caller);
-          },
-        });
-        write(closing);
-      } finally {
-        clearTimeout(wait); // the pump is over: the opening goes with the error events, or nowhere
-      }
+    body,
+    maxBytes,
+    sink(res, firstContent) {
+      const write = (text: string) => {
+        if (opening) text = takeOpening() + text;
+        return res.destroyed || res.writableEnded ? true : res.write(text);
+      };
+      wait = setTimeout(() => opening && write(""), OPENING_WAIT_MS);
+      relay = new TranslatedRelay(translator, write, call.model.model, firstContent);
+      return relay;
     },
+    async used(cut) {
+      clearTimeout(wait); // the relay is over: the opening goes with the closing or the error events
+      const finishReason = cut?.finishReason ?? relay.finishReason() ?? "stop";
+      // a cut is billed for what was generated; the pipeline ends the stream with the dialect's error
+      const keep = (t: { inputTokens: number; outputTokens: number }) => {
+        closing = translator.end(finishReason, usageOf(t, relay.usage));
+        return dialect.keep?.(plan.ctx, translator.result?.(), call.caller);
+      };
+      const out = { text: () => relay.generated(), usage: relay.usage, finishReason: () => finishReason, cut: cut !== undefined, keep: cut ? undefined : keep };
+      return (await chatUsed(deps, call, plan, out)).used;
+    },
+    end: () => takeOpening() + closing,
+    error: (err) => takeOpening() + translator.fail(err),
   };
 }

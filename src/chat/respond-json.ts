@@ -1,14 +1,14 @@
 // A non-stream answer: the upstream's chat.completion with real usage, id = chatId when given, and
 // `responseData` and `newVariables` for detail (docs/api.md#chat).
 import { jsonResponse } from "../http/json.js";
-import type { Meter } from "../metered/meter.js";
+import type { Whole } from "../metered/spec.js";
 import type { CompletionJson } from "./attempt.js";
 import type { ChatCall, ChatPlan } from "./plan.js";
-import { clientReport, settleChat, type SettleDeps } from "./settle.js";
+import { chatUsed, clientReport, type SettleDeps } from "./settle.js";
 
-export async function respondJson(deps: SettleDeps, call: ChatCall, plan: ChatPlan, meter: Meter, completion: CompletionJson): Promise<Response> {
+export async function respondJson(deps: SettleDeps, call: ChatCall, plan: ChatPlan, completion: CompletionJson): Promise<Whole> {
   const choice = completion.choices[0];
-  const settled = await settleChat(deps, call, plan, meter, {
+  const { used, settled } = await chatUsed(deps, call, plan, {
     text: () => choice?.message?.content ?? "",
     usage: completion.usage,
     finishReason: () => choice?.finish_reason ?? "stop",
@@ -27,5 +27,5 @@ export async function respondJson(deps: SettleDeps, call: ChatCall, plan: ChatPl
     body.responseData = [clientReport(call, settled)];
     body.newVariables = plan.variables;
   }
-  return jsonResponse(body);
+  return { used, reply: () => jsonResponse(body) };
 }

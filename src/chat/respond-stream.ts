@@ -1,63 +1,53 @@
-// A streamed answer, written straight to the Node response: upstream bytes reach the client as
-// they arrive (through the SSE relay), with backpressure; the usage chunk the gateway always asks
-// for is hidden from clients that did not ask; `detail` switches to FastGPT's event stream
-// (docs/api.md#chat). A cut after the first byte is billed for what was generated, then fails the
-// stream: the pipeline ends it with the error event, never with a clean end.
-import type { ServerResponse } from "node:http";
-import { Readable } from "node:stream";
-import { cutFinishReason } from "../http/cancel.js";
-import type { Meter } from "../metered/meter.js";
+// A streamed answer (docs/api.md#chat): upstream bytes reach the client as they arrive through the
+// SSE relay, which the pipeline pumps; the usage chunk the gateway always asks for is hidden from
+// clients that did not ask; `detail` switches to FastGPT's event stream. Once the pipeline settled
+// what was generated, the closing events; a cut ends with the error event, never a clean end.
+import type { Readable } from "node:stream";
 import type { Streamed } from "../metered/spec.js";
-import { relayAnswer } from "../stream/pump.js";
-import { SSE_HEADERS } from "../stream/sse.js";
+import { SseRelay } from "../stream/sse-relay.js";
+import { SSE_HEADERS, sseEvent, sseStream } from "../stream/sse.js";
 import type { CompletionJson } from "./attempt.js";
 import type { ChatCall, ChatPlan } from "./plan.js";
-import { SseRelay } from "../stream/sse-relay.js";
-import { clientReport, settleChat, type SettleDeps, type Settled } from "./settle.js";
+import { chatUsed, clientReport, type SettleDeps, type Settled } from "./settle.js";
 import { hasAny } from "./variables.js";
 
 /** The streamed answer of `body` (upstream SSE bytes; `maxBytes`: the answer is cut past it). */
-export function streamChat(deps: SettleDeps, call: ChatCall, plan: ChatPlan, meter: Meter, body: Readable, maxBytes: number): Streamed {
+export function streamChat(deps: SettleDeps, call: ChatCall, plan: ChatPlan, body: Readable, maxBytes: number): Streamed {
+  let relay: SseRelay;
+  let settled: Settled;
+  const answer = plan.detail ? "answer" : undefined;
   return {
     headers: SSE_HEADERS,
-    pump: (res) => relayStream(deps, call, plan, meter, body, res, maxBytes),
-    error: (err) => (plan.detail ? `event: error\ndata: ${JSON.stringify(err.toBody())}\n\n` : `data: ${JSON.stringify(err.toBody())}\n\n`),
+    body,
+    maxBytes,
+    sink(res, firstContent) {
+      const write = (bytes: string | Buffer) => {
+        if (res.destroyed) return true;
+        // Once the upstream's [DONE] is in, what is left of its region waits for the closing events
+        // and the end (which uncorks): one socket write instead of two.
+        if (relay.done && !res.writableCorked) res.cork();
+        return res.write(bytes);
+      };
+      relay = new SseRelay({ detail: plan.detail, includeUsage: plan.includeUsage, model: call.model.model, write, onFirstContent: firstContent, answerModel: plan.answerModel });
+      return relay;
+    },
+    async used(cut) {
+      const finishReason = cut?.finishReason ?? relay.finishReason() ?? "stop";
+      const out = await chatUsed(deps, call, plan, { text: () => relay.text(), usage: relay.usage, finishReason: () => finishReason, cut: cut !== undefined });
+      settled = out.settled;
+      return out.used;
+    },
+    end() {
+      let closing = plan.includeUsage && !relay.usage ? sseEvent(usageChunk(settled), answer) : "";
+      // FastGPT sends the chat's variables before its closing events, when it has any
+      if (plan.detail && hasAny(plan.variables)) closing += sseEvent(plan.variables, "updateVariables");
+      closing += sseEvent("[DONE]", answer);
+      if (plan.detail) closing += sseEvent([clientReport(call, settled)], "flowResponses");
+      return closing;
+    },
+    error: (err) => sseEvent(err.toBody(), plan.detail ? "error" : undefined),
   };
 }
-
-/** Relays `body` to `res`, whose head is already written; resolves when all is written and the
- *  request is settled; rejects (after billing what was generated) when the answer was cut. */
-async function relayStream(deps: SettleDeps, call: ChatCall, plan: ChatPlan, meter: Meter, body: Readable, res: ServerResponse, maxBytes: number): Promise<void> {
-  const { cancel, model } = call;
-  const write = (bytes: string | Buffer) => {
-    if (res.destroyed) return true;
-    // Once the upstream's [DONE] is in, what is left of its region waits for the closing events
-    // and the end (which uncorks): one socket write instead of two.
-    if (relay.done && !res.writableCorked) res.cork();
-    return res.write(bytes);
-  };
-  const onFirstContent = () => (call.facts.ttftMs = performance.now() - call.started);
-  const relay: SseRelay = new SseRelay({ detail: plan.detail, includeUsage: plan.includeUsage, model: model.model, write, onFirstContent, answerModel: plan.answerModel });
-  const text = () => relay.text();
-  // 1. Relay until [DONE] (or the end of a stream that already gave its finish reason).
-  const cut = await relayAnswer(body, res, relay, maxBytes, cancel, model.model);
-  if (cut) {
-    // 2a. Cut: bill what was generated, then fail the stream (the pipeline tells the client).
-    const finishReason = cutFinishReason(cancel);
-    await settleChat(deps, call, plan, meter, { text, usage: relay.usage, finishReason: () => finishReason, cut });
-    throw cut;
-  }
-
-  // 2b. Settle (the turns are stored before the client sees the end), then close the stream.
-  const settled = await settleChat(deps, call, plan, meter, { text, usage: relay.usage, finishReason: () => relay.finishReason() ?? "stop" });
-  if (plan.includeUsage && !relay.usage) write(`${plan.detail ? "event: answer\n" : ""}data: ${usageChunk(settled)}\n\n`);
-  // FastGPT sends the chat's variables before its closing events, when it has any
-  if (plan.detail && hasAny(plan.variables)) write(`event: updateVariables\ndata: ${JSON.stringify(plan.variables)}\n\n`);
-  write(plan.detail ? "event: answer\ndata: [DONE]\n\n" : "data: [DONE]\n\n");
-  if (plan.detail) write(`event: flowResponses\ndata: ${JSON.stringify([clientReport(call, settled)])}\n\n`);
-  // no res.end() here: h3 ends the response once the writer is done
-}
-
 
 /** A whole completion as SSE bytes, for an upstream that answered a stream request with JSON. */
 export function completionAsSse(completion: CompletionJson): Readable {
@@ -68,11 +58,10 @@ export function completionAsSse(completion: CompletionJson): Readable {
   const { role: _role, content, tool_calls: calls, ...more } = choice?.message ?? {};
   const toolCalls = Array.isArray(calls) ? { tool_calls: calls.map((call: object, index) => ({ index, ...call })) } : {};
   const delta = { role: "assistant", ...more, content: content ?? "", ...toolCalls };
-  const events = [
+  return sseStream([
     { ...base, choices: [{ index: 0, delta, finish_reason: null }] },
     { ...base, choices: [{ index: 0, delta: {}, finish_reason: choice?.finish_reason ?? "stop" }], ...(usage ? { usage } : {}) },
-  ];
-  return Readable.from([...events.map((e) => `data: ${JSON.stringify(e)}\n\n`), "data: [DONE]\n\n"].map((s) => Buffer.from(s)));
+  ]);
 }
 
 function usageChunk(s: Settled): string {

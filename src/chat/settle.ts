@@ -1,9 +1,9 @@
-// A chat answer's ending (docs/api.md#metering): tokens (the upstream's usage, else counted), points,
-// the conversation's new round stored in the same commit as the usage row, the share-link finish
-// report. Answered or cut, the request is billed for what was generated.
+// What a chat answer used (docs/api.md#metering), for the pipeline to settle: tokens (the upstream's
+// usage, else counted), points, the conversation's new round stored in the same commit as the usage
+// row, the share-link finish report once settled. Answered or cut, the request is billed for what
+// was generated.
 import type { ShareAuth } from "../share/callbacks.js";
-import type { Meter } from "../metered/meter.js";
-import type { GatewayError } from "../http/errors.js";
+import type { Used } from "../metered/spec.js";
 import type { Store } from "../store/types.js";
 import { countTextAsync, lastUserText } from "../tokens/counter.js";
 import { computePoints } from "../tokens/points.js";
@@ -17,9 +17,8 @@ export interface AnswerOutcome {
   usage: Usage | null | undefined;
   /** a function for the same reason: read only when a report is built */
   finishReason: () => string;
-  /** set when the answer was cut: the usage row carries its status, and a non-empty partial answer
-   *  is still stored as the chat's turn */
-  cut?: GatewayError;
+  /** the answer was cut: a non-empty partial answer is still stored as the chat's turn */
+  cut?: boolean;
   /** a dialect's own record of the answer (made once its tokens are known), written with the usage row */
   keep?: (tokens: { inputTokens: number; outputTokens: number }) => Promise<unknown> | undefined;
 }
@@ -50,7 +49,8 @@ export function cutTurn(text: string, maxBytes: number): string {
   return bytes.toString("utf8", 0, Math.max(0, end)) + note(bytes.length - Math.max(0, end));
 }
 
-export async function settleChat(deps: SettleDeps, call: ChatCall, plan: ChatPlan, meter: Meter, out: AnswerOutcome): Promise<Settled> {
+/** What the answer used (for the pipeline to settle), and its tokens and report (for the client). */
+export async function chatUsed(deps: SettleDeps, call: ChatCall, plan: ChatPlan, out: AnswerOutcome): Promise<{ used: Used; settled: Settled }> {
   const { model, caller } = call;
   const { limited, req } = plan;
   // 1. Tokens: the upstream's usage wins; otherwise count (what the limits counted is not counted again).
@@ -96,14 +96,13 @@ export async function settleChat(deps: SettleDeps, call: ChatCall, plan: ChatPla
           variables: req.variables ? plan.variables : undefined,
         })
       : undefined;
-  // a whole answer's finish reason is read only for the request log: found without parsing when streamed
   const kept = out.keep?.({ inputTokens, outputTokens });
-  await meter.settle({ inputTokens, outputTokens, points, finishReason: out.finishReason(), cut: out.cut }, [round, kept].filter((w) => w !== undefined));
-
-  // 3. The operator's finish report: queued, never awaited.
+  // 3. Once settled, the operator's finish report: queued, never awaited.
   const share = caller.share;
-  if (share?.link.authHost) deps.shareAuth.finish(share.link, share.token, caller.app.name ?? caller.app.id, [settled.report()]);
-  return settled;
+  const finish = () => {
+    if (share?.link.authHost) deps.shareAuth.finish(share.link, share.token, caller.app.name ?? caller.app.id, [settled.report()]);
+  };
+  return { used: { inputTokens, outputTokens, points, finishReason: out.finishReason(), writes: [round, kept], settled: finish }, settled };
 }
 
 /** The report a client sees with `detail`: share-link users never see the operator's system prompt

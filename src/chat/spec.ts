@@ -9,6 +9,7 @@ import { computePoints } from "../tokens/points.js";
 import { attemptChat, type ChatAnswer } from "./attempt.js";
 import { affordChat, planChat, type ChatPlan, type PlanDeps } from "./plan.js";
 import { parseChatRequest, type ChatRequest } from "./request-schema.js";
+import { wholeOrStream } from "../stream/answer.js";
 import { respondJson } from "./respond-json.js";
 import { completionAsSse, streamChat } from "./respond-stream.js";
 import type { SettleDeps } from "./settle.js";
@@ -32,11 +33,11 @@ export function createChatSpec(deps: ChatSpecDeps): MeteredSpec<ChatRequest, Mod
     prepare: (call) => planChat(deps, call),
     afford: (plan, call, held) => affordChat(plan, call.model, held),
     attempt: attemptChat,
-    async respond(answer, plan, call, meter) {
-      // a whole answer was read whole by the attempt (attemptChat)
-      if (answer.kind === "json" && !plan.stream) return respondJson(deps, call, plan, meter, answer.completion);
-      const body = answer.kind === "stream" ? answer.body : completionAsSse(answer.completion);
-      return streamChat(deps, call, plan, meter, body, answer.kind === "stream" ? answer.maxBytes : Number.POSITIVE_INFINITY);
-    },
+    respond: async (answer, plan, call) =>
+      wholeOrStream(answer, plan.stream, {
+        whole: (completion) => respondJson(deps, call, plan, completion),
+        stream: (body, maxBytes) => streamChat(deps, call, plan, body, maxBytes),
+        asSse: completionAsSse,
+      }),
   };
 }

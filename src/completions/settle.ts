@@ -1,11 +1,10 @@
-// A legacy completion's ending (docs/fleet.md#completions): tokens — the upstream's usage, else
-// counted (the prompts as the limits counted them, and every choice's text, an echoed prompt left
-// out) — points, and the usage row. Answered or cut, the request is billed for what was generated.
+// What a legacy completion used (docs/fleet.md#completions), for the pipeline to settle: tokens —
+// the upstream's usage, else counted (the prompts as the limits counted them, and every choice's
+// text, an echoed prompt left out) — and points. Answered or cut, the request is billed for what was
+// generated.
 import type { Usage } from "../stream/chunk.js";
 import type { ModelConfig } from "../config/schema.js";
-import type { GatewayError } from "../http/errors.js";
-import type { Meter } from "../metered/meter.js";
-import type { Call, PlanBase } from "../metered/spec.js";
+import type { Call, PlanBase, Used } from "../metered/spec.js";
 import { computePoints } from "../tokens/points.js";
 import { countChoices, reportedUsage } from "./answer.js";
 import type { LimitedCompletion } from "./limits.js";
@@ -27,7 +26,6 @@ export interface CompletionOutcome {
   texts: () => string[];
   usage: unknown;
   finishReason: string;
-  cut?: GatewayError;
 }
 
 export interface SettledCompletion {
@@ -36,12 +34,13 @@ export interface SettledCompletion {
   total_tokens: number;
 }
 
-export async function settleCompletion(call: CompletionsCall, plan: CompletionsPlan, meter: Meter, out: CompletionOutcome): Promise<SettledCompletion> {
+/** What the answer used (for the pipeline to settle), and its usage as the client reads it. */
+export async function completionUsed(call: CompletionsCall, plan: CompletionsPlan, out: CompletionOutcome): Promise<{ used: Used; usage: SettledCompletion }> {
   const { model, req } = call;
   const reported: Usage | undefined = reportedUsage(out.usage);
   const inputTokens = reported?.prompt_tokens ?? (await plan.limited.countPrompt());
   const outputTokens = reported?.completion_tokens ?? (await countChoices(out.texts(), req, model));
   const points = computePoints(model, inputTokens, outputTokens);
-  await meter.settle({ inputTokens, outputTokens, points, finishReason: out.finishReason, cut: out.cut });
-  return { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
+  const usage = { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
+  return { used: { inputTokens, outputTokens, points, finishReason: out.finishReason }, usage };
 }

@@ -3,11 +3,11 @@
 // for chat models marked `completions: true`. Limits and reservation as chat (serve until spent: a
 // budget that holds less than the worst case lowers max_tokens); the answer is the upstream's, whole
 // or relayed as it streams.
-import type { Readable } from "node:stream";
 import type { ModelConfig } from "../config/schema.js";
 import { jsonResponse } from "../http/json.js";
 import { appAllows, resolveModel, type Aliases } from "../metered/models.js";
 import type { MeteredSpec } from "../metered/spec.js";
+import { wholeOrStream, type SseAnswer } from "../stream/answer.js";
 import { affordedMaxTokens, tokenWorstCase, type TokenAsk } from "../metered/token-budget.js";
 import { computePoints } from "../tokens/points.js";
 import { contentTypeOf, readJsonReply } from "../upstream/read.js";
@@ -15,9 +15,9 @@ import { completionAnswer, readTextCompletion, type TextCompletion } from "./ans
 import { applyCompletionLimits, upstreamBody, type LimitedCompletion } from "./limits.js";
 import { parseCompletionsRequest, type CompletionsRequest } from "./request-schema.js";
 import { completionAsSse, streamCompletion } from "./respond-stream.js";
-import { settleCompletion, type CompletionsPlan } from "./settle.js";
+import { completionUsed, type CompletionsPlan } from "./settle.js";
 
-type CompletionsAnswer = { kind: "json"; completion: TextCompletion } | { kind: "stream"; body: Readable; maxBytes: number };
+type CompletionsAnswer = SseAnswer<TextCompletion>;
 
 export interface CompletionsSpecDeps {
   models: Map<string, ModelConfig>;
@@ -53,18 +53,16 @@ export function createCompletionsSpec(deps: CompletionsSpecDeps): MeteredSpec<Co
       if (plan.stream && contentTypeOf(reply).includes("text/event-stream")) return { kind: "stream", body: reply.body, maxBytes: reply.maxBytes };
       return { kind: "json", completion: await readJsonReply(reply, model.model, isTextCompletion) };
     },
-    async respond(answer, plan, call, meter) {
-      if (answer.kind === "stream") return streamCompletion(call, plan, meter, answer.body, answer.maxBytes);
-      const { completion } = answer;
-      // an upstream that answered a stream request whole: the client still gets the stream it asked for
-      if (plan.stream) return streamCompletion(call, plan, meter, completionAsSse(completion), Number.POSITIVE_INFINITY);
-      const usage = await settleCompletion(call, plan, meter, {
-        texts: () => completion.choices.map((c) => c.text),
-        usage: completion.usage,
-        finishReason: completion.choices[0]?.finish_reason ?? "stop",
-      });
-      return jsonResponse(completionAnswer(completion, call.req.model, usage));
-    },
+    respond: async (answer, plan, call) =>
+      wholeOrStream(answer, plan.stream, {
+        async whole(completion) {
+          const texts = () => completion.choices.map((c) => c.text);
+          const { used, usage } = await completionUsed(call, plan, { texts, usage: completion.usage, finishReason: completion.choices[0]?.finish_reason ?? "stop" });
+          return { used, reply: () => jsonResponse(completionAnswer(completion, call.req.model, usage)) };
+        },
+        stream: (body, maxBytes) => streamCompletion(call, plan, body, maxBytes),
+        asSse: completionAsSse,
+      }),
   };
 }
 

@@ -47,12 +47,10 @@ export function createEmbeddingsSpec(deps: EmbeddingsSpecDeps): MeteredSpec<Embe
       if (!answer) throw badUpstreamReply(model.model);
       return answer;
     },
-    async respond(answer, plan, { event, model }, meter) {
+    async respond(answer, plan, { event, model }) {
       // tokens: the upstream's usage, else counted
       const inputTokens = answer.promptTokens ?? (await plan.tokens());
-      const points = computePoints(model, inputTokens, 0);
-      await meter.settle({ inputTokens, points });
-      return sendJsonParts(event, withUsage(answer, inputTokens, model.model));
+      return { used: { inputTokens, points: computePoints(model, inputTokens, 0) }, reply: () => sendJsonParts(event, withUsage(answer, inputTokens, model.model)) };
     },
   };
 }

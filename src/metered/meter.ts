@@ -1,8 +1,9 @@
 // One request's metering (docs/api.md#metering): the channel it reached, then exactly one ending —
 // settled to what was generated (usage row, spend, the budget hold settled to the actual points),
 // or failed before anything was generated (the hold released; a usage row with the status when a
-// channel was reached). Kinds call `settle`; the pipeline calls `fail` on every failure path, which
-// does nothing once the request settled.
+// channel was reached). The pipeline alone calls them: `settle` with what the kind's answer used,
+// `fail` on every failure path (nothing once the request settled); a request that ends with
+// neither is a bug the pipeline reports (`ended`).
 import type { GatewayError } from "../http/errors.js";
 import { UpstreamError } from "../upstream/errors.js";
 import type { RequestFacts } from "../http/facts.js";
@@ -33,6 +34,11 @@ export class Meter {
   channel = "";
   #ended = false;
 
+  /** settled or failed */
+  get ended(): boolean {
+    return this.#ended;
+  }
+
   constructor(
     private readonly deps: MeterDeps,
     private readonly caller: Caller,
@@ -41,7 +47,6 @@ export class Meter {
     private readonly facts: RequestFacts,
     private readonly at: { time: number; started: number; chatId?: string },
   ) {}
-
 
   /** The answer was given or cut: its usage row (with `also`, writes that share its commit), the
    *  spend and the hold settled to `t.points`. Resolves once the row is on disk. */

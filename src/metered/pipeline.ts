@@ -2,17 +2,16 @@
 // embeddings, the Messages and Responses dialects, rerank, audio, completions — runs these steps,
 // and only the kind's spec differs. One failure path: the hold released, a usage row written once a
 // channel was reached, a begun stream ended with the kind's own error event.
-import type { ServerResponse } from "node:http";
 import type { H3Event } from "h3";
 import { missingApiKey, type Keyring } from "../auth/keys.js";
 import { readJsonBody, type BodyLimits } from "../http/body.js";
 import type { Cancel } from "../http/cancel.js";
-import { GatewayError, toGatewayError } from "../http/errors.js";
+import { GatewayError } from "../http/errors.js";
 import { UpstreamError } from "../upstream/errors.js";
 import { clientAddress } from "../http/client-address.js";
 import { factsOf } from "../http/facts.js";
 import { trackRequest, type Inflight } from "../http/inflight.js";
-import { nodeResponse, writeToNode, type Reply } from "../http/node.js";
+import type { Reply } from "../http/node.js";
 import type { Observer } from "../observability/observer.js";
 import type { Store } from "../store/types.js";
 import { withFailover } from "../upstream/failover.js";
@@ -20,7 +19,8 @@ import type { ChannelRouter } from "../upstream/router.js";
 import { identifyCaller, type CallerDeps } from "./caller.js";
 import { Meter } from "./meter.js";
 import type { Quota } from "./quota.js";
-import { isStreamed, type Call, type MeteredSpec, type PlanBase, type Streamed } from "./spec.js";
+import { answer } from "./respond.js";
+import type { Call, MeteredSpec, PlanBase } from "./spec.js";
 
 export interface MeteredDeps extends CallerDeps {
   keyring: Keyring;
@@ -104,11 +104,10 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
       (client) => spec.attempt(client, plan, call),
     );
 
-    // 8. The answer in the kind's shape: whole (settled before it is returned) or streamed.
-    const answer = await spec.respond(result, plan, call, meter);
-    return isStreamed(answer) ? await stream(event, answer, meter, cancel) : answer;
+    // 8–9. The answer in the kind's shape, whole or streamed, and what it used settled.
+    return await answer({ event, meter, cancel, facts, model: model.model, started }, await spec.respond(result, plan, call));
   } catch (err) {
-    // 9. The failure path: nothing generated reached the client.
+    // The failure path: nothing generated reached the client.
     if (err instanceof UpstreamError && err.detail) facts.upstreamMessage = err.detail;
     await meter?.fail(err instanceof GatewayError ? err.status : 500);
     throw err;
@@ -116,6 +115,8 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     clearTimeout(deadline);
     untrack();
     if (body !== undefined) await spec.release?.(body);
+    // a request over with its hold neither settled nor released is the pipeline's bug: never silent
+    if (meter && !meter.ended) await unsettled(meter);
   }
 }
 
@@ -125,21 +126,8 @@ function readBody(event: H3Event, deps: MeteredDeps, spec: Pick<MeteredSpec<neve
   return read.finally(done);
 }
 
-/** A streamed answer: its head, its body, and — should the body fail after the head was written —
- *  the kind's error event (unless the client is the one who left), the request settled either way. */
-async function stream(event: H3Event, answer: Streamed, meter: Meter, cancel: Cancel): Promise<Reply> {
-  if (!nodeResponse(event)) throw new GatewayError(500, "stream_unsupported", "Streaming needs the Node server adapter.", { type: "server_error" });
-  const facts = factsOf(event);
-  return writeToNode(event, async (res: ServerResponse) => {
-    res.writeHead(200, answer.headers); // x-request-id and CORS: set on the response by the route wrapper
-    try {
-      await answer.pump(res);
-    } catch (err) {
-      const error = toGatewayError(err);
-      if (err instanceof UpstreamError && err.detail) facts.upstreamMessage = err.detail;
-      facts.errorCode = error.code;
-      await meter.fail(error.status);
-      if (cancel.reason !== "client_abort" && !res.destroyed) res.write(answer.error(error));
-    }
-  });
+/** The hold released, a usage row of 500, and a 500 for the client and the request log. */
+async function unsettled(meter: Meter): Promise<never> {
+  await meter.fail(500);
+  throw new GatewayError(500, "internal_error", "Internal server error", { type: "server_error" });
 }

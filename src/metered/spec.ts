@@ -1,16 +1,20 @@
 // What a request kind tells the one metered pipeline (docs/architecture.md#pipeline): how to read
 // and check its body, which model it names, its limits and worst case, one attempt on a channel,
-// and its answer. Everything else — keys, caller, admission, failover, deadlines, settling, usage
-// rows, the failure path — is the pipeline's and the same for every kind.
+// and its answer: whole, with what it used, or streamed, with its sink and events. Everything else —
+// keys, caller, admission, failover, deadlines, relaying a stream, settling, usage rows, the failure
+// path — is the pipeline's and the same for every kind.
+import type { ServerResponse } from "node:http";
+import type { Readable } from "node:stream";
 import type { H3Event } from "h3";
 import type { BodyLimits } from "../http/body.js";
 import type { Cancel } from "../http/cancel.js";
 import type { GatewayError } from "../http/errors.js";
 import type { RequestFacts } from "../http/facts.js";
 import type { Reply } from "../http/node.js";
+import type { AnswerSink } from "../stream/pump.js";
 import type { ChannelClient } from "../upstream/types.js";
 import type { Caller } from "./caller.js";
-import type { Meter } from "./meter.js";
+import type { Tally } from "./meter.js";
 import type { WorstCase } from "./quota.js";
 
 /** What the pipeline knows of a request once its caller and model are known. */
@@ -34,12 +38,43 @@ export interface PlanBase {
   chatId?: string;
 }
 
-/** An answer streamed to the client: the head, then `pump` writes the body. A failure `pump`
- *  throws after the head is written ends the stream with `error(err)` (never a clean end). */
+/** What an answer used, for the pipeline to settle: tokens, points, finish reason; `writes`, what
+ *  the kind keeps of it (a conversation's round, a stored response), issued to share the usage row's
+ *  commit; `settled`, what follows once it is on disk (a share link's finish report). */
+export interface Used extends Omit<Tally, "cut"> {
+  writes?: Array<Promise<unknown> | undefined>;
+  settled?(): void;
+}
+
+/** A whole answer: what it used, and its reply, made once that is settled. */
+export interface Whole {
+  used: Used;
+  reply(): Reply | Promise<Reply>;
+}
+
+/** How an answer was cut after its head: the error, and the finish reason the usage row gives. */
+export interface Cut {
+  error: GatewayError;
+  finishReason: string;
+}
+
+/** An answer streamed to the client: the head, then the upstream's `body` relayed through the
+ *  kind's sink. The pipeline times the first token, settles what the answer used (complete or
+ *  cut), then writes the closing events — or, for a cut, the kind's error event (never a clean end). */
 export interface Streamed {
   headers: Record<string, string>;
-  pump(res: import("node:http").ServerResponse): Promise<void>;
-  error(err: GatewayError): string;
+  /** the upstream's bytes as they arrive; the answer is cut past `maxBytes` */
+  body: Readable;
+  maxBytes: number;
+  /** what relays the bytes to the client; `firstContent` is called as the answer's first content goes out */
+  sink(res: ServerResponse, firstContent: () => void): AnswerSink;
+  /** what the answer used, complete or `cut` */
+  used(cut: Cut | undefined): Promise<Used>;
+  /** the closing events of a complete answer, once it is settled */
+  end?(): string;
+  /** the error event of a cut answer; absent: the kind has none, and an answer of a declared length
+   *  is broken off (audio) */
+  error?(err: GatewayError): string;
 }
 
 export interface MeteredSpec<Req, Model extends { model: string }, Plan extends PlanBase, Answer> {
@@ -70,10 +105,10 @@ export interface MeteredSpec<Req, Model extends { model: string }, Plan extends 
   afford?(plan: Plan, call: Call<Req, Model>, heldPoints: number): Promise<void>;
   /** one attempt on one channel: rejects with the channel's failure to move to the next */
   attempt(client: ChannelClient, plan: Plan, call: Call<Req, Model>): Promise<Answer>;
-  /** the answer, whole (settled through `meter` before it is returned) or streamed */
-  respond(answer: Answer, plan: Plan, call: Call<Req, Model>, meter: Meter): Promise<Reply | Streamed>;
+  /** the answer: whole, with what it used, or streamed; the pipeline settles either */
+  respond(answer: Answer, plan: Plan, call: Call<Req, Model>): Promise<Whole | Streamed>;
 }
 
-export function isStreamed(answer: Reply | Streamed): answer is Streamed {
-  return typeof answer === "object" && "pump" in answer;
+export function isStreamed(answer: Whole | Streamed): answer is Streamed {
+  return "sink" in answer;
 }

@@ -52,11 +52,10 @@ export function createRerankSpec(deps: RerankSpecDeps): MeteredSpec<RerankReques
       if (!scores) throw badUpstreamReply(model.model);
       return scores;
     },
-    async respond(scores, plan, { req, model }, meter) {
+    async respond(scores, plan, { req, model }) {
       const tokens = scores.tokens ?? (await plan.tokens());
-      await meter.settle({ inputTokens: tokens, points: rerankPoints(model, tokens) });
       const answer = rerankAnswer(scores.results, { id: `rerank-${randomUUID()}`, model: req.model, topN: req.top_n, returnDocuments: req.return_documents, texts: plan.texts, tokens });
-      return jsonResponse(answer);
+      return { used: { inputTokens: tokens, points: rerankPoints(model, tokens) }, reply: () => jsonResponse(answer) };
     },
   };
 }

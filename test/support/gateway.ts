@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { toNodeHandler } from "h3/node";
+import type { ClusterState } from "../../src/cluster/types.js";
 import { parseConfig } from "../../src/config/load.js";
 import type { Config } from "../../src/config/schema.js";
 import { createGateway, type Gateway } from "../../src/gateway.js";
@@ -29,6 +30,8 @@ export interface StartOptions {
   /** a store to use instead of a fresh in-memory one (not closed by close()) */
   store?: Store;
   env?: NodeJS.ProcessEnv;
+  /** the state shared with other instances (default: the gateway's own) */
+  state?: ClusterState;
 }
 
 /**
@@ -47,7 +50,7 @@ export async function startGateway(rawConfig: unknown, opts: StartOptions = {}):
   };
   const config = parseConfig(withDefaults, opts.env ?? process.env);
   const store = opts.store ?? createStore(config.store);
-  const gateway = createGateway(config, { store, observer: opts.observerExtra, shareAuth: opts.shareAuth });
+  const gateway = createGateway(config, { store, observer: opts.observerExtra, shareAuth: opts.shareAuth, state: opts.state });
   const server = createHttpServer(toNodeHandler(gateway.app), config.server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
