@@ -2,14 +2,13 @@
 // FastGPT's conversations, variables, detail reports and share-link users; the model's limits; one
 // attempt posts the limited body; the answer is the upstream's, whole or relayed as it streams.
 import type { ModelConfig } from "../config/schema.js";
-import type { Aliases } from "../metered/models.js";
-import { appAllows, resolveModel } from "../metered/models.js";
+import { appAllows, resolveModel, type Aliases } from "../metered/models.js";
 import type { MeteredSpec } from "../metered/spec.js";
+import { wholeOrStream } from "../stream/answer.js";
 import { computePoints } from "../tokens/points.js";
 import { attemptChat, type ChatAnswer } from "./attempt.js";
 import { affordChat, planChat, type ChatPlan, type PlanDeps } from "./plan.js";
 import { parseChatRequest, type ChatRequest } from "./request-schema.js";
-import { wholeOrStream } from "../stream/answer.js";
 import { respondJson } from "./respond-json.js";
 import { completionAsSse, streamChat } from "./respond-stream.js";
 import type { SettleDeps } from "./settle.js";
