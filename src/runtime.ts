@@ -14,7 +14,7 @@ import { createCompletionsSpec } from "./completions/spec.js";
 import { modelKinds, sttModels } from "./config/fleet.js";
 import { createEchoChannel } from "./demo/echo-channel.js";
 import { upstreamChannels } from "./upstream/channels.js";
-import { createCountTokensRoute } from "./dialects/anthropic/count-route.js";
+import { createCountTokensSpec } from "./dialects/anthropic/count-route.js";
 import { anthropicDialect } from "./dialects/anthropic/dialect.js";
 import { createResponseRoutes, createResponsesDialect } from "./dialects/responses/index.js";
 import type { ClusterState } from "./cluster/types.js";
@@ -29,6 +29,7 @@ import { jsonResponse } from "./http/json.js";
 import type { Reply } from "./http/node.js";
 import { createAliases } from "./metered/models.js";
 import { runMetered, type MeteredDeps } from "./metered/pipeline.js";
+import { runLocal } from "./metered/local.js";
 import type { Quota } from "./metered/quota.js";
 import type { Observer } from "./observability/observer.js";
 import type { ShareAuth } from "./share/callbacks.js";
@@ -139,7 +140,11 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
 
   // 3. The other routes.
   const readJson = (event: H3Event) => readJsonBody(event, body);
-  const share = createShareRoutes({ links, apps, store: shared.store, auth: shared.shareAuth, readJson, state: shared.state, server: config.server, page: config.server.sharePage });
+  const share = createShareRoutes({ links, apps, store: shared.store, auth: shared.shareAuth, state: shared.state, server: config.server, page: config.server.sharePage });
+  const countTokens = createCountTokensSpec({ models, aliases, serves });
+  // the share API's callers are named in its bodies: no key (docs/api.md#the-share-api)
+  const shareCall = (call: (event: H3Event, body: unknown) => Promise<unknown>) => async (event: H3Event) =>
+    jsonResponse(await runLocal(event, metered, { what: "Share", credential: false, parse: (body) => body, answer: ({ req }) => call(event, req) }));
   const catalog = createCatalogRoutes({ keyring, config, kinds, aliases, apps });
   const admin = createAdminRoutes({ keyring, router, reload: shared.reload });
   const keys = createKeyRoutes({ keyring, apps, keys: shared.keys, readJson });
@@ -151,7 +156,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
       chat: (e) => runMetered(e, metered, chat),
       embeddings: (e) => runMetered(e, metered, embeddings),
       messages: (e) => runMetered(e, metered, messages),
-      countTokens: createCountTokensRoute({ ...metered, models, aliases, serves }),
+      countTokens: (e) => runLocal(e, metered, countTokens),
       responses: (e) => runMetered(e, metered, responses),
       rerank: (e) => runMetered(e, metered, rerank),
       speech: (e) => runMetered(e, metered, speech),
@@ -162,9 +167,9 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
       models: catalog.models,
       model: catalog.model,
       usage: createUsageRoute({ keyring, apps, store: shared.store, kinds }),
-      shareInit: async (e) => jsonResponse(await share.init(e)),
-      shareChats: async (e) => jsonResponse(await share.chats(e)),
-      shareChat: async (e) => jsonResponse(await share.chat(e)),
+      shareInit: shareCall(share.init),
+      shareChats: shareCall(share.chats),
+      shareChat: shareCall(share.chat),
       sharePage: async (e) => share.page(e),
       shareScript: async (e) => shareWindowScriptResponse(e.req.headers.get("if-none-match")),
       adminChannels: admin.channels,

@@ -42,15 +42,14 @@ beforeEach(async () => {
     store,
     auth,
     now: () => NOW,
-    readJson: (event: H3Event) => event.req.json(),
     // the API's rate limits are test/share-api-limits.test.ts's
     state: createMemoryClusterState({ failures: 5, cooldownMs: 30_000 }),
     server: { trustProxy: 0, shareApiQpm: 0 },
     page: { frameAncestors: ["'self'"] },
   });
-  const handle = (fn: (e: H3Event) => unknown) => async (e: H3Event) => {
+  const handle = (fn: (e: H3Event, body: unknown) => unknown) => async (e: H3Event) => {
     try {
-      return await fn(e);
+      return await fn(e, e.req.method === "POST" ? await e.req.json() : undefined);
     } catch (err) {
       return errorResponse(toGatewayError(err));
     }
@@ -59,7 +58,7 @@ beforeEach(async () => {
     .post("/api/share/init", handle(routes.init))
     .post("/api/share/chats", handle(routes.chats))
     .post("/api/share/chat", handle(routes.chat))
-    .get("/chat/share", handle(routes.page));
+    .get("/chat/share", handle((e) => routes.page(e)));
 });
 
 afterEach(async () => {

@@ -120,7 +120,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   }
 }
 
-function readBody(event: H3Event, deps: MeteredDeps, spec: Pick<MeteredSpec<never, never, never, never>, "read" | "rawTexts">, cancel: Cancel): Promise<unknown> {
+export function readBody(event: H3Event, deps: Pick<MeteredDeps, "inflight" | "body">, spec: Pick<MeteredSpec<never, never, never, never>, "read" | "rawTexts">, cancel: Cancel): Promise<unknown> {
   const done = deps.inflight.reading(cancel);
   const read = spec.read ? spec.read(event, deps.body, cancel) : readJsonBody(event, deps.body, cancel, spec.rawTexts === true);
   return read.finally(done);

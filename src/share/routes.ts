@@ -1,5 +1,6 @@
 // The share-link API (docs/api.md#the-share-api): init, a user's chat list, one chat's messages, and the chat
-// window page. Tokens travel in JSON bodies so they stay out of URLs and access logs.
+// window page. Tokens travel in JSON bodies so they stay out of URLs and access logs; the bodies are
+// read by the pipeline's unmetered mode (src/metered/local.ts), which hands each call its body.
 import type { H3Event } from "h3";
 import { z } from "zod";
 import type { ClusterState } from "../cluster/types.js";
@@ -18,8 +19,6 @@ export interface ShareRoutesDeps {
   store: Store;
   auth: ShareAuth;
   now?: () => number;
-  /** The request body as JSON (the gateway's body limit and parse errors apply). */
-  readJson: (event: H3Event) => Promise<unknown>;
   /** holds the API's rate windows, per link and per client address */
   state: ClusterState;
   /** `trustProxy` finds the client's address, `shareApiQpm` is its calls a minute */
@@ -29,9 +28,9 @@ export interface ShareRoutesDeps {
 }
 
 export interface ShareRoutes {
-  init(event: H3Event): Promise<ShareInitReply>;
-  chats(event: H3Event): Promise<{ chats: ShareChatSummary[] }>;
-  chat(event: H3Event): Promise<ShareChatReply>;
+  init(event: H3Event, body: unknown): Promise<ShareInitReply>;
+  chats(event: H3Event, body: unknown): Promise<{ chats: ShareChatSummary[] }>;
+  chat(event: H3Event, body: unknown): Promise<ShareChatReply>;
   page(event: H3Event): Response;
 }
 
@@ -81,26 +80,24 @@ export function createShareRoutes(deps: ShareRoutesDeps): ShareRoutes {
     const owner: ShareUser = { shareId: link.shareId, uid };
     return { link, owner };
   }
-  const readBody = async <S extends z.ZodType>(event: H3Event, schema: S) =>
-    parseBody(schema, await deps.readJson(event));
 
   const listChats = (owner: ShareUser) =>
     deps.store.listChats(owner, { since: now() - LIST_WINDOW_MS, limit: LIST_LIMIT });
 
   return {
-    async init(event) {
-      const { link, owner } = await identify(event, await readBody(event, userBody));
+    async init(event, body) {
+      const { link, owner } = await identify(event, parseBody(userBody, body));
       const appName = deps.apps.get(link.appId)?.name ?? link.appId;
       return { shareId: link.shareId, appName, uid: owner.uid, chats: await listChats(owner) };
     },
 
-    async chats(event) {
-      const { owner } = await identify(event, await readBody(event, userBody));
+    async chats(event, body) {
+      const { owner } = await identify(event, parseBody(userBody, body));
       return { chats: await listChats(owner) };
     },
 
-    async chat(event) {
-      const { chatId, ...user } = await readBody(event, chatBody);
+    async chat(event, body) {
+      const { chatId, ...user } = parseBody(chatBody, body);
       const { link, owner } = await identify(event, user);
       // the chat and its messages in one read; the owner is checked before any message is read
       const found = await deps.store.openChat(link.appId, chatId, owner, { limit: MAX_CHAT_MESSAGES, maxBytes: MAX_CHAT_BYTES, create: false });
