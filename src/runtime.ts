@@ -144,7 +144,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const countTokens = createCountTokensSpec({ models, aliases, serves });
   // the share API's callers are named in its bodies: no key (docs/api.md#the-share-api)
   const shareCall = (call: (event: H3Event, body: unknown) => Promise<unknown>) => async (event: H3Event) =>
-    jsonResponse(await runLocal(event, metered, { what: "Share", credential: false, parse: (body) => body, answer: ({ req }) => call(event, req) }));
+    jsonResponse(await runLocal(event, metered, { what: "Share", credential: false, parse: ({ body }) => body, answer: ({ req }) => call(event, req) }));
   const catalog = createCatalogRoutes({ keyring, config, kinds, aliases, apps });
   const admin = createAdminRoutes({ keyring, router, reload: shared.reload });
   const keys = createKeyRoutes({ keyring, apps, keys: shared.keys, readJson });

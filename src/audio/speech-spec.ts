@@ -30,7 +30,7 @@ export interface SpeechSpecDeps {
 export function createSpeechSpec(deps: SpeechSpecDeps): MeteredSpec<SpeechRequest, AudioSpeechModelConfig, SpeechPlan, UpstreamReply> {
   return {
     what: "Speech",
-    parse: parseSpeechRequest,
+    parse: ({ body }) => parseSpeechRequest(body),
     streams: () => true,
     model: (req, caller) => resolveModel(deps.speechModels, deps.aliases, req.model, (m) => appAllowsTool(caller.app, m), deps.serves, "speech model"),
     least: (model) => speechPoints(model, 1),

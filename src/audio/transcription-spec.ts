@@ -45,7 +45,7 @@ export interface TranscriptionSpecDeps {
   spoolDir?: string;
 }
 
-export function createTranscriptionSpec(deps: TranscriptionSpecDeps): MeteredSpec<TranscriptionCall, SttModelConfig, TranscriptionPlan, TranscriptionAnswer> {
+export function createTranscriptionSpec(deps: TranscriptionSpecDeps): MeteredSpec<TranscriptionCall, SttModelConfig, TranscriptionPlan, TranscriptionAnswer, AudioUpload> {
   return {
     what: "Transcription",
     read(event, _limits, cancel) {
@@ -53,8 +53,8 @@ export function createTranscriptionSpec(deps: TranscriptionSpecDeps): MeteredSpe
       if (!req) throw new GatewayError(500, "upload_unsupported", "Uploads need the Node server adapter.", { type: "server_error" });
       return readAudioUpload({ headers: req.headers, body: req }, { limitBytes: deps.limitBytes, dir: deps.spoolDir, cancel });
     },
-    release: (upload) => (upload as AudioUpload).remove(),
-    parse: (upload) => ({ ...parseTranscriptionFields((upload as AudioUpload).fields), upload: upload as AudioUpload }),
+    release: (upload) => upload.remove(),
+    parse: ({ body: upload }) => ({ ...parseTranscriptionFields(upload.fields), upload }),
     model: (req, caller) => resolveModel(deps.sttModels, deps.aliases, req.model, (m) => appAllowsTool(caller.app, m), deps.serves, "transcription model"),
     // the least any audio costs: one unit of the points' rounding
     least: (model) => (model.charsPointsPrice > 0 ? 1e-6 : 0),

@@ -32,7 +32,7 @@ export function createDialectSpec<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDia
     what: "Chat",
     rawTexts: true,
     credential: (headers) => dialect.credential(headers),
-    parse: (body) => dialect.parse(body),
+    parse: ({ body }) => dialect.parse(body),
     streams: (req) => dialect.streams(req),
     model: (req, caller) => resolveModel(deps.models, deps.aliases, dialect.model(req) ?? caller.app.model, (m) => appAllows(caller.app, m), deps.serves),
     least: (model) => computePoints(model, 0, 1),

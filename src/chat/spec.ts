@@ -23,7 +23,7 @@ export function createChatSpec(deps: ChatSpecDeps): MeteredSpec<ChatRequest, Mod
   return {
     what: "Chat",
     rawTexts: true,
-    parse: parseChatRequest,
+    parse: ({ body }) => parseChatRequest(body),
     streams: (req) => req.stream === true,
     share: (req) => req,
     // absent: the app's default model, which is also the only one a share link's users chat with

@@ -33,7 +33,7 @@ export function createCompletionsSpec(deps: CompletionsSpecDeps): MeteredSpec<Co
   return {
     what: "Completions",
     rawTexts: true,
-    parse: parseCompletionsRequest,
+    parse: ({ body }) => parseCompletionsRequest(body),
     streams: (req) => req.stream === true,
     model: (req, caller) => resolveModel(served, deps.aliases, req.model, (m) => appAllows(caller.app, m), deps.serves, "completions model"),
     least: (model) => computePoints(model, 0, 1),

@@ -31,7 +31,7 @@ export interface EmbeddingsSpecDeps {
 export function createEmbeddingsSpec(deps: EmbeddingsSpecDeps): MeteredSpec<EmbeddingsRequest, VectorModelConfig, EmbeddingsPlan, EmbeddingsAnswer> {
   return {
     what: "Embeddings",
-    parse: parseEmbeddingsRequest,
+    parse: ({ body }) => parseEmbeddingsRequest(body),
     // an app with `models` may use the vector models listed there; one without may use every one
     model: (req, caller) => resolveModel(deps.vectorModels, deps.aliases, req.model, (m) => appAllowsTool(caller.app, m), deps.serves, "embedding model"),
     async prepare({ req, caller, model }) {

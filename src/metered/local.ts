@@ -10,6 +10,7 @@ import { trackRequest } from "../http/inflight.js";
 import type { Cancel } from "../http/cancel.js";
 import { identifyCaller, type Caller } from "./caller.js";
 import { readBody, type MeteredDeps } from "./pipeline.js";
+import { requestParts, type RequestParts } from "./spec.js";
 
 export interface LocalCall<Req> {
   event: H3Event;
@@ -25,7 +26,7 @@ export interface LocalSpec<Req, Out> {
   /** the key sent (default: Authorization); `false`: the route takes no key */
   credential?: ((headers: Headers) => string | null) | false;
   rawTexts?: boolean;
-  parse(body: unknown): Req;
+  parse(request: RequestParts): Req;
   /** the answer, made by the gateway */
   answer(call: LocalCall<Req>): Promise<Out>;
 }
@@ -42,7 +43,7 @@ export async function runLocal<Req, Out>(event: H3Event, deps: LocalDeps, spec: 
   const { cancel, untrack } = trackRequest(event, deps.inflight);
   try {
     // 2. The body, read under the request's Cancel, and validated.
-    const req = spec.parse(await readBody(event, deps, spec, cancel));
+    const req = spec.parse(requestParts(event, await readBody(event, deps, spec, cancel)));
     // 3–4. The caller and the cheap refusals (every QPM window counts the request).
     let caller: Caller | undefined;
     if (key) {

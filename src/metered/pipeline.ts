@@ -20,7 +20,7 @@ import { identifyCaller, type CallerDeps } from "./caller.js";
 import { Meter } from "./meter.js";
 import type { Quota } from "./quota.js";
 import { answer } from "./respond.js";
-import type { Call, MeteredSpec, PlanBase } from "./spec.js";
+import { requestParts, type Call, type MeteredSpec, type PlanBase } from "./spec.js";
 
 export interface MeteredDeps extends CallerDeps {
   keyring: Keyring;
@@ -37,10 +37,10 @@ export interface MeteredDeps extends CallerDeps {
 
 const bearer = (headers: Headers) => headers.get("authorization");
 
-export async function runMetered<Req, Model extends { model: string }, Plan extends PlanBase, Answer>(
+export async function runMetered<Req, Model extends { model: string }, Plan extends PlanBase, Answer, Body>(
   event: H3Event,
   deps: MeteredDeps,
-  spec: MeteredSpec<Req, Model, Plan, Answer>,
+  spec: MeteredSpec<Req, Model, Plan, Answer, Body>,
 ): Promise<Reply> {
   const time = Date.now();
   const started = performance.now();
@@ -56,11 +56,11 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   const { cancel, untrack } = trackRequest(event, deps.inflight);
   let deadline: NodeJS.Timeout | undefined;
   let meter: Meter | undefined;
-  let body: unknown;
+  let body: Body | undefined;
   try {
     // 2. The body, read and validated.
     body = await readBody(event, deps, spec, cancel);
-    const req = spec.parse(body);
+    const req = spec.parse(requestParts(event, body));
     facts.stream = spec.streams?.(req) ?? false;
 
     // 3. The caller (an app key, or a share-link user where the kind admits them) and the model.
@@ -120,9 +120,10 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   }
 }
 
-export function readBody(event: H3Event, deps: Pick<MeteredDeps, "inflight" | "body">, spec: Pick<MeteredSpec<never, never, never, never>, "read" | "rawTexts">, cancel: Cancel): Promise<unknown> {
+export function readBody<Body>(event: H3Event, deps: Pick<MeteredDeps, "inflight" | "body">, spec: Pick<MeteredSpec<never, never, never, never, Body>, "read" | "rawTexts">, cancel: Cancel): Promise<Body> {
   const done = deps.inflight.reading(cancel);
-  const read = spec.read ? spec.read(event, deps.body, cancel) : readJsonBody(event, deps.body, cancel, spec.rawTexts === true);
+  // without a reader of its own, a kind's body is JSON (its parse types it)
+  const read = spec.read ? spec.read(event, deps.body, cancel) : (readJsonBody(event, deps.body, cancel, spec.rawTexts === true) as Promise<Body>);
   return read.finally(done);
 }
 

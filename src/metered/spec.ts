@@ -17,6 +17,28 @@ import type { Caller } from "./caller.js";
 import type { Tally } from "./meter.js";
 import type { WorstCase } from "./quota.js";
 
+/** What a kind parses: the body (as its reader gave it), the path's parameters, the query and the
+ *  headers — a kind whose model, stream flag or key is in the path or query needs no new step. */
+export interface RequestParts<Body = unknown> {
+  body: Body;
+  params: Readonly<Record<string, string>>;
+  query: URLSearchParams;
+  headers: Headers;
+}
+
+/** The parts of `event`'s request, with its body. */
+export function requestParts<Body>(event: H3Event, body: Body): RequestParts<Body> {
+  return {
+    body,
+    params: event.context.params ?? {},
+    // made only when a kind reads it
+    get query() {
+      return event.url.searchParams;
+    },
+    headers: event.req.headers,
+  };
+}
+
 /** What the pipeline knows of a request once its caller and model are known. */
 export interface Call<Req, Model> {
   event: H3Event;
@@ -77,18 +99,19 @@ export interface Streamed {
   error?(err: GatewayError): string;
 }
 
-export interface MeteredSpec<Req, Model extends { model: string }, Plan extends PlanBase, Answer> {
+export interface MeteredSpec<Req, Model extends { model: string }, Plan extends PlanBase, Answer, Body = unknown> {
   /** the endpoint, in the words of the 403 a global key gets ("Chat", "Embeddings") */
   what: string;
   /** the Authorization-style credential sent, from the request headers (default: Authorization) */
   credential?(headers: Headers): string | null;
   /** the body (default: JSON within the server's limits) */
-  read?(event: H3Event, limits: BodyLimits, cancel: Cancel): Promise<unknown>;
+  read?(event: H3Event, limits: BodyLimits, cancel: Cancel): Promise<Body>;
   /** runs once the request is over, on every path, with what `read` gave (a spooled upload is removed) */
-  release?(body: unknown): void | Promise<void>;
+  release?(body: Body): void | Promise<void>;
   /** long message contents of a large JSON body stay the client's bytes (src/http/raw-text.ts) */
   rawTexts?: boolean;
-  parse(body: unknown): Req;
+  /** the request validated (a 400 naming the field): its body, path parameters, query and headers */
+  parse(request: RequestParts<Body>): Req;
   /** whether the answer streams (for the request log), known from the request */
   streams?(req: Req): boolean;
   /** share-link fields, for kinds that admit share-link users (no key) */

@@ -34,7 +34,7 @@ const isAnything = (v: unknown): v is unknown => v !== undefined;
 export function createRerankSpec(deps: RerankSpecDeps): MeteredSpec<RerankRequest, ReRankModelConfig, RerankPlan, UpstreamRerank> {
   return {
     what: "Rerank",
-    parse: parseRerankRequest,
+    parse: ({ body }) => parseRerankRequest(body),
     model: (req, caller) => resolveModel(deps.rerankModels, deps.aliases, req.model, (m) => appAllowsTool(caller.app, m), deps.serves, "rerank model"),
     least: (model) => rerankPoints(model, 1),
     async prepare({ req, caller, model }) {

@@ -25,7 +25,7 @@ export function createCountTokensSpec(deps: CountTokensDeps): LocalSpec<{ chat: 
     what: "Counting tokens",
     credential: (headers) => asBearer(readAnthropicKey(headers)),
     rawTexts: true,
-    parse: toCountChat,
+    parse: ({ body }) => toCountChat(body),
     async answer({ event, req: { chat, ctx }, caller }) {
       const model = resolveModel(deps.models, deps.aliases, ctx.model, (m) => appAllows(caller!.app, m), deps.serves);
       factsOf(event).model = model.model;
