@@ -11,7 +11,7 @@ import { createCatalogRoutes } from "./catalog/routes.js";
 import { createDialectSpec } from "./chat/dialect-spec.js";
 import { createChatSpec } from "./chat/spec.js";
 import { createCompletionsSpec } from "./completions/spec.js";
-import { modelKinds, sttModels } from "./config/fleet.js";
+import { fleetLookups, modelKinds } from "./config/fleet.js";
 import { createEchoChannel } from "./demo/echo-channel.js";
 import { upstreamChannels } from "./upstream/channels.js";
 import { createCountTokensSpec } from "./dialects/anthropic/count-route.js";
@@ -58,48 +58,20 @@ export interface Shared {
 
 export type Handler = (event: H3Event) => Promise<Reply>;
 
-/** Every route handler of a runtime, by name (the route table in src/routes.ts names them). */
-export type Handlers = Record<
-  | "chat"
-  | "embeddings"
-  | "messages"
-  | "countTokens"
-  | "responses"
-  | "rerank"
-  | "speech"
-  | "transcription"
-  | "completions"
-  | "responseGet"
-  | "responseDelete"
-  | "models"
-  | "model"
-  | "usage"
-  | "shareInit"
-  | "shareChats"
-  | "shareChat"
-  | "sharePage"
-  | "shareScript"
-  | "adminChannels"
-  | "adminReload"
-  | "adminKeyCreate"
-  | "adminKeyList"
-  | "adminKeyRevoke",
-  Handler
->;
+/** Every route handler of a runtime, by name (the route table in src/routes.ts names them): the
+ *  names are those `buildRuntime` gives its handlers. */
+export type Handlers = ReturnType<typeof buildRuntime>["handlers"];
 
 export interface Runtime {
   config: Config;
   router: ChannelRouter;
-  handlers: Handlers;
+  handlers: Record<keyof Handlers, Handler>;
 }
 
-export function buildRuntime(config: Config, shared: Shared, previous?: Runtime): Runtime {
+export function buildRuntime(config: Config, shared: Shared, previous?: Pick<Runtime, "router">) {
   // 1. Lookups from the config.
-  const models = new Map(config.llmModels.map((m) => [m.model, m]));
-  const vectorModels = new Map(config.vectorModels.map((m) => [m.model, m]));
-  const rerankModels = new Map(config.reRankModels.map((m) => [m.model, m]));
-  const speechModels = new Map(config.audioSpeechModels.map((m) => [m.model, m]));
-  const transcriptionModels = new Map(sttModels(config).map((m) => [m.model, m]));
+  const fleet = fleetLookups(config);
+  const models = fleet.chat;
   const kinds = modelKinds(config);
   const apps = new Map(config.apps.map((a) => [a.id, a]));
   const links = new Map(config.shareLinks.map((l) => [l.shareId, l]));
@@ -129,13 +101,13 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const serves = router.serves;
   const chatDeps = { models, aliases, serves, store: shared.store, shareAuth: shared.shareAuth, maxBytes: body.maxBytes, maxTurnBytes: config.server.maxTurnBytes };
   const chat = createChatSpec(chatDeps);
-  const embeddings = createEmbeddingsSpec({ vectorModels, aliases, serves });
+  const embeddings = createEmbeddingsSpec({ vectorModels: fleet.embeddings, aliases, serves });
   const messages = createDialectSpec(chatDeps, anthropicDialect);
   const responses = createDialectSpec(chatDeps, createResponsesDialect({ store: shared.store, retentionDays: config.responses.retentionDays, maxStoredBytes: body.maxBytes }));
   const storedResponses = createResponseRoutes({ keyring, store: shared.store });
-  const rerank = createRerankSpec({ rerankModels, aliases, serves });
-  const speech = createSpeechSpec({ speechModels, aliases, serves });
-  const transcription = createTranscriptionSpec({ sttModels: transcriptionModels, aliases, serves, limitBytes: config.server.audioLimitBytes, spoolDir: config.server.audioSpoolDir });
+  const rerank = createRerankSpec({ rerankModels: fleet.rerank, aliases, serves });
+  const speech = createSpeechSpec({ speechModels: fleet.speech, aliases, serves });
+  const transcription = createTranscriptionSpec({ sttModels: fleet.transcription, aliases, serves, limitBytes: config.server.audioLimitBytes, spoolDir: config.server.audioSpoolDir });
   const completions = createCompletionsSpec({ models, aliases, serves });
 
   // 3. The other routes.
@@ -177,6 +149,6 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
       adminKeyCreate: keys.create,
       adminKeyList: keys.list,
       adminKeyRevoke: keys.revoke,
-    },
+    } satisfies Record<string, Handler>,
   };
 }

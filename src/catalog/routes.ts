@@ -5,15 +5,15 @@
 // app may use (docs/fleet.md#apps), a global or admin key everything.
 import type { H3Event } from "h3";
 import type { KeyIdentity, Keyring } from "../auth/keys.js";
-import { sttModels, type ModelKind } from "../config/fleet.js";
-import type { AppConfig, Config } from "../config/schema.js";
+import { fleetModels, type FleetConfig, type ModelKind } from "../config/fleet.js";
+import type { AppConfig } from "../config/schema.js";
 import { notFound } from "../http/errors.js";
 import { jsonResponse } from "../http/json.js";
 import { appAllows, appAllowsTool, type Aliases } from "../metered/models.js";
 
 export interface CatalogDeps {
   keyring: Keyring;
-  config: Pick<Config, "llmModels" | "vectorModels" | "reRankModels" | "audioSpeechModels" | "whisperModel" | "sttModels">;
+  config: FleetConfig;
   /** every configured model's kind, in the config's order */
   kinds: Map<string, ModelKind>;
   aliases: Aliases;
@@ -36,7 +36,7 @@ export function createCatalogRoutes(deps: CatalogDeps) {
   const { config } = deps;
   const names = new Map<string, string | undefined>();
   const completions = new Set(config.llmModels.filter((m) => m.completions).map((m) => m.model));
-  for (const m of [...config.llmModels, ...config.vectorModels, ...config.reRankModels, ...config.audioSpeechModels, ...sttModels(config)]) names.set(m.model, m.name);
+  for (const m of Object.values(fleetModels(config)).flat()) names.set(m.model, m.name);
 
   const authenticate = (event: H3Event) => deps.keyring.authenticate(event.req.headers.get("authorization"));
   const modelObject = (model: string, id = model): ModelObject => ({
