@@ -5,7 +5,9 @@
 // inputTokens are those characters).
 //
 // Audio has no error event: a cut after the head was sent ends the answer (a declared length is
-// then broken off, so the client sees the audio is incomplete), and is billed for what was sent.
+// then broken off, so the client sees the audio is incomplete). A client that leaves once the model
+// answered is billed every character (the model made the audio, or is making it); a cut on the
+// model's or the gateway's side, for what was sent.
 import type { ServerResponse } from "node:http";
 import type { AudioSpeechModelConfig } from "../config/schema.js";
 import { cutFinishReason } from "../http/cancel.js";
@@ -58,14 +60,15 @@ export function createSpeechSpec(deps: SpeechSpecDeps): MeteredSpec<SpeechReques
   };
 }
 
-/** Writes the upstream's audio to the client with backpressure, then settles; a cut is settled for
- *  what was sent, and a declared length is broken off rather than ended short. */
+/** Writes the upstream's audio to the client with backpressure, then settles; a client that left is
+ *  settled for every character, another cut for what was sent, and a declared length is broken off
+ *  rather than ended short (docs/fleet.md#speech). */
 async function relayAudio(reply: UpstreamReply, res: ServerResponse, plan: SpeechPlan, call: SpeechCall, meter: Meter, length: string | undefined): Promise<void> {
   const { model, cancel } = call;
   const sink = new AudioSink(res, () => (call.facts.ttftMs ??= performance.now() - call.started));
   const cut = await relayAnswer(reply.body, res, sink, reply.maxBytes, cancel, model.model);
   if (cut) {
-    const characters = sentCharacters(plan.characters, sink.sent, length === undefined ? undefined : Number(length));
+    const characters = cancel.reason === "client_abort" ? plan.characters : sentCharacters(plan.characters, sink.sent, length === undefined ? undefined : Number(length));
     await meter.settle({ inputTokens: characters, points: speechPoints(model, characters), finishReason: cutFinishReason(cancel), cut });
     if (length !== undefined) res.destroy();
     return;
@@ -82,8 +85,7 @@ export function sentCharacters(characters: number, sent: number, total: number |
   return Math.min(characters, Math.ceil((characters * sent) / total));
 }
 
-/** The client's side of the relay: bytes written as they come, counted. */
-/** Audio has no events: what comes is relayed, and an answer the upstream ended is complete. */
+/** The client's side of the relay: bytes written as they come, counted. Audio has no events: what comes is relayed, and an answer the upstream ended is complete. */
 class AudioSink implements AnswerSink {
   readonly done = false;
   sent = 0;
