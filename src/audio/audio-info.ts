@@ -4,8 +4,9 @@
 // and so is one it cannot read within PARSE_BUDGET_MS: crafted bytes (256 KB of 0xFF looks like MPEG
 // frame syncs at every byte) keep the parser busy for minutes, where a real 25 MB file takes < 200 ms.
 // Some files hold no duration at all (a browser's MediaRecorder writes WebM without one), so the
-// duration may be unknown; the budget then holds a bound made from the file's size, and the answer
-// is billed by what the model reports (./transcription-answer.ts).
+// duration may be unknown; the budget then holds a bound made from the file's size. A header may
+// also lie (a fake Xing frame makes 20 minutes of MP3 say 0.2 s), so the size bounds it from below
+// too, and the answer is billed by the larger of it and what the model reports (./transcription-answer.ts).
 import { parseFromTokenizer } from "music-metadata";
 import { fromFile } from "strtok3";
 import { badRequest } from "../http/errors.js";
@@ -23,6 +24,16 @@ const PARSE_BUDGET_MS = 2_000;
 // Opus's lowest bitrate: no speech codec packs a second of audio into fewer bits, so a file's size
 // bounds its duration from above.
 const MIN_BITS_PER_SECOND = 6_000;
+
+// The highest bitrate of each family, so a file's size bounds its duration from below whatever its
+// header says: MPEG Layer III 320 kbit/s (Layers I and II 448); PCM and lossless up to 24-bit
+// 96 kHz stereo; any other codec (AAC, Opus, Vorbis) 576 kbit/s.
+const MAX_BITS_PER_SECOND: Array<[RegExp, number]> = [
+  [/layer\s*3/i, 320_000],
+  [/layer\s*[12]/i, 448_000],
+  [/pcm|flac|alac|wav|aiff|lossless/i, 4_608_000],
+];
+const OTHER_MAX_BITS_PER_SECOND = 576_000;
 
 /** The file's format and duration; a 400 naming `file` when it is not audio music-metadata can read. */
 export async function readAudioInfo(path: string, budgetMs = PARSE_BUDGET_MS): Promise<AudioInfo> {
@@ -63,7 +74,17 @@ function withDeadline<T extends object>(tokenizer: T, budget: AbortSignal): T {
   });
 }
 
-/** The most seconds a file of `bytes` can play: its duration when known, else what its size allows. */
+/** The seconds a file of `bytes` can play: at least what its size gives at its codec's highest
+ *  bitrate, at most what it gives at the lowest speech bitrate (docs/fleet.md#transcription). */
+export function playRange(info: AudioInfo, bytes: number): { least: number; most: number } {
+  const what = `${info.codec ?? ""} ${info.container ?? ""}`;
+  const max = MAX_BITS_PER_SECOND.find(([pattern]) => pattern.test(what))?.[1] ?? OTHER_MAX_BITS_PER_SECOND;
+  return { least: (bytes * 8) / max, most: (bytes * 8) / MIN_BITS_PER_SECOND };
+}
+
+/** The seconds the budget holds for a file: its own duration kept within what its size allows,
+ *  else the most its size allows. */
 export function durationBound(info: AudioInfo, bytes: number): number {
-  return info.durationSeconds ?? (bytes * 8) / MIN_BITS_PER_SECOND;
+  const { least, most } = playRange(info, bytes);
+  return info.durationSeconds === undefined ? most : Math.min(most, Math.max(least, info.durationSeconds));
 }

@@ -25,8 +25,6 @@ interface TranscriptionCall extends TranscriptionRequest {
 
 interface TranscriptionPlan extends PlanBase {
   info: AudioInfo;
-  /** the most seconds the file can play: what the budget holds */
-  bound: number;
   body: MultipartBody;
 }
 
@@ -61,10 +59,9 @@ export function createTranscriptionSpec(deps: TranscriptionSpecDeps): MeteredSpe
     async prepare({ req, caller, model }) {
       // 400 for a file that is not audio, before any budget is held or channel called
       const info = await readAudioInfo(req.upload.path);
-      const bound = durationBound(info, req.upload.bytes);
       const body = createMultipartBody(transcriptionUpstreamFields(req, model), req.upload);
       const budgeted = caller.limits.some((l) => l.maxUsagePoints >= 0);
-      return { info, bound, body, worstCase: budgeted ? transcriptionPoints(model, bound) : 0 };
+      return { info, body, worstCase: budgeted ? transcriptionPoints(model, durationBound(info, req.upload.bytes)) : 0 };
     },
     async attempt(client, { body }, { model, cancel }) {
       const reply = await client.post({
@@ -78,7 +75,7 @@ export function createTranscriptionSpec(deps: TranscriptionSpecDeps): MeteredSpe
       return { body: await readReply(reply, model.model), headers: reply.headers };
     },
     async respond(answer, plan, { req, model }, meter) {
-      const seconds = billedSeconds(plan.info, () => answerSeconds(answer.body, req.responseFormat), plan.bound);
+      const seconds = billedSeconds(plan.info, answerSeconds(answer.body, req.responseFormat), req.upload.bytes);
       await meter.settle({ inputTokens: Math.ceil(seconds), points: transcriptionPoints(model, seconds) });
       return new FastResponse(new Uint8Array(answer.body), { headers: transcriptionHeaders(answer.headers, req.responseFormat) });
     },
