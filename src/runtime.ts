@@ -129,7 +129,16 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const storedResponses = createResponseRoutes({ keyring, store: shared.store });
   const rerank = createRerankSpec({ rerankModels, aliases, serves });
   const speech = createSpeechSpec({ speechModels, aliases, serves });
-  const transcription = createTranscriptionSpec({ sttModels: transcriptionModels, aliases, serves, limitBytes: config.server.audioLimitBytes, spoolDir: config.server.audioSpoolDir });
+  const { server } = config;
+  const transcription = createTranscriptionSpec({
+    sttModels: transcriptionModels,
+    aliases,
+    serves,
+    limitBytes: server.audioLimitBytes,
+    spoolDir: server.audioSpoolDir,
+    bodyTimeoutMs: server.bodyTimeoutMs,
+    slots: { total: server.audioMaxUploads, perKey: server.audioMaxUploadsPerKey },
+  });
   const completions = createCompletionsSpec({ models, aliases, serves });
 
   // 3. The other routes.

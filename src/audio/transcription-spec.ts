@@ -9,12 +9,15 @@ import { FastResponse } from "srvx";
 import type { SttModelConfig } from "../config/schema.js";
 import { GatewayError } from "../http/errors.js";
 import { nodeRequest } from "../http/node.js";
+import type { Caller } from "../metered/caller.js";
 import { appAllowsTool, resolveModel, type Aliases } from "../metered/models.js";
 import type { MeteredSpec, PlanBase } from "../metered/spec.js";
 import { readReply } from "../upstream/read.js";
 import { durationBound, readAudioInfo, type AudioInfo } from "./audio-info.js";
 import { createMultipartBody, type MultipartBody } from "./multipart-body.js";
 import { readAudioUpload, type AudioUpload } from "./multipart-upload.js";
+import { sweepSpool } from "./spool.js";
+import { UploadSlots, type UploadSlotLimits } from "./upload-slots.js";
 import { transcriptionPoints } from "./points.js";
 import { answerSeconds, billedSeconds, transcriptionHeaders } from "./transcription-answer.js";
 import { TRANSCRIPTION_PATH, parseTranscriptionFields, transcriptionUpstreamFields, type TranscriptionRequest } from "./transcription-request.js";
@@ -41,19 +44,33 @@ export interface TranscriptionSpecDeps {
   limitBytes: number;
   /** server.audioSpoolDir (default: the OS's temporary directory) */
   spoolDir?: string;
+  /** server.bodyTimeoutMs: the whole upload's deadline */
+  bodyTimeoutMs: number;
+  /** server.audioMaxUploads and audioMaxUploadsPerKey */
+  slots: UploadSlotLimits;
 }
 
 export function createTranscriptionSpec(deps: TranscriptionSpecDeps): MeteredSpec<TranscriptionCall, SttModelConfig, TranscriptionPlan, TranscriptionAnswer> {
+  const slots = new UploadSlots(deps.slots);
+  const resolve = (name: string, caller: Caller) => resolveModel(deps.sttModels, deps.aliases, name, (m) => appAllowsTool(caller.app, m), deps.serves, "transcription model");
+  void sweepSpool(deps.spoolDir);
   return {
     what: "Transcription",
-    read(event, _limits, cancel) {
+    read(event, _limits, cancel, judge) {
       const req = nodeRequest(event);
       if (!req) throw new GatewayError(500, "upload_unsupported", "Uploads need the Node server adapter.", { type: "server_error" });
-      return readAudioUpload({ headers: req.headers, body: req }, { limitBytes: deps.limitBytes, dir: deps.spoolDir, cancel });
+      // judged before the file is written: the caller, QPM, the model when named before the file
+      // (a file sent first is judged by its model once it has arrived), and a slot for the upload
+      const admit = async (fields: Array<[string, string]>) => {
+        const name = fields.findLast(([field]) => field === "model")?.[1];
+        const caller = await judge(name ? (c) => resolve(name, c) : undefined);
+        return slots.take(caller.key?.name ?? caller.app.id);
+      };
+      return readAudioUpload({ headers: req.headers, body: req }, { limitBytes: deps.limitBytes, dir: deps.spoolDir, cancel, timeoutMs: deps.bodyTimeoutMs, admit });
     },
     release: (upload) => (upload as AudioUpload).remove(),
     parse: (upload) => ({ ...parseTranscriptionFields((upload as AudioUpload).fields), upload: upload as AudioUpload }),
-    model: (req, caller) => resolveModel(deps.sttModels, deps.aliases, req.model, (m) => appAllowsTool(caller.app, m), deps.serves, "transcription model"),
+    model: (req, caller) => resolve(req.model, caller),
     // the least any audio costs: one unit of the points' rounding
     least: (model) => (model.charsPointsPrice > 0 ? 1e-6 : 0),
     async prepare({ req, caller, model }) {
