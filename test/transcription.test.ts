@@ -16,6 +16,7 @@ import { Busboy } from "@fastify/busboy";
 import OpenAI, { toFile } from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { durationBound, readAudioInfo } from "../src/audio/audio-info.js";
+import { AudioParsers } from "../src/audio/audio-parser.js";
 import { createMultipartBody } from "../src/audio/multipart-body.js";
 import { transcriptionPoints } from "../src/audio/points.js";
 import { answerSeconds, billedSeconds, transcriptionHeaders } from "../src/audio/transcription-answer.js";
@@ -100,7 +101,7 @@ describe("audio duration and points", () => {
     const path = join(dir, "ff.mp3");
     await writeFile(path, Buffer.alloc(256 * 1024, 0xff));
     const started = performance.now();
-    await expect(readAudioInfo(path, 300)).rejects.toMatchObject({ status: 400, code: "invalid_audio", message: expect.stringContaining("within 0.3 s") });
+    await expect(readAudioInfo(path, new AudioParsers(300))).rejects.toMatchObject({ status: 400, code: "invalid_audio", message: expect.stringContaining("within 0.3 s") });
     expect(performance.now() - started).toBeLessThan(2_000);
     await rm(path);
   });
