@@ -182,8 +182,12 @@ class UploadParts {
     const admit = this.opts.admit?.([...this.#fields]) ?? Promise.resolve(() => {});
     this.#admitted = admit.then(
       (free) => {
+        // refused meanwhile (the client left, the deadline passed): its failure path has run
+        if (this.#settled) {
+          free();
+          return void stream.resume();
+        }
         this.saving.free = free;
-        if (this.#settled) return void stream.resume();
         this.#save(stream);
       },
       (err: unknown) => {
