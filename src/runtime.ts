@@ -20,6 +20,7 @@ import type { Config } from "./config/schema.js";
 import { createEmbeddingsSpec } from "./embeddings/spec.js";
 import { createSpeechSpec } from "./audio/speech-spec.js";
 import { createTranscriptionSpec } from "./audio/transcription-spec.js";
+import { UploadSlots } from "./audio/upload-slots.js";
 import { createRerankSpec } from "./rerank/spec.js";
 import { readJsonBody } from "./http/body.js";
 import type { Inflight } from "./http/inflight.js";
@@ -88,6 +89,8 @@ export interface Runtime {
   config: Config;
   router: ChannelRouter;
   handlers: Handlers;
+  /** transcription uploads in flight: counted across reloads */
+  uploads: UploadSlots;
 }
 
 export function buildRuntime(config: Config, shared: Shared, previous?: Runtime): Runtime {
@@ -130,6 +133,9 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const rerank = createRerankSpec({ rerankModels, aliases, serves });
   const speech = createSpeechSpec({ speechModels, aliases, serves });
   const { server } = config;
+  const uploadLimits = { total: server.audioMaxUploads, perKey: server.audioMaxUploadsPerKey };
+  const uploads = previous?.uploads ?? new UploadSlots(uploadLimits);
+  uploads.limits = uploadLimits;
   const transcription = createTranscriptionSpec({
     sttModels: transcriptionModels,
     aliases,
@@ -137,7 +143,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     limitBytes: server.audioLimitBytes,
     spoolDir: server.audioSpoolDir,
     bodyTimeoutMs: server.bodyTimeoutMs,
-    slots: { total: server.audioMaxUploads, perKey: server.audioMaxUploadsPerKey },
+    slots: uploads,
   });
   const completions = createCompletionsSpec({ models, aliases, serves });
 
@@ -151,6 +157,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   return {
     config,
     router,
+    uploads,
     handlers: {
       chat: (e) => runMetered(e, metered, chat),
       embeddings: (e) => runMetered(e, metered, embeddings),

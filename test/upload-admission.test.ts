@@ -66,12 +66,13 @@ describe("an upload judged before its file is stored", () => {
     if (spool) await rm(spool, { recursive: true, force: true });
   });
 
-  /** A gateway of the fleet with its own spool and `server` settings, and two more keys of the fleet app. */
+  /** A gateway of the fleet with its own spool and `server` settings, and two more keys of the fleet
+   *  app; a reload swaps in the same config. */
   async function start(server: Record<string, unknown> = {}): Promise<StartedGateway> {
     spool = await mkdtemp(join(tmpdir(), "sluice-admission-"));
     const config = fleetConfig({ ...f, spoolDir: spool }, { server: { audioLimitBytes: AUDIO_LIMIT, audioSpoolDir: spool, ...server } }) as { apiKeys: unknown[] };
     config.apiKeys.push({ name: "qpm-key", kind: "app", appId: "fleet", key: QPM_KEY, qpm: 1 }, { name: "other-key", kind: "app", appId: "fleet", key: OTHER_KEY });
-    gw = await startGateway(config);
+    gw = await startGateway(config, { loadConfig: () => gw!.config });
     return gw;
   }
   const spooled = () => readdir(spool);
@@ -129,6 +130,18 @@ describe("an upload judged before its file is stored", () => {
     const later = new OpenAI({ apiKey: FLEET_KEY, baseURL: `${url}/v1`, maxRetries: 0 });
     await later.audio.transcriptions.create({ file: await toFile(WAV, "t.wav"), model: "whisper-1" });
     for (const u of [again, third]) u.req.destroy();
+  });
+
+  it("keeps counting the uploads in flight across a reload (before the count lived in the runtime a reload replaces)", async () => {
+    const { url } = await start({ audioMaxUploadsPerKey: 1 });
+    const first = openUpload(url, FLEET_KEY, [["model", "whisper-1"]]);
+    await vi.waitFor(async () => expect((await spooled()).length).toBe(1));
+    expect(await gw!.gateway.reload()).toEqual({ ok: true });
+    const again = openUpload(url, FLEET_KEY, [["model", "whisper-1"]]);
+    expect(await again.answer).toMatchObject({ status: 429, body: { error: { code: "too_many_uploads" } } });
+    finishUpload(first, []);
+    expect((await first.answer).status).toBe(200);
+    again.req.destroy();
   });
 
   it("answers 408 once bodyTimeoutMs has passed on a trickled upload, not after headersTimeoutMs more (before: 40.8 s for a 30 s bodyTimeoutMs)", async () => {

@@ -17,7 +17,7 @@ import { durationBound, readAudioInfo, type AudioInfo } from "./audio-info.js";
 import { createMultipartBody, type MultipartBody } from "./multipart-body.js";
 import { readAudioUpload, type AudioUpload } from "./multipart-upload.js";
 import { sweepSpool } from "./spool.js";
-import { UploadSlots, type UploadSlotLimits } from "./upload-slots.js";
+import type { UploadSlots } from "./upload-slots.js";
 import { transcriptionPoints } from "./points.js";
 import { answerSeconds, billedSeconds, transcriptionHeaders } from "./transcription-answer.js";
 import { TRANSCRIPTION_PATH, parseTranscriptionFields, transcriptionUpstreamFields, type TranscriptionRequest } from "./transcription-request.js";
@@ -46,12 +46,11 @@ export interface TranscriptionSpecDeps {
   spoolDir?: string;
   /** server.bodyTimeoutMs: the whole upload's deadline */
   bodyTimeoutMs: number;
-  /** server.audioMaxUploads and audioMaxUploadsPerKey */
-  slots: UploadSlotLimits;
+  /** the uploads in flight, bounded by server.audioMaxUploads and audioMaxUploadsPerKey */
+  slots: UploadSlots;
 }
 
 export function createTranscriptionSpec(deps: TranscriptionSpecDeps): MeteredSpec<TranscriptionCall, SttModelConfig, TranscriptionPlan, TranscriptionAnswer> {
-  const slots = new UploadSlots(deps.slots);
   const resolve = (name: string, caller: Caller) => resolveModel(deps.sttModels, deps.aliases, name, (m) => appAllowsTool(caller.app, m), deps.serves, "transcription model");
   void sweepSpool(deps.spoolDir);
   return {
@@ -64,7 +63,7 @@ export function createTranscriptionSpec(deps: TranscriptionSpecDeps): MeteredSpe
       const admit = async (fields: Array<[string, string]>) => {
         const name = fields.findLast(([field]) => field === "model")?.[1];
         const caller = await judge(name ? (c) => resolve(name, c) : undefined);
-        return slots.take(caller.key?.name ?? caller.app.id);
+        return deps.slots.take(caller.key?.name ?? caller.app.id);
       };
       return readAudioUpload({ headers: req.headers, body: req }, { limitBytes: deps.limitBytes, dir: deps.spoolDir, cancel, timeoutMs: deps.bodyTimeoutMs, admit });
     },

@@ -1,6 +1,7 @@
 // Transcription uploads in flight (docs/fleet.md#transcription), bounded per key and overall: each
 // holds a file of up to `audioLimitBytes` in the spool from its first byte until its request is over,
-// so these bound the spool's size and what one key can make the gateway store.
+// so these bound the spool's size and what one key can make the gateway store. One set per process,
+// kept across reloads (a reload changes its limits, not the uploads it counts).
 import { GatewayError } from "../http/errors.js";
 
 export interface UploadSlotLimits {
@@ -14,7 +15,7 @@ export class UploadSlots {
   #total = 0;
   readonly #byKey = new Map<string, number>();
 
-  constructor(readonly limits: UploadSlotLimits) {}
+  constructor(public limits: UploadSlotLimits) {}
 
   /** A slot for `owner`'s upload, and the function that frees it (once, however often called):
    *  429 `too_many_uploads` when the owner has its most, 503 `uploads_busy` when the gateway has. */

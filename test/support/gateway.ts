@@ -29,6 +29,8 @@ export interface StartOptions {
   /** a store to use instead of a fresh in-memory one (not closed by close()) */
   store?: Store;
   env?: NodeJS.ProcessEnv;
+  /** what a reload swaps in (default: none, a reload fails) */
+  loadConfig?: () => Config;
 }
 
 /**
@@ -47,7 +49,7 @@ export async function startGateway(rawConfig: unknown, opts: StartOptions = {}):
   };
   const config = parseConfig(withDefaults, opts.env ?? process.env);
   const store = opts.store ?? createStore(config.store);
-  const gateway = createGateway(config, { store, observer: opts.observerExtra, shareAuth: opts.shareAuth });
+  const gateway = createGateway(config, { store, observer: opts.observerExtra, shareAuth: opts.shareAuth, loadConfig: opts.loadConfig });
   const server = createHttpServer(toNodeHandler(gateway.app), config.server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
