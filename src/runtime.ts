@@ -22,6 +22,7 @@ import type { Config } from "./config/schema.js";
 import { createEmbeddingsSpec } from "./embeddings/spec.js";
 import { createSpeechSpec } from "./audio/speech-spec.js";
 import { createTranscriptionSpec } from "./audio/transcription-spec.js";
+import { UploadSlots } from "./audio/upload-slots.js";
 import { createRerankSpec } from "./rerank/spec.js";
 import { readJsonBody } from "./http/body.js";
 import type { Inflight } from "./http/inflight.js";
@@ -66,9 +67,11 @@ export interface Runtime {
   config: Config;
   router: ChannelRouter;
   handlers: Record<keyof Handlers, Handler>;
+  /** transcription uploads in flight: counted across reloads */
+  uploads: UploadSlots;
 }
 
-export function buildRuntime(config: Config, shared: Shared, previous?: Pick<Runtime, "router">) {
+export function buildRuntime(config: Config, shared: Shared, previous?: Pick<Runtime, "router" | "uploads">) {
   // 1. Lookups from the config.
   const fleet = fleetLookups(config);
   const models = fleet.chat;
@@ -107,7 +110,19 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Pick<Run
   const storedResponses = createResponseRoutes({ keyring, store: shared.store });
   const rerank = createRerankSpec({ rerankModels: fleet.rerank, aliases, serves });
   const speech = createSpeechSpec({ speechModels: fleet.speech, aliases, serves });
-  const transcription = createTranscriptionSpec({ sttModels: fleet.transcription, aliases, serves, limitBytes: config.server.audioLimitBytes, spoolDir: config.server.audioSpoolDir });
+  const { server } = config;
+  const uploadLimits = { total: server.audioMaxUploads, perKey: server.audioMaxUploadsPerKey };
+  const uploads = previous?.uploads ?? new UploadSlots(uploadLimits);
+  uploads.limits = uploadLimits;
+  const transcription = createTranscriptionSpec({
+    sttModels: fleet.transcription,
+    aliases,
+    serves,
+    limitBytes: server.audioLimitBytes,
+    spoolDir: server.audioSpoolDir,
+    bodyTimeoutMs: server.bodyTimeoutMs,
+    slots: uploads,
+  });
   const completions = createCompletionsSpec({ models, aliases, serves });
 
   // 3. The other routes.
@@ -124,6 +139,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Pick<Run
   return {
     config,
     router,
+    uploads,
     handlers: {
       chat: (e) => runMetered(e, metered, chat),
       embeddings: (e) => runMetered(e, metered, embeddings),

@@ -10,8 +10,10 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startAudioUpstream, type AudioUpstream } from "./support/audio-upstream.js";
 import { BUILT_ENTRY, createMainProcesses, type MainProcess } from "./support/main-process.js";
 import { startScriptedUpstream, textChunks, type ScriptedUpstream } from "./support/scripted-upstream.js";
+import { makeWav } from "./support/tone.js";
 
 const KEY = "sk-abuse-app-key-0001";
 const ADMIN = "sk-abuse-admin-key-01";
@@ -178,6 +180,68 @@ describe("the anonymous attacker", () => {
     poller.kill("SIGTERM");
     await once(poller, "close");
     const { count, max } = JSON.parse(polled.slice(polled.indexOf("\n") + 1)) as { count: number; max: number };
+    expect(count).toBeGreaterThan(10);
+    expect(max).toBeLessThan(50);
+  });
+});
+
+// issue 27 item 10: a crafted audio file, on a gateway of its own (an audio model, a spool) with a
+// poller of its own
+describe("the crafted audio file", () => {
+  const KEY_AUDIO = "sk-abuse-audio-key-01";
+  let audioUpstream: AudioUpstream;
+  let audioGw: MainProcess;
+  let audioPoller: ChildProcess;
+  let audioPolled = "";
+
+  const transcribe = (file: Buffer, name: string) => {
+    const form = new FormData();
+    form.set("model", "whisper");
+    form.set("file", new Blob([new Uint8Array(file)]), name);
+    return fetch(`${audioGw.url}/v1/audio/transcriptions`, { method: "POST", body: form, headers: { authorization: `Bearer ${KEY_AUDIO}` } });
+  };
+
+  beforeAll(async () => {
+    audioUpstream = await startAudioUpstream();
+    const config = {
+      server: { log: { level: "warn" }, audioSpoolDir: dir },
+      channels: [{ name: "audio", baseUrl: audioUpstream.url, models: ["whisper", "m"], healthCheck: { intervalMs: 0 } }],
+      llmModels: [{ model: "m" }],
+      sttModels: [{ model: "whisper", charsPointsPrice: 1 }],
+      apps: [{ id: "a", model: "m" }],
+      apiKeys: [{ name: "audio", kind: "app", appId: "a", key: KEY_AUDIO }],
+    };
+    writeFileSync(join(dir, "audio.json"), JSON.stringify(config));
+    audioGw = await processes.startMain(BUILT_ENTRY, ["--config", join(dir, "audio.json")]);
+    // a gateway that has served before: its parser started, its code compiled
+    for (let i = 0; i < 3; i++) expect((await transcribe(makeWav({ seconds: 1 }), "warm.wav")).status).toBe(200);
+    audioPoller = spawn(process.execPath, ["-e", POLLER, `${audioGw.url}/healthz`], { stdio: ["ignore", "pipe", "inherit"] });
+    audioPoller.stdout!.setEncoding("utf8").on("data", (d: string) => (audioPolled += d));
+    const exited = once(audioPoller, "exit").then(([code]) => Promise.reject(new Error(`the poller exited (${String(code)})`)));
+    while (!audioPolled.includes("polling\n")) await Promise.race([once(audioPoller.stdout!, "data"), exited]);
+    exited.catch(() => {});
+  });
+
+  afterAll(async () => {
+    if (audioPoller?.exitCode === null) audioPoller.kill("SIGTERM");
+    await audioUpstream?.close();
+  });
+
+  it("sends 256 KiB of 0xFF as an MP3, four at once: each refused 400 invalid_audio, parsed off the event loop (before: on it, /healthz held up to 118 ms)", async () => {
+    const crafted = Buffer.alloc(256 * 1024, 0xff);
+    const answers = await Promise.all([1, 2, 3, 4].map(() => transcribe(crafted, "crafted.mp3")));
+    for (const res of answers) {
+      expect(res.status).toBe(400);
+      expect((await res.json()).error).toMatchObject({ code: "invalid_audio", param: "file" });
+    }
+    // a real file after them is read as ever
+    expect((await transcribe(makeWav({ seconds: 1 }), "after.wav")).status).toBe(200);
+  });
+
+  it("never stalled the gateway: /healthz answered within 50 ms every time", async () => {
+    audioPoller.kill("SIGTERM");
+    await once(audioPoller, "close");
+    const { count, max } = JSON.parse(audioPolled.slice(audioPolled.indexOf("\n") + 1)) as { count: number; max: number };
     expect(count).toBeGreaterThan(10);
     expect(max).toBeLessThan(50);
   });

@@ -182,7 +182,7 @@ describe("speech through the gateway", () => {
     expect(f.rows).toEqual([expect.objectContaining({ status: 502, finishReason: "upstream_error", inputTokens: 11 })]);
   });
 
-  it("bills a client that left mid-audio (499 client_abort on its usage row)", async () => {
+  it("bills a client that left mid-audio every character once the model answered (499 client_abort; before: 3 of 11, the bytes relayed)", async () => {
     f.audio[0].behave({ hold: true, contentLength: true, chunks: 4 });
     const abort = new AbortController();
     const res = await speak({ model: "cosyvoice", input: text, voice: "alloy", response_format: "wav" }, FLEET_KEY, abort.signal);
@@ -190,7 +190,7 @@ describe("speech through the gateway", () => {
     await once(res.body, "data");
     await f.audio[0].firstPieceSent();
     abort.abort();
-    await vi.waitFor(() => expect(f.rows).toEqual([expect.objectContaining({ status: 499, finishReason: "client_abort", inputTokens: Math.ceil(11 / 4) })]));
+    await vi.waitFor(() => expect(f.rows).toEqual([expect.objectContaining({ status: 499, finishReason: "client_abort", inputTokens: 11, points: speechPoints(MODEL, 11) })]));
     f.audio[0].release();
   });
 

@@ -16,6 +16,7 @@ import { Busboy } from "@fastify/busboy";
 import OpenAI, { toFile } from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { durationBound, readAudioInfo } from "../src/audio/audio-info.js";
+import { AudioParsers } from "../src/audio/audio-parser.js";
 import { createMultipartBody } from "../src/audio/multipart-body.js";
 import { transcriptionPoints } from "../src/audio/points.js";
 import { answerSeconds, billedSeconds, transcriptionHeaders } from "../src/audio/transcription-answer.js";
@@ -24,7 +25,7 @@ import type { SttModelConfig } from "../src/config/schema.js";
 import { expectError } from "./support/fixtures.js";
 import { AUDIO_LIMIT, FLEET_KEY, LISTED_KEY, TIGHT_KEY, fleetConfig, useFleet } from "./support/fleet.js";
 import { startGateway } from "./support/gateway.js";
-import { makeMp3, makeWav } from "./support/tone.js";
+import { makeMp3, makeWav, withFakeXing } from "./support/tone.js";
 import { refusal } from "./support/refusal.js";
 
 const MODEL: SttModelConfig = { model: "whisper-large-v3", name: "Whisper", charsPointsPrice: 6 };
@@ -100,17 +101,23 @@ describe("audio duration and points", () => {
     const path = join(dir, "ff.mp3");
     await writeFile(path, Buffer.alloc(256 * 1024, 0xff));
     const started = performance.now();
-    await expect(readAudioInfo(path, 300)).rejects.toMatchObject({ status: 400, code: "invalid_audio", message: expect.stringContaining("within 0.3 s") });
+    await expect(readAudioInfo(path, new AudioParsers(300))).rejects.toMatchObject({ status: 400, code: "invalid_audio", message: expect.stringContaining("within 0.3 s") });
     expect(performance.now() - started).toBeLessThan(2_000);
     await rm(path);
   });
 
-  it("bounds an unknown duration by the file's size, and bills the file's, else the model's, else the bound", () => {
-    expect(durationBound({ durationSeconds: 4 }, 10_000_000)).toBe(4);
+  it("bounds a duration by the file's size both ways, and bills the larger of the file's and the model's within them", () => {
+    expect(durationBound({ durationSeconds: 4 }, 100_000)).toBe(4);
     expect(durationBound({}, 750_000)).toBe(1000); // 6 kbit/s
-    expect(billedSeconds({ durationSeconds: 4 }, () => 9, 100)).toBe(4);
-    expect(billedSeconds({}, () => 9, 100)).toBe(9);
-    expect(billedSeconds({}, () => undefined, 100)).toBe(100);
+    // a header that says less than the size allows at MPEG Layer III's 320 kbit/s
+    expect(durationBound({ durationSeconds: 0.1, codec: "MPEG 2 Layer 3" }, 400_000)).toBe(10);
+    expect(billedSeconds({ durationSeconds: 4 }, 9, 100_000)).toBe(9);
+    expect(billedSeconds({ durationSeconds: 4 }, undefined, 100_000)).toBe(4);
+    expect(billedSeconds({ durationSeconds: 4 }, 2, 100_000)).toBe(4);
+    expect(billedSeconds({}, 9, 100_000)).toBe(9);
+    expect(billedSeconds({}, undefined, 75_000)).toBe(100);
+    expect(billedSeconds({ durationSeconds: 0.1, codec: "MPEG 1 Layer 3" }, undefined, 400_000)).toBe(10);
+    expect(billedSeconds({}, 1e6, 75_000)).toBe(100); // no more than the size allows at 6 kbit/s
   });
 
   it("prices per minute of audio, fractional minutes included", () => {
@@ -187,7 +194,7 @@ describe("transcription through the gateway", () => {
     await vi.waitFor(async () => expect(await spooled()).toEqual([]));
   });
 
-  it("takes the openai SDK's WAV upload: file intact upstream, fields forwarded, billed by the file's 2.5 s", async () => {
+  it("takes the openai SDK's WAV upload: file intact upstream, fields forwarded, billed by the model's 3 s", async () => {
     const res = await openai()
       .audio.transcriptions.create({ file: await toFile(WAV, "tone.wav", { type: "audio/wav" }), model: "whisper-1", language: "en", prompt: "a tone", temperature: 0.2 })
       .withResponse();
@@ -197,8 +204,8 @@ describe("transcription through the gateway", () => {
     expect(Object.fromEntries(got.fields)).toEqual({ model: "whisper-large-v3", language: "en", prompt: "a tone", temperature: "0.2" });
     expect(Number(got.headers["content-length"])).toBeGreaterThan(WAV.length);
     expect(got.headers.authorization).toBe("Bearer channel-key-audio-a");
-    // 2.5 s at 6 points a minute; the row's inputTokens are whole seconds
-    expect(f.rows).toEqual([expect.objectContaining({ appId: "fleet", model: "whisper-large-v3", channel: "audio-a", inputTokens: 3, outputTokens: 0, points: 0.25, status: 200 })]);
+    // the file says 2.5 s, the model (OpenAI's usage, in whole seconds) 3: the larger, at 6 points a minute
+    expect(f.rows).toEqual([expect.objectContaining({ appId: "fleet", model: "whisper-large-v3", channel: "audio-a", inputTokens: 3, outputTokens: 0, points: 0.3, status: 200 })]);
   });
 
   it("passes an MP3's srt answer back as text, after a failing channel got the first attempt", async () => {
@@ -213,6 +220,22 @@ describe("transcription through the gateway", () => {
     expect(f.rows).toEqual([expect.objectContaining({ channel: "audio-b", status: 200 })]);
     expect(f.rows[0]!.inputTokens).toBeGreaterThanOrEqual(3);
     expect(await f.metrics()).toContain('sluice_upstream_attempts_total{channel="audio-a",outcome="retried"} 1');
+  });
+
+  describe("a file whose header lies about its length (a forged Xing frame: 30 s of MP3 saying 0.144 s)", () => {
+    const FAKE = withFakeXing(makeMp3({ seconds: 30 }), 4);
+
+    it("is billed the model's 30 s when the model reports them (before: the header's 0.144 s)", async () => {
+      f.audio[0].behave({ seconds: 30 });
+      await openai().audio.transcriptions.create({ file: await toFile(FAKE, "long.mp3", { type: "audio/mpeg" }), model: "whisper-1" });
+      expect(f.rows).toEqual([expect.objectContaining({ inputTokens: 30, points: transcriptionPoints(MODEL, 30) })]);
+    });
+
+    it("is billed what its size plays at 320 kbit/s at least when the model reports nothing (before: 0.144 s)", async () => {
+      await openai().audio.transcriptions.create({ file: await toFile(FAKE, "long.mp3", { type: "audio/mpeg" }), model: "whisper-1", response_format: "text" });
+      const seconds = (FAKE.length * 8) / 320_000; // 6.03 s
+      expect(f.rows).toEqual([expect.objectContaining({ inputTokens: Math.ceil(seconds), points: transcriptionPoints(MODEL, seconds) })]);
+    });
   });
 
   it("refuses a budget that cannot pay for the file's minutes with 429 insufficient_quota, calling no model", async () => {

@@ -2,19 +2,20 @@
 // arrives (@fastify/busboy), the `file` part written straight to a temporary file — never held in
 // memory — and the other fields collected. Past `limitBytes` of file the upload is refused (413) at
 // once: the parser is detached and the rest of the body is not read, so the connection must close
-// after the answer (the error carries `connection: close`). On every failure the file is removed
-// here; on success the caller removes it with `remove()` once the request is over.
-import { randomUUID } from "node:crypto";
+// after the answer (the error carries `connection: close`). Before the file's first byte is written
+// the upload is admitted (`admit`: its caller, model, QPM and a slot among the uploads in flight,
+// judged from the fields sent before the file); a refusal stops it so too. The whole body must arrive
+// within `timeoutMs` of the request (408). On every failure the file is removed here; on success the
+// caller removes it with `remove()` once the request is over.
 import { createWriteStream } from "node:fs";
 import { rm } from "node:fs/promises";
 import type { IncomingHttpHeaders } from "node:http";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { Busboy, type BusboyFileStream } from "@fastify/busboy";
 import type { Cancel } from "../http/cancel.js";
-import { GatewayError, badRequest } from "../http/errors.js";
+import { GatewayError, badRequest, toGatewayError } from "../http/errors.js";
+import { spoolPath } from "./spool.js";
 
 /** The file part's name, as OpenAI's API names it. */
 export const FILE_FIELD = "file";
@@ -37,6 +38,11 @@ export interface UploadOptions {
   dir?: string;
   /** a shutdown stops an upload still arriving */
   cancel?: Cancel;
+  /** the whole body's deadline, from now: `server.bodyTimeoutMs` */
+  timeoutMs?: number;
+  /** judges the upload from the fields sent before its file, before the file is written; resolves
+   *  to what frees what it holds (a slot among the uploads in flight), rejects with the refusal */
+  admit?: (fields: Array<[string, string]>) => Promise<() => void>;
 }
 
 export interface AudioUpload {
@@ -54,6 +60,15 @@ export function fileTooLarge(limit: number): GatewayError {
   return new GatewayError(413, "file_too_large", `file: the audio file is larger than ${limit} bytes.`, { param: FILE_FIELD, headers: { connection: "close" } });
 }
 
+const bodyTimeout = () =>
+  new GatewayError(408, "request_timeout", "The request's body did not arrive in time.", { headers: { connection: "close" } });
+
+/** The refusal, closing the connection after it: the rest of the upload is left unread. */
+function closing(err: unknown): GatewayError {
+  const e = toGatewayError(err);
+  return new GatewayError(e.status, e.code, e.message, { type: e.type, param: e.param, headers: { ...e.headers, connection: "close" } });
+}
+
 /** The upload, its file on disk; a 4xx GatewayError for anything that is not one audio file under the limit. */
 export function readAudioUpload(source: UploadSource, opts: UploadOptions): Promise<AudioUpload> {
   const type = String(source.headers["content-type"] ?? "");
@@ -62,18 +77,25 @@ export function readAudioUpload(source: UploadSource, opts: UploadOptions): Prom
   }
   const declared = Number(source.headers["content-length"] ?? NaN);
   if (declared > opts.limitBytes + FIELDS_ALLOWANCE) return Promise.reject(fileTooLarge(opts.limitBytes));
-  const path = join(opts.dir ?? tmpdir(), `sluice-audio-${randomUUID()}`);
-  const saving: { file?: SavedFile } = {};
+  const path = spoolPath(opts.dir);
+  const saving: Saving = {};
   return parse(source, type, path, opts, saving).catch(async (err: unknown) => {
     // removed only once closed: a file still being opened would otherwise appear after the removal
     saving.file?.stop();
     await saving.file?.closed;
     await rm(path, { force: true });
+    saving.free?.();
     throw err;
   });
 }
 
-function parse(source: UploadSource, type: string, path: string, opts: UploadOptions, saving: { file?: SavedFile }): Promise<AudioUpload> {
+/** What an upload holds while it is read: its file being written, and what its admission holds. */
+interface Saving {
+  file?: SavedFile;
+  free?: () => void;
+}
+
+function parse(source: UploadSource, type: string, path: string, opts: UploadOptions, saving: Saving): Promise<AudioUpload> {
   return new Promise((resolve, reject) => {
     if (opts.cancel?.aborted) return reject(shuttingDown());
     let parser: ReturnType<typeof Busboy>;
@@ -82,7 +104,7 @@ function parse(source: UploadSource, type: string, path: string, opts: UploadOpt
     } catch {
       return reject(badRequest("invalid_multipart", "The multipart body has no boundary in its Content-Type."));
     }
-    const upload = new UploadParts(path, opts.limitBytes, saving, (err) => {
+    const upload = new UploadParts(path, opts, saving, (err) => {
       // the rest of the body is left unread: the answer closes the connection
       source.body.unpipe(parser);
       source.body.pause();
@@ -90,11 +112,13 @@ function parse(source: UploadSource, type: string, path: string, opts: UploadOpt
       stopWatching();
       reject(err);
     });
+    const deadline = opts.timeoutMs === undefined ? undefined : setTimeout(() => source.body.readableEnded || upload.fail(bodyTimeout()), opts.timeoutMs);
     const onAbort = () => upload.fail(opts.cancel?.reason === "shutdown" ? shuttingDown() : uploadIncomplete());
     const onClose = () => {
       if (!source.body.readableEnded) onAbort();
     };
     const stopWatching = () => {
+      clearTimeout(deadline);
       opts.cancel?.off("abort", onAbort);
       source.body.off("close", onClose);
       source.body.off("error", onAbort);
@@ -124,10 +148,13 @@ class UploadParts {
   #file: { filename: string; mimeType: string } | undefined;
   #settled = false;
 
+  /** the file's admission, then its saving begun (or the upload refused) */
+  #admitted: Promise<void> = Promise.resolve();
+
   constructor(
     readonly path: string,
-    readonly limitBytes: number,
-    readonly saving: { file?: SavedFile },
+    readonly opts: Pick<UploadOptions, "limitBytes" | "admit">,
+    readonly saving: Saving,
     readonly onFail: (err: GatewayError) => void,
   ) {}
 
@@ -149,8 +176,28 @@ class UploadParts {
       this.fail(badRequest("invalid_request", `${name}: send the audio as the one \`file\` field.`, name));
       return;
     }
-    stream.once("limit", () => this.fail(fileTooLarge(this.limitBytes)));
+    stream.once("limit", () => this.fail(fileTooLarge(this.opts.limitBytes)));
     this.#file = { filename, mimeType };
+    // the file waits, unread, while it is judged: the parser and the socket hold back the rest
+    const admit = this.opts.admit?.([...this.#fields]) ?? Promise.resolve(() => {});
+    this.#admitted = admit.then(
+      (free) => {
+        // refused meanwhile (the client left, the deadline passed): its failure path has run
+        if (this.#settled) {
+          free();
+          return void stream.resume();
+        }
+        this.saving.free = free;
+        this.#save(stream);
+      },
+      (err: unknown) => {
+        stream.resume();
+        this.fail(closing(err));
+      },
+    );
+  }
+
+  #save(stream: BusboyFileStream): void {
     this.saving.file = saveFile(stream, this.path);
     // the disk failing (no room, no spool directory) is the gateway's fault; anything else, the upload's
     this.saving.file.saved.catch((err: { syscall?: unknown }) =>
@@ -160,7 +207,9 @@ class UploadParts {
 
   /** The whole body was parsed: the upload once its file is on disk, or undefined when refused. */
   async finished(): Promise<AudioUpload | undefined> {
+    await this.#admitted;
     const saved = this.saving.file;
+    if (this.#settled) return undefined;
     if (!this.#file || !saved) {
       this.fail(badRequest("invalid_request", "file is required: send the audio as the `file` field.", FILE_FIELD));
       return undefined;
@@ -172,8 +221,9 @@ class UploadParts {
       return undefined;
     }
     this.#settled = true;
-    const path = this.path;
-    return { path, bytes, ...this.#file, fields: this.#fields, remove: () => rm(path, { force: true }) };
+    const { path, saving } = this;
+    const remove = () => rm(path, { force: true }).finally(() => saving.free?.());
+    return { path, bytes, ...this.#file, fields: this.#fields, remove };
   }
 }
 

@@ -5,7 +5,9 @@
 // inputTokens are those characters).
 //
 // Audio has no error event: a cut after the head was sent ends the answer (a declared length is
-// then broken off, so the client sees the audio is incomplete), and is billed for what was sent.
+// then broken off, so the client sees the audio is incomplete). A client that leaves once the model
+// answered is billed every character (the model made the audio, or is making it); a cut on the
+// model's or the gateway's side, for what was sent.
 import type { ServerResponse } from "node:http";
 import type { AudioSpeechModelConfig } from "../config/schema.js";
 import type { AnswerSink } from "../stream/pump.js";
@@ -42,7 +44,7 @@ export function createSpeechSpec(deps: SpeechSpecDeps): MeteredSpec<SpeechReques
     },
     // the answer is taken once its head arrived: its audio is relayed, not read here
     attempt: (client, plan, { model, cancel }) => client.post({ path: SPEECH_PATH, body: plan.body, signal: cancel, model: model.model }),
-    async respond(reply, plan, { req, model }) {
+    async respond(reply, plan, { req, model, cancel }) {
       const headers = speechHeaders(reply.headers, req.response_format);
       const length = headers["content-length"] === undefined ? undefined : Number(headers["content-length"]);
       let sink: AudioSink;
@@ -51,9 +53,10 @@ export function createSpeechSpec(deps: SpeechSpecDeps): MeteredSpec<SpeechReques
         body: reply.body,
         maxBytes: reply.maxBytes,
         sink: (res, firstBytes) => (sink = new AudioSink(res, firstBytes)),
-        // a cut is billed for what was sent; audio has no error event (the pipeline breaks off a declared length)
+        // a client that left once the model answered is billed every character, another cut for what
+        // was sent; audio has no error event (the pipeline breaks off a declared length)
         async used(cut) {
-          const characters = cut ? sentCharacters(plan.characters, sink.sent, length) : plan.characters;
+          const characters = cut && cancel.reason !== "client_abort" ? sentCharacters(plan.characters, sink.sent, length) : plan.characters;
           return { inputTokens: characters, points: speechPoints(model, characters) };
         },
       };

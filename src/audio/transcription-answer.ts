@@ -2,9 +2,9 @@
 // verbose_json, text, srt or vtt. Two things are read from it: its content type (the format's when
 // the upstream names none), and the seconds of audio it reports — `duration` (verbose_json),
 // `usage.seconds` (json, OpenAI's and vLLM's `{type: "duration"}` usage), or the last cue's end
-// (srt, vtt) — which bill a file whose own duration could not be read.
+// (srt, vtt) — which bill the file when they say more than its header (docs/fleet.md#transcription).
 import type { IncomingHttpHeaders } from "node:http";
-import type { AudioInfo } from "./audio-info.js";
+import { playRange, type AudioInfo } from "./audio-info.js";
 import type { TranscriptionFormat } from "./transcription-request.js";
 
 const FORMAT_TYPES: Record<TranscriptionFormat, string> = {
@@ -49,8 +49,11 @@ export function answerSeconds(body: Buffer | string, format: TranscriptionFormat
   return undefined;
 }
 
-/** The seconds a transcription is billed by: the file's own duration, else what the model reported
- *  (read from its answer only then), else the bound the budget held. */
-export function billedSeconds(info: AudioInfo, reported: () => number | undefined, bound: number): number {
-  return info.durationSeconds ?? reported() ?? bound;
+/** The seconds a transcription is billed by: the largest of the file's own duration, what the model
+ *  reported and the least its size can play, within the most its size can play; the most when
+ *  neither the file nor the model says. */
+export function billedSeconds(info: AudioInfo, reported: number | undefined, bytes: number): number {
+  const { least, most } = playRange(info, bytes);
+  const told = [info.durationSeconds, reported].filter((s): s is number => s !== undefined);
+  return told.length === 0 ? most : Math.min(most, Math.max(least, ...told));
 }

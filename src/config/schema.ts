@@ -190,6 +190,9 @@ const serverSchema = z.strictObject({
   audioLimitBytes: z.number().int().positive().default(25 * MIB),
   /** Where audio uploads are spooled while their request runs (default: the OS's temporary directory). */
   audioSpoolDir: z.string().min(1).optional(),
+  /** Transcription uploads in flight at once, all keys together (503 past it) and per key (429). */
+  audioMaxUploads: z.number().int().positive().default(32),
+  audioMaxUploadsPerKey: z.number().int().positive().default(8),
   /** Proxies in front of the gateway whose X-Forwarded-For entry names the client (1 behind one
    *  nginx); 0 takes the socket's address. The gateway must then be reachable through them only. */
   trustProxy: z.number().int().min(0).default(0),

@@ -3,24 +3,24 @@
 // and only the kind's spec differs. One failure path: the hold released, a usage row written once a
 // channel was reached, a begun stream ended with the kind's own error event.
 import type { H3Event } from "h3";
-import { missingApiKey, type Keyring } from "../auth/keys.js";
+import { missingApiKey, type Keyring, type KeyIdentity } from "../auth/keys.js";
 import { readJsonBody, type BodyLimits } from "../http/body.js";
 import type { Cancel } from "../http/cancel.js";
 import { GatewayError } from "../http/errors.js";
 import { UpstreamError } from "../upstream/errors.js";
 import { clientAddress } from "../http/client-address.js";
-import { factsOf } from "../http/facts.js";
+import { factsOf, type RequestFacts } from "../http/facts.js";
 import { trackRequest, type Inflight } from "../http/inflight.js";
 import type { Reply } from "../http/node.js";
 import type { Observer } from "../observability/observer.js";
 import type { Store } from "../store/types.js";
 import { withFailover } from "../upstream/failover.js";
 import type { ChannelRouter } from "../upstream/router.js";
-import { identifyCaller, type CallerDeps } from "./caller.js";
+import { identifyCaller, type Caller, type CallerDeps } from "./caller.js";
 import { Meter } from "./meter.js";
 import type { Quota } from "./quota.js";
 import { answer } from "./respond.js";
-import { requestParts, type Call, type MeteredSpec, type PlanBase } from "./spec.js";
+import { requestParts, type Call, type Judge, type MeteredSpec, type PlanBase } from "./spec.js";
 
 export interface MeteredDeps extends CallerDeps {
   keyring: Keyring;
@@ -58,21 +58,29 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   let meter: Meter | undefined;
   let body: Body | undefined;
   try {
-    // 2. The body, read and validated.
-    body = await readBody(event, deps, spec, cancel);
+    // 2. The body, read and validated. An upload's reader judges steps 3 and 4 before it stores
+    //    the file (`judge`): a caller who would be refused costs no disk.
+    let prechecked = false;
+    const judge: Judge<Model> = async (pick) => {
+      const caller = identify(deps, key, {}, time, spec.what, facts);
+      const model = pick?.(caller);
+      await deps.quota.precheck(caller.limits, model ? (spec.least?.(model) ?? 0) : 0, time);
+      prechecked = true;
+      return caller;
+    };
+    body = await readBody(event, deps, spec, cancel, judge);
     const req = spec.parse(requestParts(event, body));
     facts.stream = spec.streams?.(req) ?? false;
 
     // 3. The caller (an app key, or a share-link user where the kind admits them) and the model.
-    const caller = identifyCaller(deps, key, spec.share?.(req) ?? {}, time, spec.what);
-    Object.assign(facts, { appId: caller.app.id, keyName: caller.key?.name, shareId: caller.share?.link.shareId });
+    const caller = identify(deps, key, spec.share?.(req) ?? {}, time, spec.what, facts);
     const model = spec.model(req, caller);
     facts.model = model.model;
     const call: Call<Req, Model> = { event, req, caller, model, time, started, cancel, facts };
 
     // 4. The cheap refusals before any costly work (an operator's callback, a history read, token
     //    counting): every QPM window counts the request, and a budget must have room for its least.
-    await deps.quota.precheck(caller.limits, spec.least?.(model) ?? 0, time);
+    if (!prechecked) await deps.quota.precheck(caller.limits, spec.least?.(model) ?? 0, time);
 
     // 5. The kind's limits and input checks: what will be asked of the channel, at most what cost.
     const plan = await spec.prepare(call);
@@ -120,11 +128,29 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   }
 }
 
-export function readBody<Body>(event: H3Event, deps: Pick<MeteredDeps, "inflight" | "body">, spec: Pick<MeteredSpec<never, never, never, never, Body>, "read" | "rawTexts">, cancel: Cancel): Promise<Body> {
+export function readBody<Body, Model extends { model: string } = never>(
+  event: H3Event,
+  deps: Pick<MeteredDeps, "inflight" | "body">,
+  spec: Pick<MeteredSpec<never, Model, never, never, Body>, "read" | "rawTexts">,
+  cancel: Cancel,
+  judge?: Judge<Model>,
+): Promise<Body> {
   const done = deps.inflight.reading(cancel);
-  // without a reader of its own, a kind's body is JSON (its parse types it)
-  const read = spec.read ? spec.read(event, deps.body, cancel) : (readJsonBody(event, deps.body, cancel, spec.rawTexts === true) as Promise<Body>);
+  // without a reader of its own, a kind's body is JSON (its parse types it); a reader judges the
+  // caller before it stores the bulk, so it is given the judge (runMetered always has one)
+  const read = spec.read
+    ? judge
+      ? spec.read(event, deps.body, cancel, judge)
+      : Promise.reject(new Error("a body reader runs only with a judge"))
+    : (readJsonBody(event, deps.body, cancel, spec.rawTexts === true) as Promise<Body>);
   return read.finally(done);
+}
+
+/** The caller, named on the request's facts (for its log line and metrics, refused or not). */
+function identify(deps: MeteredDeps, key: KeyIdentity | undefined, share: { shareId?: string; outLinkUid?: string }, time: number, what: string, facts: RequestFacts): Caller {
+  const caller = identifyCaller(deps, key, share, time, what);
+  Object.assign(facts, { appId: caller.app.id, keyName: caller.key?.name, shareId: caller.share?.link.shareId });
+  return caller;
 }
 
 /** The hold released, a usage row of 500, and a 500 for the client and the request log. */

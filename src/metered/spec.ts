@@ -99,13 +99,19 @@ export interface Streamed {
   error?(err: GatewayError): string;
 }
 
+/** Judges a request before its body is whole: its caller, the model `pick` names among what that
+ *  caller may use, and the QPM pre-check (a 403, 404 or 429 thrown); resolves to the caller. */
+export type Judge<Model> = (pick?: (caller: Caller) => Model) => Promise<Caller>;
+
 export interface MeteredSpec<Req, Model extends { model: string }, Plan extends PlanBase, Answer, Body = unknown> {
   /** the endpoint, in the words of the 403 a global key gets ("Chat", "Embeddings") */
   what: string;
   /** the Authorization-style credential sent, from the request headers (default: Authorization) */
   credential?(headers: Headers): string | null;
-  /** the body (default: JSON within the server's limits) */
-  read?(event: H3Event, limits: BodyLimits, cancel: Cancel): Promise<Body>;
+  /** the body (default: JSON within the server's limits). A reader of an upload calls `judge`
+   *  before it stores the bulk: the caller, the model (when `pick` is given) and QPM are judged then,
+   *  and the refusal is its to throw (docs/architecture.md#pipeline). */
+  read?(event: H3Event, limits: BodyLimits, cancel: Cancel, judge: Judge<Model>): Promise<Body>;
   /** runs once the request is over, on every path, with what `read` gave (a spooled upload is removed) */
   release?(body: Body): void | Promise<void>;
   /** long message contents of a large JSON body stay the client's bytes (src/http/raw-text.ts) */

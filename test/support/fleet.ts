@@ -118,7 +118,7 @@ export function useFleet(extra: Record<string, unknown> = {}): Fleet {
     await f.gw.close();
     await f.gw.store.close();
     for (const u of [...f.rerank, f.ownRerank]) u.behave({ status: 200, shape: "vllm" });
-    for (const u of f.audio) u.behave({ status: 200, hang: false, hold: false, chunks: 4, chunkDelayMs: 0, contentType: "", contentLength: false, cutAfter: null });
+    for (const u of f.audio) u.behave({ status: 200, seconds: 2.5, hang: false, hold: false, chunks: 4, chunkDelayMs: 0, contentType: "", contentLength: false, cutAfter: null });
     for (const u of f.code) u.behave({ status: 200, usage: { prompt_tokens: 5, completion_tokens: 7 }, cutAfter: null, chunks: 3, ignoreStream: false });
   });
   return f;

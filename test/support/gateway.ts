@@ -32,6 +32,8 @@ export interface StartOptions {
   env?: NodeJS.ProcessEnv;
   /** the state shared with other instances (default: the gateway's own) */
   state?: ClusterState;
+  /** what a reload swaps in (default: none, a reload fails) */
+  loadConfig?: () => Config;
 }
 
 /**
@@ -50,7 +52,7 @@ export async function startGateway(rawConfig: unknown, opts: StartOptions = {}):
   };
   const config = parseConfig(withDefaults, opts.env ?? process.env);
   const store = opts.store ?? createStore(config.store);
-  const gateway = createGateway(config, { store, observer: opts.observerExtra, shareAuth: opts.shareAuth, state: opts.state });
+  const gateway = createGateway(config, { store, observer: opts.observerExtra, shareAuth: opts.shareAuth, state: opts.state, loadConfig: opts.loadConfig });
   const server = createHttpServer(toNodeHandler(gateway.app), config.server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;

@@ -53,3 +53,15 @@ export function makeMp3(opts: ToneOptions): Buffer {
   parts.push(Buffer.from(encoder.flush()));
   return Buffer.concat(parts);
 }
+
+/** `mp3` (MPEG-2 Layer III mono, as makeMp3 writes it) behind a forged Xing frame claiming only
+ *  `frames` frames: a header that says the audio is a fraction of a second long, whatever follows. */
+export function withFakeXing(mp3: Buffer, frames: number): Buffer {
+  const frame = Buffer.alloc(288); // 72 × 64 kbit/s ÷ 16 kHz
+  mp3.copy(frame, 0, 0, 4); // the real frames' header
+  frame.write("Xing", 4 + 9); // after the 9 bytes of mono MPEG-2 side information
+  frame.writeUInt32BE(0b11, 17); // flags: frame count and stream size present
+  frame.writeUInt32BE(frames, 21);
+  frame.writeUInt32BE(frame.length + mp3.length, 25);
+  return Buffer.concat([frame, mp3]);
+}
