@@ -73,6 +73,15 @@ const modelSchema = z.strictObject({
   quoteMaxToken: z.number().int().nonnegative().default(2000),
   maxTemperature: z.number().nonnegative().default(1.2),
   vision: z.boolean().default(false),
+  // issue 27: parts that are not text cost a declared worst case (docs/configuration.md#llmmodels)
+  /** the most tokens one image may take: its worst case in the budget hold and the context check */
+  maxImageTokens: z.number().int().nonnegative().default(1536),
+  /** accepts `input_audio` parts, each taking at most `maxAudioTokens` */
+  audioInput: z.boolean().default(false),
+  maxAudioTokens: z.number().int().nonnegative().default(4096),
+  /** accepts `file` parts, each taking at most `maxFileTokens` */
+  fileInput: z.boolean().default(false),
+  maxFileTokens: z.number().int().nonnegative().default(8192),
   defaultSystemChatPrompt: z.string().default(""),
   inputPrice: z.number().nonnegative().default(0),
   outputPrice: z.number().nonnegative().default(0),
