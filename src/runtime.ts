@@ -125,8 +125,8 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const chat = createChatSpec(chatDeps);
   const embeddings = createEmbeddingsSpec({ vectorModels, aliases, serves });
   const messages = createDialectSpec(chatDeps, anthropicDialect);
-  const responses = createDialectSpec(chatDeps, createResponsesDialect({ store: shared.store, retentionDays: config.responses.retentionDays, maxStoredBytes: body.maxBytes }));
-  const storedResponses = createResponseRoutes({ keyring, store: shared.store });
+  const responses = createDialectSpec(chatDeps, createResponsesDialect({ store: shared.store, limits: config.responses }));
+  const storedResponses = createResponseRoutes({ keyring, apps, store: shared.store });
   const rerank = createRerankSpec({ rerankModels, aliases, serves });
   const speech = createSpeechSpec({ speechModels, aliases, serves });
   const transcription = createTranscriptionSpec({ sttModels: transcriptionModels, aliases, serves, limitBytes: config.server.audioLimitBytes, spoolDir: config.server.audioSpoolDir });

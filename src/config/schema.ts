@@ -261,7 +261,17 @@ export const configSchema = z
     /** Names clients use for configured models: a model name or a `*` glob → a configured model. */
     aliases: z.record(z.string().min(1).max(200), name).default({}),
     /** The Responses API's stored responses (`store: true`). */
-    responses: z.strictObject({ retentionDays: z.number().positive().max(3650).default(30) }).prefault({}),
+    responses: z
+      .strictObject({
+        retentionDays: z.number().positive().max(3650).default(30),
+        // issue 27: what an app may keep (docs/configuration.md#responses)
+        /** the most UTF-8 bytes one kept response (its conversation and answer) may take */
+        maxBytes: z.number().int().positive().default(2 * MIB),
+        /** an app's live stored responses, in rows and in bytes */
+        maxRowsPerApp: z.number().int().positive().default(10_000),
+        maxBytesPerApp: z.number().int().positive().default(256 * MIB),
+      })
+      .prefault({}),
   })
   .superRefine(checkReferences);
 
