@@ -9,7 +9,7 @@ import { FastResponse } from "srvx";
 import type { SttModelConfig } from "../config/schema.js";
 import { GatewayError } from "../http/errors.js";
 import { nodeRequest } from "../http/node.js";
-import { appAllowsTool, resolveModel, type Aliases } from "../metered/models.js";
+import { appAllowsListed, resolveModel, type Aliases } from "../metered/models.js";
 import type { MeteredSpec, PlanBase } from "../metered/spec.js";
 import { readReply } from "../upstream/read.js";
 import { durationBound, readAudioInfo, type AudioInfo } from "./audio-info.js";
@@ -55,7 +55,7 @@ export function createTranscriptionSpec(deps: TranscriptionSpecDeps): MeteredSpe
     },
     release: (upload) => (upload as AudioUpload).remove(),
     parse: (upload) => ({ ...parseTranscriptionFields((upload as AudioUpload).fields), upload: upload as AudioUpload }),
-    model: (req, caller) => resolveModel(deps.sttModels, deps.aliases, req.model, (m) => appAllowsTool(caller.app, m), deps.serves, "transcription model"),
+    model: (req, caller) => resolveModel(deps.sttModels, deps.aliases, req.model, (m) => appAllowsListed(caller.app, m), deps.serves, "transcription model"),
     // the least any audio costs: one unit of the points' rounding
     least: (model) => (model.charsPointsPrice > 0 ? 1e-6 : 0),
     async prepare({ req, caller, model }) {
