@@ -136,7 +136,7 @@ describe("stored responses stay within their app's quota", () => {
     await created(a.create({ input: "three" }));
   });
 
-  it("refuses a store past maxBytesPerApp (before: 20 calls kept 18 MB)", async () => {
+  it("refuses a store past maxBytesPerApp (before: no bound; the audit kept 18 MB in 20 calls)", async () => {
     const a = client(h, TEAM_A);
     h.play(() => ({ chunks: textChunks("ok"), finishReason: "stop" }));
     await created(a.create({ input: "y".repeat(2500) }));
