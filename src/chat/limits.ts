@@ -1,8 +1,8 @@
 // A model's limits applied before the upstream call (docs/api.md#limits): default system prompt,
 // temperature clamp, max_tokens clamp and fit, history trimmed by whole rounds (or, for an agent's
 // dialect, never trimmed: refused with its count), the parts the model accepts (images, audio,
-// files), each costing its declared worst case. The tool definitions count as part of the prompt. Trimming counts tokens only as far as they decide what is kept, without stalling
-// the event loop.
+// files), each costing its declared worst case. The tool definitions count as part of the prompt.
+// Trimming counts tokens only as far as they decide what is kept, without stalling the event loop.
 import type { AppConfig, ModelConfig } from "../config/schema.js";
 import { GatewayError, badRequest } from "../http/errors.js";
 import { boundMessage, type PartCosts } from "../tokens/counter.js";
