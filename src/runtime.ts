@@ -106,8 +106,8 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Pick<Run
   const chat = createChatSpec(chatDeps);
   const embeddings = createEmbeddingsSpec({ vectorModels: fleet.embeddings, aliases, serves });
   const messages = createDialectSpec(chatDeps, anthropicDialect);
-  const responses = createDialectSpec(chatDeps, createResponsesDialect({ store: shared.store, retentionDays: config.responses.retentionDays, maxStoredBytes: body.maxBytes }));
-  const storedResponses = createResponseRoutes({ keyring, store: shared.store });
+  const responses = createDialectSpec(chatDeps, createResponsesDialect({ store: shared.store, limits: config.responses }));
+  const storedResponses = createResponseRoutes({ keyring, apps, store: shared.store });
   const rerank = createRerankSpec({ rerankModels: fleet.rerank, aliases, serves });
   const speech = createSpeechSpec({ speechModels: fleet.speech, aliases, serves });
   const { server } = config;

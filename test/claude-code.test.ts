@@ -75,7 +75,8 @@ describe("Claude Code CLI through the gateway", () => {
         // Claude Code's own model name, through the alias, to the model server's model
         expect(upstream.requests[0]!.body).toMatchObject({ model: "qwen3-coder", max_tokens: 16384 });
         const summary = await gw.store.summarizeUsage({});
-        expect(summary.models).toEqual([{ model: "qwen3-coder", requests: 1, inputTokens: 321, outputTokens: 5, points: 0 }]);
+        // the recipe's prices: 321 × 0.5 / 1000 + 5 × 1.5 / 1000, within its budgets
+        expect(summary.models).toEqual([{ model: "qwen3-coder", requests: 1, inputTokens: 321, outputTokens: 5, points: 0.168 }]);
       } finally {
         await gw.close();
         await upstream.close();

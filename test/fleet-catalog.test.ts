@@ -5,7 +5,7 @@ import { toFile } from "openai";
 import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
 import { expectError } from "./support/fixtures.js";
-import { FLEET_GLOBAL_KEY, FLEET_KEY, LISTED_KEY, useFleet } from "./support/fleet.js";
+import { BARE_KEY, FLEET_GLOBAL_KEY, FLEET_KEY, LISTED_KEY, useFleet } from "./support/fleet.js";
 import { makeWav } from "./support/tone.js";
 
 interface ModelObject {
@@ -23,7 +23,7 @@ const list = async (key: string) => ((await (await get("/v1/models", key)).json(
 const brief = (m: ModelObject) => [m.id, m.sluice_kind, m.sluice_alias_of ?? ""];
 
 describe("GET /v1/models across the fleet", () => {
-  it("gives an app without models its chat model and every model of the other kinds, with their kinds and aliases", async () => {
+  it("gives an app the models it lists of every kind, with their kinds and aliases", async () => {
     const data = await list(FLEET_KEY);
     expect(data.map(brief)).toEqual([
       ["qwen-coder", "chat", ""],
@@ -40,6 +40,22 @@ describe("GET /v1/models across the fleet", () => {
     expect(data[0]).toMatchObject({ object: "model", name: "Qwen Coder", completions: true });
     expect(data[3]).toMatchObject({ name: "CosyVoice" });
     expect(data[3]).not.toHaveProperty("completions");
+  });
+
+  it("gives an app without models its chat model and no rerank, speech or transcription model (before: every one, a paid requestUrl rerank too)", async () => {
+    expect((await list(BARE_KEY)).map(brief)).toEqual([
+      ["qwen-coder", "chat", ""],
+      ["gpt-3.5-turbo-instruct", "chat", "qwen-coder"],
+    ]);
+    const post = (path: string, body: unknown) =>
+      fetch(`${f.gw.url}${path}`, { method: "POST", headers: { authorization: `Bearer ${BARE_KEY}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    const sent = f.ownRerank.requests.length;
+    for (const model of ["remote-reranker", "bge-reranker", "rerank-english-v3.0"]) {
+      await expectError(await post("/v1/rerank", { model, query: "q", documents: ["a", "b"] }), 404, "model_not_found");
+    }
+    expect(f.ownRerank.requests).toHaveLength(sent);
+    await expectError(await post("/v1/audio/speech", { model: "tts-1", input: "hello", voice: "alloy" }), 404, "model_not_found");
+    await expectError(await get("/v1/models/whisper-1", BARE_KEY), 404, "model_not_found");
   });
 
   it("gives an app with models those only, and the aliases that stand for them", async () => {

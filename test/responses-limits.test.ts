@@ -51,8 +51,8 @@ describe("limits on /v1/responses", () => {
 });
 
 describe("the stored conversation's byte bound", () => {
-  const g = useGateway({ extra: { server: { bodyLimitBytes: BODY_LIMIT } } });
-  it("keeps a conversation up to the body limit in bytes, counting a CJK character as its three bytes", async () => {
+  const g = useGateway({ extra: { server: { bodyLimitBytes: BODY_LIMIT }, responses: { maxBytes: BODY_LIMIT } } });
+  it("keeps a conversation up to responses.maxBytes in bytes, counting a CJK character as its three bytes", async () => {
     // 1,000 characters, 3,000 bytes: kept; with 300 more (900 bytes) the conversation passes 4,096 bytes
     // while its UTF-16 length (about 1,900) stays far below
     const first = await g.client.responses.create({ model: MODEL, input: "汉".repeat(1000) });

@@ -69,3 +69,40 @@ describe("stored responses on PostgreSQL, across two gateways", () => {
     expect(await stores[1]!.getResponse("coder", r.id, Date.now())).toBeUndefined();
   });
 });
+
+describe("stored responses on PostgreSQL are their key's, and go with what continues them (issue 27)", () => {
+  const SECOND_KEY = "sk-responses-coder-0002";
+  let h: ResponsesGateway;
+  let store: Store;
+  beforeAll(async () => {
+    store = createStore({ driver: "postgres", url: await postgres.createDatabase() });
+    h = await startResponsesGateway({
+      store,
+      extra: {
+        apps: [{ id: "coder", model: MODEL }],
+        apiKeys: [
+          { name: "coder-key", kind: "app", appId: "coder", key: APP_KEY },
+          { name: "coder-key-2", kind: "app", appId: "coder", key: SECOND_KEY },
+        ],
+      },
+    });
+    h.play(repeat("pg"));
+  });
+  afterAll(async () => {
+    await h.close();
+    await store.close();
+  });
+
+  it("a second key of the app neither reads, continues nor deletes the first key's (before: it did all three)", async () => {
+    const own = new OpenAI({ apiKey: APP_KEY, baseURL: h.baseURL, maxRetries: 0 });
+    const second = new OpenAI({ apiKey: SECOND_KEY, baseURL: h.baseURL, maxRetries: 0 });
+    const first = await own.responses.create({ model: MODEL, input: "my secret is 42" });
+    await expect(second.responses.retrieve(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(second.responses.create({ model: MODEL, input: "secret?", previous_response_id: first.id })).rejects.toMatchObject({ status: 400, code: "previous_response_not_found" });
+    await expect(second.responses.delete(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    const child = await own.responses.create({ model: MODEL, input: "remember it", previous_response_id: first.id });
+    expect(await own.responses.delete(first.id)).toMatchObject({ deleted: true });
+    await expect(own.responses.retrieve(child.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    expect(await store.responseUsage("coder", Date.now())).toEqual({ rows: 0, bytes: 0 });
+  });
+});

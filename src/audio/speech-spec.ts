@@ -11,7 +11,7 @@
 import type { ServerResponse } from "node:http";
 import type { AudioSpeechModelConfig } from "../config/schema.js";
 import type { AnswerSink } from "../stream/pump.js";
-import { appAllowsTool, resolveModel, type Aliases } from "../metered/models.js";
+import { appAllowsListed, resolveModel, type Aliases } from "../metered/models.js";
 import type { MeteredSpec, PlanBase } from "../metered/spec.js";
 import type { UpstreamReply } from "../upstream/types.js";
 import { speechPoints } from "./points.js";
@@ -34,7 +34,7 @@ export function createSpeechSpec(deps: SpeechSpecDeps): MeteredSpec<SpeechReques
     what: "Speech",
     parse: ({ body }) => parseSpeechRequest(body),
     streams: () => true,
-    model: (req, caller) => resolveModel(deps.speechModels, deps.aliases, req.model, (m) => appAllowsTool(caller.app, m), deps.serves, "speech model"),
+    model: (req, caller) => resolveModel(deps.speechModels, deps.aliases, req.model, (m) => appAllowsListed(caller.app, m), deps.serves, "speech model"),
     least: (model) => speechPoints(model, 1),
     async prepare({ req, caller, model }) {
       checkVoice(req, model);

@@ -10,7 +10,7 @@ import type { SttModelConfig } from "../config/schema.js";
 import { GatewayError } from "../http/errors.js";
 import { nodeRequest } from "../http/node.js";
 import type { Caller } from "../metered/caller.js";
-import { appAllowsTool, resolveModel, type Aliases } from "../metered/models.js";
+import { appAllowsListed, resolveModel, type Aliases } from "../metered/models.js";
 import type { MeteredSpec, PlanBase } from "../metered/spec.js";
 import { readReply } from "../upstream/read.js";
 import { durationBound, readAudioInfo, type AudioInfo } from "./audio-info.js";
@@ -51,7 +51,7 @@ export interface TranscriptionSpecDeps {
 }
 
 export function createTranscriptionSpec(deps: TranscriptionSpecDeps): MeteredSpec<TranscriptionCall, SttModelConfig, TranscriptionPlan, TranscriptionAnswer, AudioUpload> {
-  const resolve = (name: string, caller: Caller) => resolveModel(deps.sttModels, deps.aliases, name, (m) => appAllowsTool(caller.app, m), deps.serves, "transcription model");
+  const resolve = (name: string, caller: Caller) => resolveModel(deps.sttModels, deps.aliases, name, (m) => appAllowsListed(caller.app, m), deps.serves, "transcription model");
   void sweepSpool(deps.spoolDir);
   return {
     what: "Transcription",

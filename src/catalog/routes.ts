@@ -9,7 +9,7 @@ import { fleetModels, type FleetConfig, type ModelKind } from "../config/fleet.j
 import type { AppConfig } from "../config/schema.js";
 import { notFound } from "../http/errors.js";
 import { jsonResponse } from "../http/json.js";
-import { appAllows, appAllowsTool, type Aliases } from "../metered/models.js";
+import { appAllows, appAllowsListed, appAllowsTool, type Aliases } from "../metered/models.js";
 
 export interface CatalogDeps {
   keyring: Keyring;
@@ -55,7 +55,12 @@ export function createCatalogRoutes(deps: CatalogDeps) {
   function allows(key: KeyIdentity): (model: string) => boolean {
     if (!key.appId) return (model) => deps.kinds.has(model);
     const app = deps.apps.get(key.appId);
-    return app ? (model) => (deps.kinds.get(model) === "chat" ? appAllows(app, model) : appAllowsTool(app, model) && deps.kinds.has(model)) : () => false;
+    if (!app) return () => false;
+    return (model) => {
+      const kind = deps.kinds.get(model);
+      if (kind === "chat") return appAllows(app, model);
+      return kind === "embeddings" ? appAllowsTool(app, model) : kind !== undefined && appAllowsListed(app, model);
+    };
   }
 
   async function models(event: H3Event): Promise<Response> {

@@ -1,11 +1,11 @@
 // A model's limits applied before the upstream call (docs/api.md#limits): default system prompt,
 // temperature clamp, max_tokens clamp and fit, history trimmed by whole rounds (or, for an agent's
-// dialect, never trimmed: refused with its count), vision check. The tool definitions count as part
-// of the prompt. Trimming counts tokens only as far as they decide what is kept, without stalling
-// the event loop.
+// dialect, never trimmed: refused with its count), the parts the model accepts (images, audio,
+// files), each costing its declared worst case. The tool definitions count as part of the prompt.
+// Trimming counts tokens only as far as they decide what is kept, without stalling the event loop.
 import type { AppConfig, ModelConfig } from "../config/schema.js";
 import { GatewayError, badRequest } from "../http/errors.js";
-import { boundMessage } from "../tokens/counter.js";
+import { boundMessage, type PartCosts } from "../tokens/counter.js";
 import { createTally, type KnownCounts, type Tally, type TokenGroup } from "../tokens/tally.js";
 import type { ChatMessage, ChatRequest } from "./request-schema.js";
 
@@ -49,8 +49,9 @@ export async function applyLimits(
   app: AppConfig | undefined,
   opts: LimitOptions = {},
 ): Promise<LimitedChat> {
-  // 1. Vision: an image to a text-only model is the caller's mistake, not something to drop silently.
-  assertVision(messages, model);
+  // 1. Parts: an image, audio or a file to a model that does not take them is the caller's mistake,
+  //    not something to drop silently.
+  assertParts(messages, model);
 
   // 2. Default system prompt when the conversation has none.
   const withSystem = prependSystemPrompt(messages, model, app, opts.renderPrompt ?? ((prompt) => prompt));
@@ -66,10 +67,11 @@ export async function applyLimits(
   //    tool definitions are counted as one more system message (never sent as one).
   const counted = req.tools === undefined ? withSystem : [...withSystem, toolsMessage(req.tools)];
   const sent = (kept: ChatMessage[]) => (counted === withSystem ? kept : kept.slice(0, -1));
-  const tally = () => createTally(counted, model.tokenizer, { known: opts.known });
+  const parts = partCosts(model);
+  const tally = () => createTally(counted, model.tokenizer, { known: opts.known, parts });
   const budget = model.maxContext - maxTokens;
   let bound = 0;
-  for (const m of counted) bound += boundMessage(m);
+  for (const m of counted) bound += boundMessage(m, parts);
   if (bound <= budget) return { messages: withSystem, temperature, maxTokens, ...prompt(bound, () => tally().group(counted.keys())) };
 
   // 6. An agent's history is whole or refused; other chats trim it by whole rounds to fit maxContext - maxTokens.
@@ -107,11 +109,25 @@ function prompt(bound: number, counted: () => TokenGroup): Pick<LimitedChat, "pr
   return { promptBound: bound, countPrompt: () => (tokens ??= counted().count()) };
 }
 
-function assertVision(messages: ChatMessage[], model: ModelConfig): void {
-  if (model.vision) return;
+/** What a part the model takes may cost at most (docs/configuration.md#llmmodels). */
+export function partCosts(model: ModelConfig): PartCosts {
+  return { image_url: model.maxImageTokens, input_audio: model.maxAudioTokens, file: model.maxFileTokens };
+}
+
+const PART_NEEDS = [
+  { type: "image_url", allowed: (m: ModelConfig) => m.vision, code: "vision_not_supported", what: "images" },
+  { type: "input_audio", allowed: (m: ModelConfig) => m.audioInput, code: "audio_not_supported", what: "audio" },
+  { type: "file", allowed: (m: ModelConfig) => m.fileInput, code: "file_not_supported", what: "files" },
+] as const;
+
+function assertParts(messages: ChatMessage[], model: ModelConfig): void {
+  const refused = PART_NEEDS.filter((need) => !need.allowed(model));
+  if (refused.length === 0) return;
   messages.forEach((m, i) => {
-    if (Array.isArray(m.content) && m.content.some((p) => p.type === "image_url")) {
-      throw badRequest("vision_not_supported", `Model ${model.model} does not accept images.`, `messages[${i}].content`);
+    if (!Array.isArray(m.content)) return;
+    for (const part of m.content) {
+      const need = refused.find((n) => n.type === part.type);
+      if (need) throw badRequest(need.code, `Model ${model.model} does not accept ${need.what}.`, `messages[${i}].content`);
     }
   });
 }

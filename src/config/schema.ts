@@ -73,6 +73,15 @@ const modelSchema = z.strictObject({
   quoteMaxToken: z.number().int().nonnegative().default(2000),
   maxTemperature: z.number().nonnegative().default(1.2),
   vision: z.boolean().default(false),
+  // issue 27: parts that are not text cost a declared worst case (docs/configuration.md#llmmodels)
+  /** the most tokens one image may take: its worst case in the budget hold and the context check */
+  maxImageTokens: z.number().int().nonnegative().default(1536),
+  /** accepts `input_audio` parts, each taking at most `maxAudioTokens` */
+  audioInput: z.boolean().default(false),
+  maxAudioTokens: z.number().int().nonnegative().default(4096),
+  /** accepts `file` parts, each taking at most `maxFileTokens` */
+  fileInput: z.boolean().default(false),
+  maxFileTokens: z.number().int().nonnegative().default(8192),
   defaultSystemChatPrompt: z.string().default(""),
   inputPrice: z.number().nonnegative().default(0),
   outputPrice: z.number().nonnegative().default(0),
@@ -255,7 +264,17 @@ export const configSchema = z
     /** Names clients use for configured models: a model name or a `*` glob → a configured model. */
     aliases: z.record(z.string().min(1).max(200), name).default({}),
     /** The Responses API's stored responses (`store: true`). */
-    responses: z.strictObject({ retentionDays: z.number().positive().max(3650).default(30) }).prefault({}),
+    responses: z
+      .strictObject({
+        retentionDays: z.number().positive().max(3650).default(30),
+        // issue 27: what an app may keep (docs/configuration.md#responses)
+        /** the most UTF-8 bytes one kept response (its conversation and answer) may take */
+        maxBytes: z.number().int().positive().default(2 * MIB),
+        /** an app's live stored responses, in rows and in bytes */
+        maxRowsPerApp: z.number().int().positive().default(10_000),
+        maxBytesPerApp: z.number().int().positive().default(256 * MIB),
+      })
+      .prefault({}),
   })
   .superRefine(checkReferences);
 

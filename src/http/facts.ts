@@ -5,7 +5,7 @@ import type { RequestRecord } from "../observability/observer.js";
 export type RequestFacts = Partial<
   Pick<
     RequestRecord,
-    "requestId" | "appId" | "keyName" | "shareId" | "model" | "channel" | "attempts" | "stream" | "inputTokens" | "outputTokens" | "points" | "ttftMs" | "errorCode" | "finishReason" | "upstreamMessage"
+    "requestId" | "appId" | "keyName" | "shareId" | "model" | "channel" | "attempts" | "stream" | "inputTokens" | "outputTokens" | "points" | "ttftMs" | "errorCode" | "finishReason" | "upstreamMessage" | "pointsOverHold"
   >
 >;
 

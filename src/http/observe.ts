@@ -84,6 +84,7 @@ function recordOf(
     errorCode: f.errorCode,
     finishReason: f.finishReason,
     upstreamMessage: f.upstreamMessage,
+    pointsOverHold: f.pointsOverHold,
     internalError,
   };
 }

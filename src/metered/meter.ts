@@ -55,9 +55,13 @@ export class Meter {
     this.#ended = true;
     const outcome = !t.cut ? "ok" : t.cut instanceof UpstreamError ? t.cut.outcome : "http_error";
     this.deps.observer.upstreamFinished(this.channel, this.model, outcome);
-    Object.assign(this.facts, { inputTokens: t.inputTokens, outputTokens: t.outputTokens, points: t.points, finishReason: t.finishReason });
-    await Promise.all([this.#row(t.cut?.status ?? 200, t), ...also]);
-    this.reservation.settle(t.points);
+    // never past the hold: a budget spends at most what it held (docs/api.md#budgets); what the
+    // upstream's usage says beyond it goes on the request log for the operator
+    const points = Math.min(t.points, this.reservation.held);
+    if (points < t.points) this.facts.pointsOverHold = t.points - points;
+    Object.assign(this.facts, { inputTokens: t.inputTokens, outputTokens: t.outputTokens, points, finishReason: t.finishReason });
+    await Promise.all([this.#row(t.cut?.status ?? 200, { ...t, points }), ...also]);
+    this.reservation.settle(points);
   }
 
   /** Nothing was generated: the hold released, and a usage row with `status` once a channel was

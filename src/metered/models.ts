@@ -35,11 +35,16 @@ export function appAllows(app: AppConfig, model: string): boolean {
   return (app.models ?? [app.model]).includes(model);
 }
 
-/** What an app may use of the kinds that are its workflows' tools rather than its assistant —
- *  embeddings, rerank, speech, transcription (docs/fleet.md#apps): its `models`, or every one when it
- *  lists none. */
+/** What an app may use of the embedding models, its workflows' knowledge bases (docs/fleet.md#apps):
+ *  its `models`, or every one when it lists none. */
 export function appAllowsTool(app: AppConfig, model: string): boolean {
   return !app.models || app.models.includes(model);
+}
+
+/** What an app may use of rerank, speech and transcription models — a `requestUrl` rerank may be a
+ *  paid third party (docs/fleet.md#apps): those its `models` list, none when it lists none. */
+export function appAllowsListed(app: AppConfig, model: string): boolean {
+  return app.models?.includes(model) === true;
 }
 
 /**

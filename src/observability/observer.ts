@@ -29,6 +29,8 @@ export interface RequestRecord {
   errorCode?: string;
   /** why the answer ended: the upstream's finish reason, or client_abort, upstream_error, shutdown */
   finishReason?: string;
+  /** points the upstream's usage came to beyond the budget's hold: not charged (docs/api.md#budgets) */
+  pointsOverHold?: number;
   /** an upstream's own error message (redacted), for the operator */
   upstreamMessage?: string;
   /** what a 500 internal_error caught, for the operator's log (never sent to the client) */

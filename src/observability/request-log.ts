@@ -12,7 +12,7 @@ export function createRequestLog(logger: Logger): Observer {
     requestStarted() {},
 
     requestFinished(r: RequestRecord) {
-      const level = r.status >= 500 ? "error" : r.status >= 400 ? "warn" : "info";
+      const level = r.status >= 500 ? "error" : r.status >= 400 || r.pointsOverHold !== undefined ? "warn" : "info";
       if (!logger.isLevelEnabled(level)) return;
       logger[level](
         {
@@ -30,6 +30,7 @@ export function createRequestLog(logger: Logger): Observer {
           inputTokens: r.inputTokens,
           outputTokens: r.outputTokens,
           points: r.points,
+          pointsOverHold: r.pointsOverHold,
           durationMs: tenths(r.durationMs),
           ttftMs: r.ttftMs === undefined ? undefined : tenths(r.ttftMs),
           errorCode: r.errorCode,

@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import type { ReRankModelConfig } from "../config/schema.js";
 import { jsonResponse } from "../http/json.js";
 import type { Caller } from "../metered/caller.js";
-import { appAllowsTool, resolveModel, type Aliases } from "../metered/models.js";
+import { appAllowsListed, resolveModel, type Aliases } from "../metered/models.js";
 import type { WorstCase } from "../metered/quota.js";
 import type { MeteredSpec, PlanBase } from "../metered/spec.js";
 import { badUpstreamReply } from "../upstream/errors.js";
@@ -35,7 +35,7 @@ export function createRerankSpec(deps: RerankSpecDeps): MeteredSpec<RerankReques
   return {
     what: "Rerank",
     parse: ({ body }) => parseRerankRequest(body),
-    model: (req, caller) => resolveModel(deps.rerankModels, deps.aliases, req.model, (m) => appAllowsTool(caller.app, m), deps.serves, "rerank model"),
+    model: (req, caller) => resolveModel(deps.rerankModels, deps.aliases, req.model, (m) => appAllowsListed(caller.app, m), deps.serves, "rerank model"),
     least: (model) => rerankPoints(model, 1),
     async prepare({ req, caller, model }) {
       checkDocumentCount(req, model);

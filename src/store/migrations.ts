@@ -153,6 +153,15 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX responses_by_expiry ON responses (expires_at);
   `,
+  // issue 27: a stored response's UTF-8 bytes, for its app's quota (docs/store.md#responses), counted
+  //    now for the rows kept before; an index to find the responses continued from one (deleted with
+  //    it) and one to sum an app's live responses without reading them.
+  `
+  ALTER TABLE responses ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+  UPDATE responses SET bytes = length(CAST(input AS BLOB)) + length(CAST(output AS BLOB));
+  CREATE INDEX responses_by_previous ON responses (app_id, previous_id);
+  CREATE INDEX responses_by_app ON responses (app_id, expires_at, bytes);
+  `,
 ];
 
 /** Brings the database to the latest schema version; refuses a database made by a newer build. */

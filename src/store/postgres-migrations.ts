@@ -103,6 +103,15 @@ export const PG_MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX responses_by_expiry ON responses (expires_at);
   `,
+  // issue 27: as SQLite's: a stored response's UTF-8 bytes (its app's quota, docs/store.md#responses),
+  //    counted now for the rows kept before; the responses continued from one, found by index
+  //    (deleted with it); an app's live responses summed from an index.
+  `
+  ALTER TABLE responses ADD COLUMN bytes bigint NOT NULL DEFAULT 0;
+  UPDATE responses SET bytes = octet_length(input) + octet_length(output);
+  CREATE INDEX responses_by_previous ON responses (app_id, previous_id);
+  CREATE INDEX responses_by_app ON responses (app_id, expires_at) INCLUDE (bytes);
+  `,
 ];
 
 /** Any constant: the advisory lock every Sluice instance takes around its migration. */

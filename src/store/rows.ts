@@ -1,7 +1,7 @@
 // What both stores make of their rows the same way: a chat's title, its owner columns and who may use
 // it, the newest messages of its rounds within a count and a byte bound, a usage row's values and
-// what it adds to the budgets, and how long records last.
-import type { ChatInfo, ChatMessage, ChatOwner, UsageRow } from "./types.js";
+// what it adds to the budgets, a stored response's bytes, and how long records last.
+import type { ChatInfo, ChatMessage, ChatOwner, StoredResponse, UsageRow } from "./types.js";
 
 const TITLE_MAX_CHARS = 60;
 
@@ -12,6 +12,12 @@ export const SHARE_UID_KEEP_MS = 30 * 24 * 60 * 60 * 1000;
  *  live rows, at a small cost per call. */
 export const PURGE_EVERY = 16;
 export const PURGE_ROWS = 256;
+
+/** What a stored response takes against its app's quota: the UTF-8 bytes of its input and output
+ *  (docs/store.md#responses). */
+export function responseBytes(r: Pick<StoredResponse, "input" | "output">): number {
+  return Buffer.byteLength(r.input, "utf8") + Buffer.byteLength(r.output, "utf8");
+}
 
 /** The first user turn, whitespace collapsed, cut to 60 characters (code points, not UTF-16 units). */
 export function titleFrom(user: string): string {

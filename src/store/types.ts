@@ -194,10 +194,15 @@ export interface Store {
   findShareUid(shareId: string, tokenDigest: string, since: number): Promise<string | undefined>;
   /** Keeps a response (replacing one of the same app and id). Expired rows are purged now and then. */
   saveResponse(row: StoredResponse): Promise<void>;
-  /** The app's response, or undefined when missing, of another app, or expired at `now`. */
-  getResponse(appId: string, id: string, now: number): Promise<StoredResponse | undefined>;
-  /** Deletes the app's response; false when there was none live at `now` (default: the clock). */
-  deleteResponse(appId: string, id: string, now?: number): Promise<boolean>;
+  /** The app's response, or undefined when missing, of another app, or expired at `now`; with
+   *  `keyName`, only a response that key made (an app that does not share its chats). */
+  getResponse(appId: string, id: string, now: number, keyName?: string): Promise<StoredResponse | undefined>;
+  /** Deletes the app's response (with `keyName`: only one that key made) and every response of the
+   *  app continued from it, at any depth (their input holds its conversation); false when there was
+   *  none live at `now` (default: the clock). */
+  deleteResponse(appId: string, id: string, now?: number, keyName?: string): Promise<boolean>;
+  /** The app's live responses at `now`: how many, and their UTF-8 bytes (input and output). */
+  responseUsage(appId: string, now: number): Promise<{ rows: number; bytes: number }>;
   /** Resolves when the store answers; rejects otherwise (used by /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -9,9 +9,14 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 /** A message as counting sees it: any chat message (src/chat/request-schema.ts) is one. */
 export interface ChatMessage {
   role: string;
-  content: string | RawText | ReadonlyArray<{ type: string; text?: string }> | null;
+  content: string | RawText | ReadonlyArray<{ type: string; text?: string; refusal?: unknown }> | null;
   tool_calls?: unknown;
 }
+
+/** The worst-case tokens of one content part that is not text (an image, audio, a file), by its
+ *  type: what the model declares it may take (docs/configuration.md#llmmodels). A type not listed
+ *  costs nothing. */
+export type PartCosts = Readonly<Record<string, number>>;
 import { RawText } from "../http/raw-text.js";
 
 export type TokenizerName = "cl100k_base" | "o200k_base";
@@ -240,8 +245,21 @@ export function messageText(content: ChatMessage["content"]): string {
   if (!content) return "";
   if (content instanceof RawText) return content.text();
   let text = "";
-  for (const part of content) if (part.type === "text") text += (text ? "\n" : "") + (part.text ?? "");
+  for (const part of content) {
+    const value = part.type === "text" ? part.text : part.type === "refusal" && typeof part.refusal === "string" ? part.refusal : undefined;
+    if (value !== undefined) text += (text ? "\n" : "") + value;
+  }
   return text;
+}
+
+/** The worst-case tokens of a message's parts that are not text: images, audio and files cost what
+ *  the model declares they may take, whatever their bytes (docs/api.md#limits). */
+export function partTokens(message: ChatMessage, costs: PartCosts | undefined): number {
+  const { content } = message;
+  if (!costs || !Array.isArray(content)) return 0;
+  let total = 0;
+  for (const part of content as ReadonlyArray<{ type: string }>) total += costs[part.type] ?? 0;
+  return total;
 }
 
 /** The text of the last user message; "" when there is none. */
@@ -273,12 +291,12 @@ export function countMessage(message: ChatMessage, tokenizer: TokenizerName = "c
   return countText(countedText(message), tokenizer) + MESSAGE_OVERHEAD;
 }
 
-/** An upper bound of countMessage that costs one byte-length pass. */
-export function boundMessage(message: ChatMessage): number {
+/** An upper bound of countMessage (with its parts' worst case) that costs one byte-length pass. */
+export function boundMessage(message: ChatMessage, costs?: PartCosts): number {
   const { content } = message;
   const bytes = content instanceof RawText ? content.bytes : Buffer.byteLength(messageText(content), "utf8");
   const calls = message.tool_calls === undefined ? 0 : Buffer.byteLength(toolCallsText(message.tool_calls), "utf8");
-  return bytes + calls + message.role.length + 1 + MESSAGE_OVERHEAD;
+  return bytes + calls + message.role.length + 1 + MESSAGE_OVERHEAD + partTokens(message, costs);
 }
 
 export function countMessages(messages: ChatMessage[], tokenizer: TokenizerName = "cl100k_base"): number {

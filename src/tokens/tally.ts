@@ -3,7 +3,19 @@
 // tokens lie between what is counted so far and that plus the bytes not counted yet. A question
 // such as "do these messages fit in N tokens?" counts until the bounds answer it, and a count once
 // made is kept for the next question (and, for a conversation's messages, for its next request).
-import { createPacer, countParts, countedText, boundMessage, MESSAGE_OVERHEAD, type ChatMessage, type Pacer, type Part, type TokenizerName } from "./counter.js";
+import {
+  createPacer,
+  countParts,
+  countedText,
+  boundMessage,
+  partTokens,
+  MESSAGE_OVERHEAD,
+  type ChatMessage,
+  type Pacer,
+  type Part,
+  type PartCosts,
+  type TokenizerName,
+} from "./counter.js";
 
 /** Exact counts of a conversation's messages kept between its requests (see history-counts.ts). */
 export interface KnownCounts {
@@ -13,10 +25,12 @@ export interface KnownCounts {
   set(key: string, tokens: number): void;
 }
 
-/** One message's tokens (as countMessage counts them), narrowed part by part. */
+/** One message's tokens (as countMessage counts them, plus its parts' worst case), narrowed part by part. */
 class MessageTally {
-  lower = MESSAGE_OVERHEAD;
+  lower: number;
   upper: number;
+  /** the worst case of its parts that are not text: known at once, never counted */
+  private readonly fixed: number;
   private parts: Generator<Part, void> | undefined;
   private text = "";
   private at = 0;
@@ -26,8 +40,11 @@ class MessageTally {
     private readonly message: ChatMessage,
     private readonly tokenizer: TokenizerName,
     private readonly known: KnownCounts | undefined,
+    costs: PartCosts | undefined,
   ) {
-    this.upper = boundMessage(message);
+    this.fixed = partTokens(message, costs);
+    this.lower = MESSAGE_OVERHEAD + this.fixed;
+    this.upper = boundMessage(message, costs);
   }
 
   get done(): boolean {
@@ -41,11 +58,11 @@ class MessageTally {
       this.key = this.known?.keyOf(this.text);
       const known = this.key === undefined ? undefined : this.known!.get(this.key);
       if (known !== undefined) {
-        this.lower = this.upper = known;
+        this.lower = this.upper = known + this.fixed;
         return;
       }
       this.parts = countParts(this.text, this.tokenizer);
-      this.upper = MESSAGE_OVERHEAD + Buffer.byteLength(this.text, "utf8");
+      this.upper = MESSAGE_OVERHEAD + this.fixed + Buffer.byteLength(this.text, "utf8");
     }
     const next = this.parts.next();
     if (next.done) {
@@ -56,13 +73,16 @@ class MessageTally {
       this.upper -= Buffer.byteLength(this.text.slice(this.at, end), "utf8") - tokens;
       this.at = end;
     }
-    if (this.done && this.key !== undefined) this.known!.set(this.key, this.lower);
+    // kept without its parts: the key is the text's, and a message with other parts may share it
+    if (this.done && this.key !== undefined) this.known!.set(this.key, this.lower - this.fixed);
   }
 }
 
 export interface TallyOptions {
   known?: KnownCounts;
   pacer?: Pacer;
+  /** the model's worst case of each part that is not text */
+  parts?: PartCosts;
 }
 
 /**
@@ -144,7 +164,7 @@ export function createTally(messages: ChatMessage[], tokenizer: TokenizerName, o
   const pacer = opts.pacer ?? createPacer();
   const tallyOf = (i: number) => {
     let t = tallies.get(i);
-    if (!t) tallies.set(i, (t = new MessageTally(messages[i]!, tokenizer, opts.known)));
+    if (!t) tallies.set(i, (t = new MessageTally(messages[i]!, tokenizer, opts.known, opts.parts)));
     return t;
   };
   return {

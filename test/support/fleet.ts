@@ -14,13 +14,15 @@ import { startCompletionsUpstream, type CompletionsUpstream } from "./completion
 import { startGateway, type StartedGateway } from "./gateway.js";
 import { startRerankUpstream, type RerankUpstream } from "./rerank-upstream.js";
 
-/** An app without `models`: its default chat model and every model of the other kinds. */
+/** An app whose `models` list its default chat model and every model of the other kinds. */
 export const FLEET_KEY = "sk-fleet-app-key-0001";
-/** An app with 0.01 points of budget. */
+/** An app with 0.01 points of budget (its `models` as FLEET_KEY's). */
 export const TIGHT_KEY = "sk-fleet-tight-key-0002";
 /** An app whose `models` list a chat model and the rerank model only. */
 export const LISTED_KEY = "sk-fleet-listed-key-0003";
 export const FLEET_GLOBAL_KEY = "sk-fleet-global-key-0004";
+/** An app without `models`: its default chat model only (no rerank, speech or transcription model). */
+export const BARE_KEY = "sk-fleet-bare-key-0006";
 export const REQUEST_AUTH = "rr-own-url-secret-0005";
 /** server.audioLimitBytes in these tests */
 export const AUDIO_LIMIT = 256 * 1024;
@@ -41,6 +43,9 @@ export interface Fleet {
   /** POST a JSON body with a key (FLEET_KEY unless given; null sends none) */
   post(path: string, body: unknown, key?: string | null): Promise<Response>;
 }
+
+/** Every model of the fleet but `chat-only`. */
+const FLEET_MODELS = ["qwen-coder", "bge-reranker", "remote-reranker", "cosyvoice", "whisper-large-v3", "sensevoice"];
 
 export function fleetConfig(f: Pick<Fleet, "rerank" | "ownRerank" | "audio" | "code" | "spoolDir">, extra: Record<string, unknown> = {}): Record<string, unknown> {
   const channel = (name: string, baseUrl: string, models: string[], priority: number) => ({ name, baseUrl, key: `channel-key-${name}`, models, priority, healthCheck: { intervalMs: 0 } });
@@ -69,15 +74,17 @@ export function fleetConfig(f: Pick<Fleet, "rerank" | "ownRerank" | "audio" | "c
     sttModels: [{ model: "sensevoice", charsPointsPrice: 1 }],
     aliases: { "tts-1": "cosyvoice", "whisper-1": "whisper-large-v3", "rerank-*": "bge-reranker", "gpt-3.5-turbo-instruct": "qwen-coder" },
     apps: [
-      { id: "fleet", model: "qwen-coder" },
-      { id: "tight", model: "qwen-coder", maxUsagePoints: 0.01 },
+      { id: "fleet", model: "qwen-coder", models: FLEET_MODELS },
+      { id: "tight", model: "qwen-coder", models: FLEET_MODELS, maxUsagePoints: 0.01 },
       { id: "listed", model: "chat-only", models: ["chat-only", "bge-reranker"] },
+      { id: "bare", model: "qwen-coder" },
     ],
     apiKeys: [
       { name: "fleet-key", kind: "app", appId: "fleet", key: FLEET_KEY },
       { name: "tight-key", kind: "app", appId: "tight", key: TIGHT_KEY },
       { name: "listed-key", kind: "app", appId: "listed", key: LISTED_KEY },
       { name: "ops", kind: "global", key: FLEET_GLOBAL_KEY },
+      { name: "bare-key", kind: "app", appId: "bare", key: BARE_KEY },
     ],
     ...extra,
   };

@@ -206,6 +206,50 @@ export function describeRecordContract(current: () => Store): void {
       expect(await store.deleteResponse("support", "live")).toBe(true);
     });
 
+    it("reads and deletes a key's response for that key only, when asked by key (issue 27)", async () => {
+      const store = current();
+      await store.saveResponse(response({ id: "r", keyName: "web" }));
+      expect(await store.getResponse("support", "r", T0, "web")).toBeDefined();
+      expect(await store.getResponse("support", "r", T0, "other")).toBeUndefined();
+      expect(await store.deleteResponse("support", "r", T0, "other")).toBe(false);
+      expect(await store.getResponse("support", "r", T0)).toBeDefined();
+      expect(await store.deleteResponse("support", "r", T0, "web")).toBe(true);
+      expect(await store.getResponse("support", "r", T0)).toBeUndefined();
+    });
+
+    it("deletes every response continued from a deleted one, at any depth, and nothing else (issue 27)", async () => {
+      const store = current();
+      // root ← child ← grandchild, root ← sibling; an unrelated one; another app's child of the same id
+      await store.saveResponse(response({ id: "root" }));
+      await store.saveResponse(response({ id: "child", previousId: "root" }));
+      await store.saveResponse(response({ id: "grandchild", previousId: "child", keyName: "ops" }));
+      await store.saveResponse(response({ id: "sibling", previousId: "root" }));
+      await store.saveResponse(response({ id: "apart" }));
+      await store.saveResponse(response({ id: "theirs", appId: "sales", previousId: "root" }));
+      expect(await store.deleteResponse("support", "child", T0)).toBe(true);
+      expect(await store.getResponse("support", "grandchild", T0)).toBeUndefined();
+      expect(await store.getResponse("support", "root", T0)).toBeDefined();
+      expect(await store.getResponse("support", "sibling", T0)).toBeDefined();
+      expect(await store.deleteResponse("support", "root", T0, "web")).toBe(true);
+      for (const id of ["root", "sibling"]) expect(await store.getResponse("support", id, T0)).toBeUndefined();
+      expect(await store.getResponse("support", "apart", T0)).toBeDefined();
+      expect(await store.getResponse("sales", "theirs", T0)).toBeDefined();
+    });
+
+    it("counts an app's live responses and their UTF-8 bytes (issue 27)", async () => {
+      const store = current();
+      expect(await store.responseUsage("support", T0)).toEqual({ rows: 0, bytes: 0 });
+      await store.saveResponse(response({ id: "a", input: "[\"é\"]", output: "{}" }));
+      await store.saveResponse(response({ id: "b", input: "[]", output: "{\"x\":1}" }));
+      await store.saveResponse(response({ id: "old", input: "[]", output: "{}", expiresAt: T0 + 10 }));
+      await store.saveResponse(response({ id: "c", appId: "sales" }));
+      expect(await store.responseUsage("support", T0)).toEqual({ rows: 3, bytes: 6 + 2 + 2 + 7 + 2 + 2 });
+      expect(await store.responseUsage("support", T0 + 10)).toEqual({ rows: 2, bytes: 6 + 2 + 2 + 7 });
+      // saved again: counted once, at its new size
+      await store.saveResponse(response({ id: "b", input: "[]", output: "{}" }));
+      expect(await store.responseUsage("support", T0 + 10)).toEqual({ rows: 2, bytes: 6 + 2 + 2 + 2 });
+    });
+
     it("purges expired responses as new ones are saved, keeping the live ones", { timeout: 30_000 }, async () => {
       const store = current();
       await Promise.all(Array.from({ length: 300 }, (_, i) => store.saveResponse(response({ id: `old-${i}`, expiresAt: T0 + 1000 }))));

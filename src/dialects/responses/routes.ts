@@ -1,26 +1,32 @@
 // GET and DELETE /v1/responses/{id} (docs/codex.md#store-and-previous_response_id): a stored response,
-// for the app that made it only (404 for any other, as for one missing or expired).
+// for the key that made it (any key of its app when the app shares its chats): 404 for any other,
+// as for one missing or expired. A delete takes the responses continued from it along.
 import type { H3Event } from "h3";
 import type { Keyring } from "../../auth/keys.js";
+import type { AppConfig } from "../../config/schema.js";
 import { jsonResponse } from "../../http/json.js";
 import type { Store } from "../../store/types.js";
 import { responseNotFound } from "./errors.js";
-import { deletedResponse, storedResponse } from "./stored.js";
+import { deletedResponse, storedResponse, storedScope } from "./stored.js";
 
-export function createResponseRoutes(deps: { keyring: Keyring; store: Store }) {
-  const appOf = async (event: H3Event) => (await deps.keyring.authenticateFresh(event.req.headers.get("authorization"))).appId;
+export function createResponseRoutes(deps: { keyring: Keyring; apps: Map<string, AppConfig>; store: Store }) {
+  const scopeOf = async (event: H3Event) => {
+    const key = await deps.keyring.authenticateFresh(event.req.headers.get("authorization"));
+    const app = key.appId === undefined ? undefined : deps.apps.get(key.appId);
+    return app ? storedScope(app, key.name) : undefined;
+  };
   const idOf = (event: H3Event) => decodeURIComponent(event.context.params?.id ?? "");
   return {
     async get(event: H3Event): Promise<Response> {
-      const appId = await appOf(event);
-      const row = appId ? await deps.store.getResponse(appId, idOf(event), Date.now()) : undefined;
+      const scope = await scopeOf(event);
+      const row = scope ? await deps.store.getResponse(scope.appId, idOf(event), Date.now(), scope.keyName) : undefined;
       if (!row) throw responseNotFound();
       return jsonResponse(storedResponse(row));
     },
     async delete(event: H3Event): Promise<Response> {
-      const appId = await appOf(event);
+      const scope = await scopeOf(event);
       const id = idOf(event);
-      if (!appId || !(await deps.store.deleteResponse(appId, id, Date.now()))) throw responseNotFound();
+      if (!scope || !(await deps.store.deleteResponse(scope.appId, id, Date.now(), scope.keyName))) throw responseNotFound();
       return jsonResponse(deletedResponse(id));
     },
   };

@@ -2,6 +2,7 @@
 // as input items (the previous response's conversation, then this request's input) and the Response
 // object itself. A follow-up's `previous_response_id` continues from both, so a chain of any length
 // is read in one look-up; the previous instructions are not carried over (the API's rule).
+import type { AppConfig } from "../../config/schema.js";
 import type { StoredResponse } from "../../store/types.js";
 import type { InputItem } from "./request-schema.js";
 import type { OutputItem, ResponseObject } from "./response-object.js";
@@ -11,6 +12,12 @@ import type { ResponsesCtx } from "./to-chat.js";
 export type StoredResponseRow = StoredResponse;
 
 const DAY_MS = 86_400_000;
+
+/** Whose stored responses a key reads, continues and deletes: its app's, and of them only its own
+ *  unless the app shares its chats (`sharedChats`, docs/codex.md#store-and-previous_response_id). */
+export function storedScope(app: AppConfig, keyName: string | undefined): { appId: string; keyName?: string } {
+  return app.sharedChats ? { appId: app.id } : { appId: app.id, keyName: keyName ?? "" };
+}
 
 /** The row to save for `response`, or undefined when the request said `store: false`. */
 export function storedRow(
