@@ -103,7 +103,8 @@ describe("usage per kind", () => {
       { kind: "embeddings", requests: 0, inputTokens: 0, outputTokens: 0, points: 0 },
       { kind: "rerank", requests: 1, inputTokens: rerank.inputTokens, outputTokens: 0, points: rerank.points },
       { kind: "speech", requests: 1, inputTokens: 11, outputTokens: 0, points: 0.033 },
-      { kind: "transcription", requests: 1, inputTokens: 3, outputTokens: 0, points: 0.25 },
+      // the model reports whole seconds (3 s for a 2.5 s file) and the larger of file and model is billed
+      { kind: "transcription", requests: 1, inputTokens: 3, outputTokens: 0, points: 0.3 },
     ]);
     expect(await (await get("/api/v1/usage", FLEET_GLOBAL_KEY)).json()).not.toHaveProperty("kinds");
     expect((await expectError(await get("/api/v1/usage?groupBy=kinds", FLEET_GLOBAL_KEY), 400, "invalid_request")).param).toBe("groupBy");
