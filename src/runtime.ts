@@ -21,7 +21,7 @@ import { createEmbeddingsSpec } from "./embeddings/spec.js";
 import { createSpeechSpec } from "./audio/speech-spec.js";
 import { createTranscriptionSpec } from "./audio/transcription-spec.js";
 import { createRerankSpec } from "./rerank/spec.js";
-import { readJsonBody } from "./http/body.js";
+import { readJsonBody, SMALL_BODY_BYTES } from "./http/body.js";
 import type { Inflight } from "./http/inflight.js";
 import { jsonResponse } from "./http/json.js";
 import type { Reply } from "./http/node.js";
@@ -107,6 +107,8 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
 
   // 2. The metered kinds: specs of the one pipeline, over what every one of them needs.
   const body = { maxBytes: config.server.bodyLimitBytes, maxDepth: config.server.maxJsonDepth };
+  // the dialects' own limit applies to them only, never to chat or the share routes (docs/configuration.md#server)
+  const dialectBody = { ...body, maxBytes: config.server.dialectBodyLimitBytes ?? body.maxBytes };
   const metered: MeteredDeps = {
     body,
     inflight: shared.inflight,
@@ -120,12 +122,13 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     store: shared.store,
     resolveShareLink: (shareId: unknown, now: number) => resolveShareLink(links, shareId, now),
   };
+  const dialectMetered: MeteredDeps = { ...metered, body: dialectBody };
   const serves = router.serves;
   const chatDeps = { models, aliases, serves, store: shared.store, shareAuth: shared.shareAuth, maxBytes: body.maxBytes, maxTurnBytes: config.server.maxTurnBytes };
   const chat = createChatSpec(chatDeps);
   const embeddings = createEmbeddingsSpec({ vectorModels, aliases, serves });
   const messages = createDialectSpec(chatDeps, anthropicDialect);
-  const responses = createDialectSpec(chatDeps, createResponsesDialect({ store: shared.store, retentionDays: config.responses.retentionDays, maxStoredBytes: body.maxBytes }));
+  const responses = createDialectSpec(chatDeps, createResponsesDialect({ store: shared.store, retentionDays: config.responses.retentionDays, maxStoredBytes: dialectBody.maxBytes }));
   const storedResponses = createResponseRoutes({ keyring, store: shared.store });
   const rerank = createRerankSpec({ rerankModels, aliases, serves });
   const speech = createSpeechSpec({ speechModels, aliases, serves });
@@ -133,7 +136,8 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const completions = createCompletionsSpec({ models, aliases, serves });
 
   // 3. The other routes.
-  const readJson = (event: H3Event) => readJsonBody(event, body);
+  // the share and admin routes take a few fields: a small limit of their own
+  const readJson = (event: H3Event) => readJsonBody(event, { ...body, maxBytes: Math.min(SMALL_BODY_BYTES, body.maxBytes) });
   const share = createShareRoutes({ links, apps, store: shared.store, auth: shared.shareAuth, readJson, state: shared.state, server: config.server, page: config.server.sharePage });
   const catalog = createCatalogRoutes({ keyring, config, kinds, aliases, apps });
   const admin = createAdminRoutes({ keyring, router, reload: shared.reload });
@@ -145,9 +149,9 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     handlers: {
       chat: (e) => runMetered(e, metered, chat),
       embeddings: (e) => runMetered(e, metered, embeddings),
-      messages: (e) => runMetered(e, metered, messages),
-      countTokens: createCountTokensRoute({ ...metered, models, aliases, serves }),
-      responses: (e) => runMetered(e, metered, responses),
+      messages: (e) => runMetered(e, dialectMetered, messages),
+      countTokens: createCountTokensRoute({ ...dialectMetered, models, aliases, serves }),
+      responses: (e) => runMetered(e, dialectMetered, responses),
       rerank: (e) => runMetered(e, metered, rerank),
       speech: (e) => runMetered(e, metered, speech),
       transcription: (e) => runMetered(e, metered, transcription),

@@ -2,12 +2,12 @@
 // strings, an array of token ids, or an array of such arrays), `encoding_format` and `dimensions`.
 // Other OpenAI fields (`user`, …) pass through untouched.
 import { z } from "zod";
-import { parseBody } from "../http/validation.js";
+import { modelName, parseBody } from "../http/validation.js";
 
 const tokenIds = z.array(z.number().int().nonnegative());
 
 export const embeddingsRequestSchema = z.looseObject({
-  model: z.string().min(1),
+  model: modelName(),
   // emptiness and count are checked with the token limits, where the message can name the input
   input: z.union([z.string(), z.array(z.string()), tokenIds, z.array(tokenIds)]),
   encoding_format: z.enum(["float", "base64"]).optional(),

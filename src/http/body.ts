@@ -12,6 +12,9 @@ function tooLarge(limit: number): GatewayError {
   return new GatewayError(413, "request_too_large", `Request body is larger than ${limit} bytes.`, { headers: { connection: "close" } });
 }
 
+/** The limit of the routes that take a few fields (share, admin), whatever bodyLimitBytes says. */
+export const SMALL_BODY_BYTES = 64 * 1024;
+
 export interface BodyLimits {
   maxBytes: number;
   /** deeper nesting is refused before parsing: no later step can overflow the stack on it */

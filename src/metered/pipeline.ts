@@ -57,14 +57,15 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   let meter: Meter | undefined;
   let body: unknown;
   try {
-    // 2. The body, read and validated.
+    // 2. The body, read.
     body = await readBody(event, deps, spec, cancel);
+
+    // 3. The caller (an app key, or a share-link user where the kind admits them), known before the
+    //    body is validated: a caller who may not ask costs no validation; then the body and its model.
+    const caller = identifyCaller(deps, key, (!key && spec.share?.(body)) || {}, time, spec.what);
+    Object.assign(facts, { appId: caller.app.id, keyName: caller.key?.name, shareId: caller.share?.link.shareId });
     const req = spec.parse(body);
     facts.stream = spec.streams?.(req) ?? false;
-
-    // 3. The caller (an app key, or a share-link user where the kind admits them) and the model.
-    const caller = identifyCaller(deps, key, spec.share?.(req) ?? {}, time, spec.what);
-    Object.assign(facts, { appId: caller.app.id, keyName: caller.key?.name, shareId: caller.share?.link.shareId });
     const model = spec.model(req, caller);
     facts.model = model.model;
     const call: Call<Req, Model> = { event, req, caller, model, time, started, cancel, facts };

@@ -33,6 +33,6 @@ export function createCountTokensRoute(deps: CountRouteDeps) {
     const { chat, ctx } = toCountChat(await readJsonBody(event, deps.body, undefined, true));
     const model = resolveModel(deps.models, deps.aliases, ctx.model, (m) => appAllows(caller.app, m), deps.serves);
     factsOf(event).model = model.model;
-    return jsonResponse({ input_tokens: await countInputTokens(chat, model.tokenizer) });
+    return jsonResponse({ input_tokens: await countInputTokens(chat, model) });
   };
 }
