@@ -22,8 +22,9 @@ export interface BodyLimits {
 }
 
 /** The parsed JSON body; 415 for a non-JSON content type, 413 over the size, 400 for malformed or too
- *  deeply nested JSON. `rawTexts`: long message contents of a large body may stay RawTexts (raw-text.ts). */
-export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: Cancel, rawTexts = false): Promise<unknown> {
+ *  deeply nested JSON. `rawTexts`: long message contents of a large body may stay RawTexts (raw-text.ts).
+ *  `check`: runs on the bytes before they are parsed, and may refuse them. */
+export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: Cancel, rawTexts = false, check?: (raw: Buffer) => void): Promise<unknown> {
   const limit = limits.maxBytes;
   const type = event.req.headers.get("content-type");
   if (type && !/^application\/(.+\+)?json\b/i.test(type)) {
@@ -33,6 +34,7 @@ export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: 
   if (declared > limit) throw tooLarge(limit);
   const nodeReq = nodeRequest(event);
   const buf = nodeReq ? await readNodeBody(nodeReq, limit, cancel) : await readWebBody(event.req, limit);
+  check?.(buf);
   const scan = rawTexts ? scanLargeBody(buf, limits.maxDepth) : undefined;
   if (scan && "value" in scan) return scan.value;
   if (scan?.tooDeep) throw tooDeep(limits.maxDepth);

@@ -25,6 +25,12 @@ export interface ShareFields {
   outLinkUid?: string;
 }
 
+const SHARE_ID = Buffer.from('"shareId"');
+
+/** False when a body's bytes cannot hold a `shareId` field (a keyless body without one is refused
+ *  before it is parsed; a key written with JSON escapes counts as absent). */
+export const mayNameShareLink = (raw: Buffer): boolean => raw.includes(SHARE_ID);
+
 /** The share-link fields of a body not validated yet. */
 export function shareFields(body: unknown): ShareFields {
   if (!body || typeof body !== "object") return {};

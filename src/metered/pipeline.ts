@@ -16,7 +16,7 @@ import type { Observer } from "../observability/observer.js";
 import type { Store } from "../store/types.js";
 import { withFailover } from "../upstream/failover.js";
 import type { ChannelRouter } from "../upstream/router.js";
-import { identifyCaller, type CallerDeps } from "./caller.js";
+import { identifyCaller, mayNameShareLink, type CallerDeps } from "./caller.js";
 import { Meter } from "./meter.js";
 import type { Quota } from "./quota.js";
 import { isStreamed, type Call, type MeteredSpec, type PlanBase, type Streamed } from "./spec.js";
@@ -57,8 +57,8 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   let meter: Meter | undefined;
   let body: unknown;
   try {
-    // 2. The body, read.
-    body = await readBody(event, deps, spec, cancel);
+    // 2. The body, read; without a key, one that names no share link is not even parsed.
+    body = await readBody(event, deps, spec, cancel, key ? undefined : refuseUnnamedLink);
 
     // 3. The caller (an app key, or a share-link user where the kind admits them), known before the
     //    body is validated: a caller who may not ask costs no validation; then the body and its model.
@@ -119,10 +119,14 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   }
 }
 
-function readBody(event: H3Event, deps: MeteredDeps, spec: Pick<MeteredSpec<never, never, never, never>, "read" | "rawTexts">, cancel: Cancel): Promise<unknown> {
+function readBody(event: H3Event, deps: MeteredDeps, spec: Pick<MeteredSpec<never, never, never, never>, "read" | "rawTexts">, cancel: Cancel, check?: (raw: Buffer) => void): Promise<unknown> {
   const done = deps.inflight.reading(cancel);
-  const read = spec.read ? spec.read(event, deps.body, cancel) : readJsonBody(event, deps.body, cancel, spec.rawTexts === true);
+  const read = spec.read ? spec.read(event, deps.body, cancel) : readJsonBody(event, deps.body, cancel, spec.rawTexts === true, check);
   return read.finally(done);
+}
+
+function refuseUnnamedLink(raw: Buffer): void {
+  if (!mayNameShareLink(raw)) throw missingApiKey();
 }
 
 /** A streamed answer: its head, its body, and — should the body fail after the head was written —
