@@ -92,6 +92,12 @@ describe("a body is refused at its first wrong item, a list past its bound befor
     expect(await errorOf(res)).toMatchObject({ code: "too_many_documents", message: "documents: A rerank model ranks at most 10 documents per request, got 1000." });
   });
 
+  it("more than 2,048 embeddings inputs: 400 before one is read (before: 400 naming input[0])", async () => {
+    const res = await post("/v1/embeddings", { model: "e", input: Array(3000).fill(null) });
+    expect(res.status).toBe(400);
+    expect(await errorOf(res)).toMatchObject({ param: "input", message: "input: at most 2048 inputs per request, got 3000" });
+  });
+
   it("the Messages and Responses routes bound their lists too", async () => {
     const tools = Array.from({ length: 1001 }, (_, i) => ({ name: `t${i}`, input_schema: {} }));
     const messages = await post("/v1/messages", { model: "m", max_tokens: 10, messages: hi, tools }, anthropic);
