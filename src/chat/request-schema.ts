@@ -6,7 +6,7 @@ import { listOf, modelName, parseBody, stopStrings } from "../http/validation.js
 
 // What one request may hold (docs/api.md#request-bounds): OpenAI's own bounds where it has them
 /** OpenAI's bound on `messages` */
-export const MAX_CHAT_MESSAGES = 2048;
+const MAX_CHAT_MESSAGES = 2048;
 const MAX_PARTS = 1000;
 /** OpenAI's bound on `tools` */
 const MAX_TOOLS = 128;
