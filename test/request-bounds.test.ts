@@ -172,7 +172,7 @@ describe("model names are bounded, and globs match in linear time", () => {
 describe("over-context prompts are counted no further than the context", () => {
   const long = words(4000, "w");
 
-  it("count_tokens answers twice maxContext for a longer prompt, the figure its refusal gives (before: its whole count, about 10,000)", async () => {
+  it("count_tokens answers twice maxContext for a longer prompt, the figure its refusal gives (before: its whole count, 16,459)", async () => {
     const counted = await post("/v1/messages/count_tokens", { model: "m", messages: [{ role: "user", content: long }] }, anthropic);
     expect(await counted.json()).toEqual({ input_tokens: 2 * CONTEXT });
     const refused = await post("/v1/messages", { model: "m", max_tokens: 10, messages: [{ role: "user", content: long }] }, anthropic);
