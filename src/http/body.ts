@@ -5,7 +5,7 @@ import { JsonScanner } from "../json/scan.js";
 import { cutError, type Cancel } from "./cancel.js";
 import { GatewayError, badRequest } from "./errors.js";
 import { nodeRequest } from "./node.js";
-import { scanLargeBody } from "./raw-text.js";
+import { LARGE_BODY, scanLargeBody } from "./raw-text.js";
 
 function tooLarge(limit: number): GatewayError {
   // the connection closes after the answer: what is left of a large body is not worth reading
@@ -35,11 +35,22 @@ export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: 
   const nodeReq = nodeRequest(event);
   const buf = nodeReq ? await readNodeBody(nodeReq, limit, cancel) : await readWebBody(event.req, limit);
   check?.(buf);
-  const scan = rawTexts ? scanLargeBody(buf, limits.maxDepth) : undefined;
+  // a large body is parsed on a turn of the event loop of its own, and the work on it begins on
+  // another: its reading, its parsing and what follows never add up to one stall (docs/api.md#request-bounds)
+  if (buf.length >= LARGE_BODY) await nextTurn();
+  const value = parseJson(buf, limits.maxDepth, rawTexts);
+  if (buf.length >= LARGE_BODY) await nextTurn();
+  return value;
+}
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+function parseJson(buf: Buffer, maxDepth: number, rawTexts: boolean): unknown {
+  const scan = rawTexts ? scanLargeBody(buf, maxDepth) : undefined;
   if (scan && "value" in scan) return scan.value;
-  if (scan?.tooDeep) throw tooDeep(limits.maxDepth);
+  if (scan?.tooDeep) throw tooDeep(maxDepth);
   if (buf.length === 0) throw badRequest("invalid_json", "Request body is empty: send a JSON object.");
-  if (new JsonScanner(buf).nestingExceeds(limits.maxDepth)) throw tooDeep(limits.maxDepth);
+  if (new JsonScanner(buf).nestingExceeds(maxDepth)) throw tooDeep(maxDepth);
   const text = buf.toString("utf8");
   try {
     return JSON.parse(text);
