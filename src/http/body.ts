@@ -35,22 +35,25 @@ export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: 
   const nodeReq = nodeRequest(event);
   const buf = nodeReq ? await readNodeBody(nodeReq, limit, cancel) : await readWebBody(event.req, limit);
   check?.(buf);
-  // a large body is parsed on a turn of the event loop of its own, and the work on it begins on
-  // another: its reading, its parsing and what follows never add up to one stall (docs/api.md#request-bounds)
-  if (buf.length >= LARGE_BODY) await nextTurn();
-  const value = parseJson(buf, limits.maxDepth, rawTexts);
-  if (buf.length >= LARGE_BODY) await nextTurn();
+  // a large body is checked, parsed and worked on in turns of the event loop of their own: its
+  // reading, its nesting scan, its parsing and what follows never add up to one stall (docs/api.md#request-bounds)
+  const turn = buf.length >= LARGE_BODY ? nextTurn : noTurn;
+  await turn();
+  const value = await parseJson(buf, limits.maxDepth, rawTexts, turn);
+  await turn();
   return value;
 }
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+const noTurn = () => Promise.resolve();
 
-function parseJson(buf: Buffer, maxDepth: number, rawTexts: boolean): unknown {
+async function parseJson(buf: Buffer, maxDepth: number, rawTexts: boolean, turn: () => Promise<void>): Promise<unknown> {
   const scan = rawTexts ? scanLargeBody(buf, maxDepth) : undefined;
   if (scan && "value" in scan) return scan.value;
   if (scan?.tooDeep) throw tooDeep(maxDepth);
   if (buf.length === 0) throw badRequest("invalid_json", "Request body is empty: send a JSON object.");
   if (new JsonScanner(buf).nestingExceeds(maxDepth)) throw tooDeep(maxDepth);
+  await turn();
   const text = buf.toString("utf8");
   try {
     return JSON.parse(text);
