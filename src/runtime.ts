@@ -24,7 +24,7 @@ import { createSpeechSpec } from "./audio/speech-spec.js";
 import { createTranscriptionSpec } from "./audio/transcription-spec.js";
 import { UploadSlots } from "./audio/upload-slots.js";
 import { createRerankSpec } from "./rerank/spec.js";
-import { readJsonBody } from "./http/body.js";
+import { readJsonBody, SMALL_BODY_BYTES } from "./http/body.js";
 import type { Inflight } from "./http/inflight.js";
 import { jsonResponse } from "./http/json.js";
 import type { Reply } from "./http/node.js";
@@ -88,6 +88,8 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Pick<Run
 
   // 2. The metered kinds: specs of the one pipeline, over what every one of them needs.
   const body = { maxBytes: config.server.bodyLimitBytes, maxDepth: config.server.maxJsonDepth };
+  // the dialects' own limit applies to them only, never to chat or the share routes (docs/configuration.md#server)
+  const dialectBody = { ...body, maxBytes: config.server.dialectBodyLimitBytes ?? body.maxBytes };
   const metered: MeteredDeps = {
     body,
     inflight: shared.inflight,
@@ -101,6 +103,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Pick<Run
     store: shared.store,
     resolveShareLink: (shareId: unknown, now: number) => resolveShareLink(links, shareId, now),
   };
+  const dialectMetered: MeteredDeps = { ...metered, body: dialectBody };
   const serves = router.serves;
   const chatDeps = { models, aliases, serves, store: shared.store, shareAuth: shared.shareAuth, maxBytes: body.maxBytes, maxTurnBytes: config.server.maxTurnBytes };
   const chat = createChatSpec(chatDeps);
@@ -126,12 +129,14 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Pick<Run
   const completions = createCompletionsSpec({ models, aliases, serves });
 
   // 3. The other routes.
-  const readJson = (event: H3Event) => readJsonBody(event, body);
+  // the share and admin routes take a few fields: a small limit of their own
+  const smallBody = { ...body, maxBytes: Math.min(SMALL_BODY_BYTES, body.maxBytes) };
+  const readJson = (event: H3Event) => readJsonBody(event, smallBody);
   const share = createShareRoutes({ links, apps, store: shared.store, auth: shared.shareAuth, state: shared.state, server: config.server, page: config.server.sharePage });
   const countTokens = createCountTokensSpec({ models, aliases, serves });
   // the share API's callers are named in its bodies: no key (docs/api.md#the-share-api)
   const shareCall = (call: (event: H3Event, body: unknown) => Promise<unknown>) => async (event: H3Event) =>
-    jsonResponse(await runLocal(event, metered, { what: "Share", credential: false, parse: ({ body }) => body, answer: ({ req }) => call(event, req) }));
+    jsonResponse(await runLocal(event, { ...metered, body: smallBody }, { what: "Share", credential: false, parse: ({ body }) => body, answer: ({ req }) => call(event, req) }));
   const catalog = createCatalogRoutes({ keyring, config, kinds, aliases, apps });
   const admin = createAdminRoutes({ keyring, router, reload: shared.reload });
   const keys = createKeyRoutes({ keyring, apps, keys: shared.keys, readJson });
@@ -143,9 +148,9 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Pick<Run
     handlers: {
       chat: (e) => runMetered(e, metered, chat),
       embeddings: (e) => runMetered(e, metered, embeddings),
-      messages: (e) => runMetered(e, metered, messages),
-      countTokens: (e) => runLocal(e, metered, countTokens),
-      responses: (e) => runMetered(e, metered, responses),
+      messages: (e) => runMetered(e, dialectMetered, messages),
+      countTokens: (e) => runLocal(e, dialectMetered, countTokens),
+      responses: (e) => runMetered(e, dialectMetered, responses),
       rerank: (e) => runMetered(e, metered, rerank),
       speech: (e) => runMetered(e, metered, speech),
       transcription: (e) => runMetered(e, metered, transcription),

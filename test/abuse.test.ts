@@ -2,7 +2,10 @@
 // process of its own), a share-link user with no key asks for 60 choices, sends huge turns, probes
 // another user's chat, makes the model fail on purpose to trip the channel for everyone, and a
 // model server answers Retry-After: 999999; the demo channel is asked for a 90 MB embeddings
-// answer. Throughout, a poller (a process of its own too) asks /healthz every 20 ms: it must answer
+// answer. Then (issue 27) bodies, names and counts that stalled the gateway before any refusal: 2 MB
+// of wrong items with no key, a global key's million rerank documents, a 40,000-character model name
+// against an alias glob, an 8 MiB count_tokens, 2 MB prompts over the context of the dialects.
+// Throughout, a poller (a process of its own too) asks /healthz every 20 ms: it must answer
 // within 50 ms every time (this file runs alone, after the others: vitest.config.ts).
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
@@ -17,6 +20,9 @@ import { makeWav } from "./support/tone.js";
 
 const KEY = "sk-abuse-app-key-0001";
 const ADMIN = "sk-abuse-admin-key-01";
+const GLOBAL = "sk-abuse-global-key-1";
+/** the context of "big", Claude Code's sort of model */
+const BIG_CONTEXT = 131_072;
 const processes = createMainProcesses();
 const dir = mkdtempSync(join(tmpdir(), "sluice-abuse-"));
 let upstream: ScriptedUpstream;
@@ -52,10 +58,11 @@ beforeAll(async () => {
     return { chunks: textChunks("fine", 1), finishReason: "stop", usage: { prompt_tokens: 10, completion_tokens: 1 } };
   });
   const config = {
-    server: { maxTurnBytes: 256 * 1024, bodyLimitBytes: 2 * 1024 * 1024, log: { level: "warn" } },
+    // the dialects' body limit of the Claude Code recipe; chat keeps its own
+    server: { maxTurnBytes: 256 * 1024, bodyLimitBytes: 2 * 1024 * 1024, dialectBodyLimitBytes: 8 * 1024 * 1024, log: { level: "warn" } },
     store: { driver: "sqlite", path: join(dir, "abuse.db") },
     channels: [
-      { name: "gpu", baseUrl: upstream.url, models: ["m"], healthCheck: { intervalMs: 0 } },
+      { name: "gpu", baseUrl: upstream.url, models: ["m", "big", "rr"], healthCheck: { intervalMs: 0 } },
       { name: "limited", baseUrl: upstream.url, models: ["m2"], healthCheck: { intervalMs: 0 } },
       { name: "demo", type: "echo", models: ["echo", "echo-embed"] },
     ],
@@ -63,16 +70,20 @@ beforeAll(async () => {
       { model: "m", maxContext: 4000, maxResponse: 1000, charsPointsPrice: 2, maxChoices: 8 },
       { model: "echo", maxContext: 900_000, maxResponse: 1000, charsPointsPrice: 0.01 },
       { model: "m2" },
+      { model: "big", maxContext: BIG_CONTEXT, maxResponse: 1000 },
     ],
+    reRankModels: [{ model: "rr" }],
+    aliases: { "gpt-*-*": "m" },
     vectorModels: [{ model: "echo-embed", maxToken: 8000 }],
     routing: { breaker: { failures: 3, cooldownMs: 60_000 } },
     apps: [
-      { id: "a", model: "m", models: ["m", "m2", "echo-embed"] },
+      { id: "a", model: "m", models: ["m", "m2", "echo-embed", "big", "rr"] },
       { id: "chat", model: "echo" },
     ],
     apiKeys: [
       { name: "app", kind: "app", appId: "a", key: KEY },
       { name: "ops", kind: "admin", key: ADMIN },
+      { name: "global", kind: "global", key: GLOBAL },
     ],
     shareLinks: [
       { shareId: "pub", appId: "a", maxUsagePoints: 50, apiQpm: 0 },
@@ -87,6 +98,10 @@ beforeAll(async () => {
     await asUser("echo", "warm", { messages: say("warm up"), chatId: "warm" }).then((r) => r.arrayBuffer());
     await post("/api/share/chat", { shareId: "echo", outLinkUid: "warm", chatId: "warm" }).then((r) => r.arrayBuffer());
     await post("/v1/embeddings", { model: "echo-embed", input: "warm up" }, KEY).then((r) => r.arrayBuffer());
+    await postRaw("/v1/messages", JSON.stringify({ model: "big", max_tokens: 5, messages: say("warm up") }), { "x-api-key": KEY }).then((r) => r.arrayBuffer());
+    await postRaw("/v1/messages/count_tokens", JSON.stringify({ model: "big", messages: say("warm up") }), { "x-api-key": KEY }).then((r) => r.arrayBuffer());
+    await post("/v1/responses", { model: "big", input: "warm up" }, KEY).then((r) => r.arrayBuffer());
+    await post("/v1/rerank", { model: "rr", query: "q", documents: [1] }, KEY).then((r) => r.arrayBuffer());
   }
   poller = spawn(process.execPath, ["-e", POLLER, `${gw.url}/healthz`], { stdio: ["ignore", "pipe", "inherit"] });
   poller.stdout!.setEncoding("utf8").on("data", (d: string) => (polled += d));
@@ -109,6 +124,12 @@ const post = (path: string, body: unknown, key?: string) =>
     headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
     body: JSON.stringify(body),
   });
+const postRaw = (path: string, body: string, headers: Record<string, string> = {}) =>
+  fetch(`${gw.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body });
+/** `n` copies of a JSON `item` in a list: a body of many items, made cheaply */
+const many = (item: string, n: number) => `[${Array(n).fill(item).join(",")}]`;
+/** distinct words: nothing of them is counted before */
+const freshWords = (n: number, seed: string) => Array.from({ length: n }, (_, i) => `${seed}${(i * 7919).toString(36)}`).join(" ");
 const asUser = (shareId: string, uid: string, body: Record<string, unknown>) => post("/v1/chat/completions", { shareId, outLinkUid: uid, ...body });
 const say = (content: string) => [{ role: "user", content }];
 
@@ -174,6 +195,55 @@ describe("the anonymous attacker", () => {
     expect(res.status).toBe(400);
     expect((await res.json()).error.code).toBe("upstream_rejected");
     expect((await rss()) - before).toBeLessThan(64 * 1024 * 1024);
+  });
+
+  describe("bodies, names and counts that stalled the gateway before any refusal (issue 27)", () => {
+    it("2 MB of wrong messages with no key: 401 before the body is validated (before: 400 after 3.3-8.5 s of the event loop)", async () => {
+      const res = await postRaw("/v1/chat/completions", `{"messages":${many('{"role":"x"}', 150_000)}}`);
+      expect(res.status).toBe(401);
+      expect((await res.json()).error.code).toBe("missing_api_key");
+    });
+
+    it("a key's chat with a million wrong content parts: 400 naming the bound (before: 500, RangeError from Math.max(...spread))", async () => {
+      const res = await postRaw("/v1/chat/completions", `{"messages":[{"role":"user","content":${many("1", 1_000_000)}}]}`, { authorization: `Bearer ${KEY}` });
+      expect(res.status).toBe(400);
+      expect((await res.json()).error.message).toBe("messages[0].content: must hold at most 1000 items");
+    });
+
+    it("a global key's rerank of a million wrong documents: its 403 (before: 400 after 8.6-17.5 s, the 403 never reached)", async () => {
+      const body = `{"model":"rr","query":"q","documents":${many("1", 1_000_000)}}`;
+      const global = await postRaw("/v1/rerank", body, { authorization: `Bearer ${GLOBAL}` });
+      expect(global.status).toBe(403);
+      await global.arrayBuffer();
+      const app = await postRaw("/v1/rerank", body, { authorization: `Bearer ${KEY}` });
+      expect(app.status).toBe(400);
+      expect((await app.json()).error.code).toBe("too_many_documents");
+    });
+
+    it("a 40,000-character model name against the glob gpt-*-*: 400 (before: 404 after 1.7-7.6 s of backtracking; /v1/models/{id} 1.3 s)", async () => {
+      const res = await post("/v1/chat/completions", { model: `gpt-${"-".repeat(40_000)}\n`, messages: say("hi") }, KEY);
+      expect(res.status).toBe(400);
+      expect((await res.json()).error.param).toBe("model");
+      const listed = await fetch(`${gw.url}/v1/models/gpt-${"-".repeat(15_000)}%0A`, { headers: { authorization: `Bearer ${KEY}` } });
+      expect(listed.status).toBe(404);
+      await listed.arrayBuffer();
+    });
+
+    it("count_tokens of an 8 MiB prompt for a 131k model: counted to twice the context (before: 2.17M tokens, 950 ms-42 s of CPU)", async () => {
+      const body = JSON.stringify({ model: "big", messages: say(freshWords(940_000, "c")) });
+      expect(body.length).toBeGreaterThan(7 * 1024 * 1024);
+      const res = await postRaw("/v1/messages/count_tokens", body, { "x-api-key": KEY });
+      expect(await res.json()).toEqual({ input_tokens: 2 * BIG_CONTEXT });
+    });
+
+    it("2 MB prompts over the context on Messages and Responses: refused at the bound (before: every token counted, 2.2-7.8 s)", async () => {
+      const messages = await postRaw("/v1/messages", JSON.stringify({ model: "big", max_tokens: 10, messages: say(freshWords(240_000, "m")) }), { "x-api-key": KEY });
+      expect(messages.status).toBe(400);
+      expect((await messages.json()).error.message).toBe(`prompt is too long: ${2 * BIG_CONTEXT} tokens > ${BIG_CONTEXT - 1} maximum`);
+      const responses = await post("/v1/responses", { model: "big", input: freshWords(240_000, "r") }, KEY);
+      expect(responses.status).toBe(400);
+      expect((await responses.json()).error.code).toBe("context_length_exceeded");
+    });
   });
 
   it("never stalled the gateway: /healthz answered within 50 ms every time", async () => {

@@ -165,11 +165,14 @@ describe("Anthropic errors", () => {
 });
 
 describe("Anthropic count_tokens", () => {
+  /** a model whose context no test prompt reaches */
+  const wide = (tokenizer: "cl100k_base" | "o200k_base") => ({ tokenizer, maxContext: 1_000_000 });
+
   it("counts messages as the chat path counts them", async () => {
     const { chat } = toCountChat({ model: "m", system: "Be brief.", messages: [{ role: "user", content: "Hello there" }, { role: "assistant", content: "Hi" }] });
     expect(chat).not.toHaveProperty("max_tokens");
-    expect(await countInputTokens(chat, "cl100k_base")).toBe(countMessages(chat.messages, "cl100k_base"));
-    expect(await countInputTokens(chat, "o200k_base")).toBe(countMessages(chat.messages, "o200k_base"));
+    expect(await countInputTokens(chat, wide("cl100k_base"))).toBe(countMessages(chat.messages, "cl100k_base"));
+    expect(await countInputTokens(chat, wide("o200k_base"))).toBe(countMessages(chat.messages, "o200k_base"));
   });
 
   it("counts the tool definitions as one more system message, and earlier tool calls once, as the chat limits do", async () => {
@@ -184,15 +187,15 @@ describe("Anthropic count_tokens", () => {
     // the assistant turn is counted with its call's name and arguments
     expect(countedText(bare.messages[1]!)).toBe('assistant\nBash\n{"command":"ls -la /tmp"}');
     const messagesOnly = countMessages(bare.messages);
-    expect(await countInputTokens(bare, "cl100k_base")).toBe(messagesOnly);
+    expect(await countInputTokens(bare, wide("cl100k_base"))).toBe(messagesOnly);
     const toolsCount = countMessages([{ role: "system", content: JSON.stringify(withTools.tools) }]);
-    expect(await countInputTokens(withTools, "cl100k_base")).toBe(messagesOnly + toolsCount);
+    expect(await countInputTokens(withTools, wide("cl100k_base"))).toBe(messagesOnly + toolsCount);
 
     // the same number the chat limits refuse a prompt with
     const model = { model: "m", maxContext: 50, maxResponse: 10, maxTemperature: 1, tokenizer: "cl100k_base", vision: false, defaultSystemChatPrompt: "" } as unknown as ModelConfig;
     const { chat } = toChat({ model: "m", max_tokens: 10, messages, tools: [{ ...tools[0]!, description: "Runs a command. ".repeat(20) }] });
     const refused = await applyLimits(chat, chat.messages, model, undefined, { trim: false }).then(() => undefined, (err: unknown) => err as ContextTooLong);
     expect(refused).toBeInstanceOf(ContextTooLong);
-    expect(refused!.promptTokens).toBe(await countInputTokens(chat, "cl100k_base"));
+    expect(refused!.promptTokens).toBe(await countInputTokens(chat, model));
   });
 });

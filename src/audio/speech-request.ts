@@ -4,7 +4,7 @@
 import { z } from "zod";
 import type { AudioSpeechModelConfig } from "../config/schema.js";
 import { badRequest } from "../http/errors.js";
-import { parseBody } from "../http/validation.js";
+import { modelName, parseBody } from "../http/validation.js";
 
 /** Under the channel's `/v1`. */
 export const SPEECH_PATH = "/audio/speech";
@@ -13,7 +13,7 @@ export const SPEECH_FORMATS = ["mp3", "opus", "aac", "flac", "wav", "pcm"] as co
 export type SpeechFormat = (typeof SPEECH_FORMATS)[number];
 
 export const speechRequestSchema = z.looseObject({
-  model: z.string().min(1),
+  model: modelName(),
   input: z.string().min(1),
   voice: z.string().min(1),
   response_format: z.enum(SPEECH_FORMATS).optional(),

@@ -4,7 +4,7 @@
 // checked first, so a wrong value is the client's 400, not the model server's.
 import { z } from "zod";
 import { badRequest } from "../http/errors.js";
-import { parseBody } from "../http/validation.js";
+import { modelName, parseBody } from "../http/validation.js";
 
 /** Under the channel's `/v1`. */
 export const TRANSCRIPTION_PATH = "/audio/transcriptions";
@@ -13,7 +13,7 @@ export const TRANSCRIPTION_FORMATS = ["json", "text", "srt", "vtt", "verbose_jso
 export type TranscriptionFormat = (typeof TRANSCRIPTION_FORMATS)[number];
 
 const fieldsSchema = z.looseObject({
-  model: z.string().min(1),
+  model: modelName(),
   language: z.string().min(1).max(32).optional(),
   prompt: z.string().optional(),
   response_format: z.enum(TRANSCRIPTION_FORMATS).default("json"),

@@ -9,6 +9,7 @@ import { fleetModels, type FleetConfig, type ModelKind } from "../config/fleet.j
 import type { AppConfig } from "../config/schema.js";
 import { notFound } from "../http/errors.js";
 import { jsonResponse } from "../http/json.js";
+import { MAX_MODEL_NAME } from "../http/validation.js";
 import { appAllows, appAllowsListed, appAllowsTool, type Aliases } from "../metered/models.js";
 
 export interface CatalogDeps {
@@ -76,7 +77,8 @@ export function createCatalogRoutes(deps: CatalogDeps) {
   async function model(event: H3Event): Promise<Response> {
     const may = allows(authenticate(event));
     const id = decodeURIComponent(event.context.params?.id ?? "");
-    const target = deps.kinds.has(id) ? id : deps.aliases.resolve(id);
+    // no model has a longer name: not looked up
+    const target = id.length > MAX_MODEL_NAME ? undefined : deps.kinds.has(id) ? id : deps.aliases.resolve(id);
     if (target === undefined || !deps.kinds.has(target) || !may(target)) {
       throw notFound("model_not_found", `The model ${JSON.stringify(id.slice(0, 100))} does not exist or this key may not use it.`);
     }

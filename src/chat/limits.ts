@@ -93,12 +93,24 @@ export function toolsMessage(tools: unknown): ChatMessage {
   return { role: "system", content: JSON.stringify(tools) };
 }
 
-/** Every message kept, or a refusal naming the prompt's exact count when not even one answer token fits. */
+/** How far an agent's prompt over the context is counted (docs/api.md#limits): its refusal's figure
+ *  is exact up to twice the context — Claude Code drops that much of its conversation when refused —
+ *  and this bound past it: a 2 MB prompt is not counted to its end to be refused. */
+export const countCeiling = (model: Pick<ModelConfig, "maxContext">) => 2 * model.maxContext;
+
+/** A prompt's tokens, counted no further than `ceiling` (which a longer prompt is given as). */
+export async function countToCeiling(group: TokenGroup, ceiling: number): Promise<number> {
+  return (await group.fits(ceiling)) ? group.count() : ceiling;
+}
+
+/** Every message kept, or a refusal naming the prompt's count (up to countCeiling) when not even
+ *  one answer token fits. */
 async function wholeOrRefused(messages: ChatMessage[], model: ModelConfig, tally: Tally): Promise<{ kept: ChatMessage[]; group: TokenGroup }> {
   const group = tally.group(messages.keys());
   if (!(await group.fits(model.maxContext - 1))) {
-    const tokens = await group.count();
-    throw new ContextTooLong(model, `take ${tokens} tokens`, tokens);
+    const ceiling = countCeiling(model);
+    const tokens = await countToCeiling(group, ceiling);
+    throw new ContextTooLong(model, `take ${tokens < ceiling ? "" : "at least "}${tokens} tokens`, tokens);
   }
   return { kept: messages, group };
 }

@@ -2,7 +2,16 @@
 // share-link fields. Unknown OpenAI fields (top_p, stop, tools, …) pass through untouched.
 import { z } from "zod";
 import { RawText } from "../http/raw-text.js";
-import { parseBody } from "../http/validation.js";
+import { listOf, modelName, parseBody, stopStrings } from "../http/validation.js";
+
+// What one request may hold (docs/api.md#request-bounds): OpenAI's own bounds where it has them
+/** OpenAI's bound on `messages` */
+const MAX_CHAT_MESSAGES = 2048;
+const MAX_PARTS = 1000;
+/** OpenAI's bound on `tools` */
+const MAX_TOOLS = 128;
+/** OpenAI's bound on `stop` */
+const MAX_STOP = 4;
 
 const textPart = z.looseObject({ type: z.literal("text"), text: z.string() });
 const imagePart = z.looseObject({
@@ -19,12 +28,15 @@ const contentPart = z.discriminatedUnion("type", [textPart, imagePart, otherPart
 const messageSchema = z.looseObject({
   role: z.enum(["system", "developer", "user", "assistant", "tool", "function"]),
   // a long content of a large body may still be the client's bytes (src/http/raw-text.ts)
-  content: z.union([z.string(), z.custom<RawText>((v) => v instanceof RawText), z.array(contentPart), z.null()]),
+  content: z.union([z.string(), z.custom<RawText>((v) => v instanceof RawText), listOf(contentPart, MAX_PARTS), z.null()]),
 });
 
 export const chatRequestSchema = z.looseObject({
-  model: z.string().min(1).optional(),
-  messages: z.array(messageSchema).min(1),
+  model: modelName().optional(),
+  messages: listOf(messageSchema, MAX_CHAT_MESSAGES, 1),
+  // passed through as they are; bounded here
+  tools: listOf(z.unknown(), MAX_TOOLS).nullish(),
+  stop: stopStrings(MAX_STOP).nullish(),
   stream: z.boolean().optional(),
   stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
   temperature: z.number().nullish(),

@@ -2,6 +2,7 @@
 // FastGPT's conversations, variables, detail reports and share-link users; the model's limits; one
 // attempt posts the limited body; the answer is the upstream's, whole or relayed as it streams.
 import type { ModelConfig } from "../config/schema.js";
+import { shareFields } from "../metered/caller.js";
 import { appAllows, resolveModel, type Aliases } from "../metered/models.js";
 import type { MeteredSpec } from "../metered/spec.js";
 import { wholeOrStream } from "../stream/answer.js";
@@ -25,7 +26,7 @@ export function createChatSpec(deps: ChatSpecDeps): MeteredSpec<ChatRequest, Mod
     rawTexts: true,
     parse: ({ body }) => parseChatRequest(body),
     streams: (req) => req.stream === true,
-    share: (req) => req,
+    share: shareFields,
     // absent: the app's default model, which is also the only one a share link's users chat with
     model: (req, caller) => resolveModel(deps.models, deps.aliases, (!caller.share && req.model) || caller.app.model, (m) => appAllows(caller.app, m), deps.serves),
     least: (model) => computePoints(model, 0, 1),

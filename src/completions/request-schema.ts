@@ -4,14 +4,18 @@
 // `stream`, `n`, `echo`, `logprobs`, … Fields the gateway does not read pass through untouched.
 import { z } from "zod";
 import { badRequest } from "../http/errors.js";
-import { parseBody } from "../http/validation.js";
+import { listOf, modelName, parseBody, stopStrings } from "../http/validation.js";
+
+// What one request may hold (docs/api.md#request-bounds): OpenAI's bounds
+const MAX_PROMPTS = 2048;
+const MAX_STOP = 4;
 
 const tokenIds = z.array(z.number().int().nonnegative());
 
 export const completionsRequestSchema = z.looseObject({
-  model: z.string().min(1),
+  model: modelName(),
   // emptiness is checked after: a union would word an empty array as the wrong type
-  prompt: z.union([z.string(), z.array(z.string()), tokenIds, z.array(tokenIds)]),
+  prompt: z.union([z.string(), listOf(z.string(), MAX_PROMPTS), tokenIds, listOf(tokenIds, MAX_PROMPTS)]),
   suffix: z.string().nullish(),
   // 0 is OpenAI's way to score a prompt (echo + logprobs) without generating
   max_tokens: z.number().int().nonnegative().nullish(),
@@ -22,7 +26,7 @@ export const completionsRequestSchema = z.looseObject({
   best_of: z.number().int().min(1).max(128).nullish(),
   echo: z.boolean().nullish(),
   logprobs: z.number().int().nonnegative().nullish(),
-  stop: z.union([z.string(), z.array(z.string())]).nullish(),
+  stop: stopStrings(MAX_STOP).nullish(),
 });
 
 export type CompletionsRequest = z.infer<typeof completionsRequestSchema>;

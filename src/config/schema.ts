@@ -170,6 +170,9 @@ const serverSchema = z.strictObject({
   port: z.number().int().min(0).max(65535).default(3000),
   host: z.string().default("127.0.0.1"),
   bodyLimitBytes: z.number().int().positive().default(2 * MIB),
+  /** The Messages and Responses routes' body limit (an agent resends its whole conversation); absent:
+   *  bodyLimitBytes. Chat and every other route keep bodyLimitBytes (docs/configuration.md#server). */
+  dialectBodyLimitBytes: z.number().int().positive().optional(),
   /** a stored conversation turn longer than this is stored cut (and marked) */
   maxTurnBytes: z.number().int().min(1024).default(256 * 1024),
   metricsToken: z.string().optional(),

@@ -6,10 +6,8 @@
 import type { VectorModelConfig } from "../config/schema.js";
 import { badRequest } from "../http/errors.js";
 import { countTextAsync, createPacer, type Pacer } from "../tokens/counter.js";
-import { inputItems, isSingleInput, type EmbeddingInput, type InputItem } from "./request-schema.js";
+import { checkInputCount, inputItems, isSingleInput, type EmbeddingInput, type InputItem } from "./request-schema.js";
 
-/** OpenAI's own limit of inputs per request. */
-export const MAX_INPUTS = 2048;
 const TOKENIZER = "cl100k_base";
 
 /**
@@ -20,7 +18,7 @@ const TOKENIZER = "cl100k_base";
 export async function checkInputs(input: EmbeddingInput, model: VectorModelConfig): Promise<number> {
   const items = inputItems(input);
   if (items.length === 0) throw badRequest("invalid_request", "input must hold at least one input", "input");
-  if (items.length > MAX_INPUTS) throw badRequest("invalid_request", `input: at most ${MAX_INPUTS} inputs per request, got ${items.length}`, "input");
+  checkInputCount(items.length);
   const single = isSingleInput(input);
   let pacer: Pacer | undefined;
   let bound = 0;

@@ -5,12 +5,15 @@ import { JsonScanner } from "../json/scan.js";
 import { cutError, type Cancel } from "./cancel.js";
 import { GatewayError, badRequest } from "./errors.js";
 import { nodeRequest } from "./node.js";
-import { scanLargeBody } from "./raw-text.js";
+import { LARGE_BODY, scanLargeBody } from "./raw-text.js";
 
 function tooLarge(limit: number): GatewayError {
   // the connection closes after the answer: what is left of a large body is not worth reading
   return new GatewayError(413, "request_too_large", `Request body is larger than ${limit} bytes.`, { headers: { connection: "close" } });
 }
+
+/** The limit of the routes that take a few fields (share, admin), whatever bodyLimitBytes says. */
+export const SMALL_BODY_BYTES = 64 * 1024;
 
 export interface BodyLimits {
   maxBytes: number;
@@ -19,8 +22,9 @@ export interface BodyLimits {
 }
 
 /** The parsed JSON body; 415 for a non-JSON content type, 413 over the size, 400 for malformed or too
- *  deeply nested JSON. `rawTexts`: long message contents of a large body may stay RawTexts (raw-text.ts). */
-export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: Cancel, rawTexts = false): Promise<unknown> {
+ *  deeply nested JSON. `rawTexts`: long message contents of a large body may stay RawTexts (raw-text.ts).
+ *  `check`: runs on the bytes before they are parsed, and may refuse them. */
+export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: Cancel, rawTexts = false, check?: (raw: Buffer) => void): Promise<unknown> {
   const limit = limits.maxBytes;
   const type = event.req.headers.get("content-type");
   if (type && !/^application\/(.+\+)?json\b/i.test(type)) {
@@ -30,11 +34,26 @@ export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: 
   if (declared > limit) throw tooLarge(limit);
   const nodeReq = nodeRequest(event);
   const buf = nodeReq ? await readNodeBody(nodeReq, limit, cancel) : await readWebBody(event.req, limit);
-  const scan = rawTexts ? scanLargeBody(buf, limits.maxDepth) : undefined;
+  check?.(buf);
+  // a large body is checked, parsed and worked on in turns of the event loop of their own: its
+  // reading, its nesting scan, its parsing and what follows never add up to one stall (docs/api.md#request-bounds)
+  const turn = buf.length >= LARGE_BODY ? nextTurn : noTurn;
+  await turn();
+  const value = await parseJson(buf, limits.maxDepth, rawTexts, turn);
+  await turn();
+  return value;
+}
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+const noTurn = () => Promise.resolve();
+
+async function parseJson(buf: Buffer, maxDepth: number, rawTexts: boolean, turn: () => Promise<void>): Promise<unknown> {
+  const scan = rawTexts ? scanLargeBody(buf, maxDepth) : undefined;
   if (scan && "value" in scan) return scan.value;
-  if (scan?.tooDeep) throw tooDeep(limits.maxDepth);
+  if (scan?.tooDeep) throw tooDeep(maxDepth);
   if (buf.length === 0) throw badRequest("invalid_json", "Request body is empty: send a JSON object.");
-  if (new JsonScanner(buf).nestingExceeds(limits.maxDepth)) throw tooDeep(limits.maxDepth);
+  if (new JsonScanner(buf).nestingExceeds(maxDepth)) throw tooDeep(maxDepth);
+  await turn();
   const text = buf.toString("utf8");
   try {
     return JSON.parse(text);

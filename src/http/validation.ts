@@ -2,7 +2,9 @@
 // `param` names the field (`messages[2].content`) and whose message says what was expected, in a
 // client developer's words (`max_tokens: expected an integer, got 1.5` is not what zod says).
 // Values are described by their kind, never echoed: a body may carry tokens.
-import type { z } from "zod";
+// A body is checked only up to its first failure, and a list's length before its items
+// (docs/api.md#request-bounds): a body of 100,000 wrong items costs no more than one.
+import { z } from "zod";
 import { badRequest, type GatewayError } from "./errors.js";
 
 type Issue = z.core.$ZodIssue;
@@ -13,9 +15,32 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.outp
   if (!body || typeof body !== "object" || Array.isArray(body)) {
     throw badRequest("invalid_request", `Request body must be a JSON object, got ${kindOf(body)}.`);
   }
-  const result = schema.safeParse(body);
+  const result = schema.safeParse(body, FIRST_ISSUE);
   if (result.success) return result.data;
   throw invalidBody(result.error.issues[0]!, body);
+}
+
+// zod's own early stop (what its `validate` runs with): every list and object stops at its first
+// failing item or field, so no more than one issue is ever built
+const FIRST_ISSUE = { abortEarly: true } as z.core.ParseContext<z.core.$ZodIssue>;
+
+/** The longest model name a request may send (and `/v1/models/{id}` may ask for). */
+export const MAX_MODEL_NAME = 256;
+/** A model name, as every request body names it. */
+export const modelName = () => z.string().min(1).max(MAX_MODEL_NAME);
+
+/** Stop strings (`stop`, `stop_sequences`): each at most this many characters. */
+export const MAX_STOP_LENGTH = 1024;
+/** A model's stop strings: a string, or at most `max` of them. */
+export const stopStrings = (max: number) => z.union([z.string().max(MAX_STOP_LENGTH), listOf(z.string().max(MAX_STOP_LENGTH), max)]);
+
+/** A list of `min` to `max` items: its length is checked before any item is (a list past its
+ *  bound is refused without looking at one of them). */
+export function listOf<T extends z.ZodType>(item: T, max: number, min = 0) {
+  return z.preprocess((value, ctx) => {
+    if (Array.isArray(value) && value.length > max) ctx.addIssue({ code: "too_big", origin: "array", maximum: max, inclusive: true, input: value, message: "too many items" });
+    return value;
+  }, z.array(item).min(min));
 }
 
 /** The 400 for one zod issue of `body`. */
@@ -63,9 +88,13 @@ function describeUnion(issue: Extract<Issue, { code: "invalid_union" }>, path: P
     return { path, message: `: must be ${oneOf(values)}` };
   }
   const branches = issue.errors.filter((b) => b.length > 0);
-  const depth = (branch: Issue[]) => Math.max(...branch.map((i) => i.path.length + (i.code === "invalid_union" ? 1 : 0)));
+  // (a loop, not Math.max(...spread): a branch's issues are not bounded by the call stack's size)
+  const depth = (branch: Issue[]) => branch.reduce((most, i) => Math.max(most, i.path.length + (i.code === "invalid_union" ? 1 : 0)), 0);
   const furthest = branches.reduce<Issue[] | undefined>((best, b) => (!best || depth(b) > depth(best) ? b : best), undefined);
   if (furthest && depth(furthest) > 0) return describeIssue(furthest[0]!, path, body);
+  // the value is of a branch's type, only too long or too short for it (a list past its bound)
+  const bounded = branches.find((b) => b[0]?.code === "too_big" || b[0]?.code === "too_small");
+  if (bounded) return describeIssue(bounded[0]!, path, body);
   const expected = branches.flatMap((b) => (b[0]?.code === "invalid_type" ? [typeWords(b[0].expected)] : []));
   if (expected.length === 0) return { path, message: `: ${issue.message}` };
   return { path, message: `: expected ${anyOf([...new Set(expected)])}, got ${kindOf(valueAt(body, path))}` };

@@ -19,12 +19,31 @@ export interface CallerDeps {
   resolveShareLink: (shareId: unknown, now: number) => ShareLinkConfig;
 }
 
+/** A share-link user's fields, as the body sent them (`shareId` of any type: only a link's id matches). */
+export interface ShareFields {
+  shareId?: unknown;
+  outLinkUid?: string;
+}
+
+const SHARE_ID = Buffer.from('"shareId"');
+
+/** False when a body's bytes cannot hold a `shareId` field (a keyless body without one is refused
+ *  before it is parsed; a key written with JSON escapes counts as absent). */
+export const mayNameShareLink = (raw: Buffer): boolean => raw.includes(SHARE_ID);
+
+/** The share-link fields of a body not validated yet. */
+export function shareFields(body: unknown): ShareFields {
+  if (!body || typeof body !== "object") return {};
+  const { shareId, outLinkUid } = body as Record<string, unknown>;
+  return { shareId, outLinkUid: typeof outLinkUid === "string" ? outLinkUid : undefined };
+}
+
 /** `key`: the identity of the request's Authorization header, checked before the body was read.
  *  `what`: the endpoint, in the words of the 403 a global key gets ("Chat", "Embeddings"). */
 export function identifyCaller(
   deps: CallerDeps,
   key: KeyIdentity | undefined,
-  req: { shareId?: string; outLinkUid?: string },
+  req: ShareFields,
   now: number,
   what = "Chat",
 ): Caller {

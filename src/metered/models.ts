@@ -13,21 +13,38 @@ export interface Aliases {
 
 export function createAliases(aliases: Record<string, string>): Aliases {
   const exact = new Map<string, string>();
-  const globs: Array<{ pattern: RegExp; length: number; target: string }> = [];
+  const globs: Array<{ matches: (name: string) => boolean; length: number; target: string }> = [];
   for (const [key, target] of Object.entries(aliases)) {
     if (!key.includes("*")) exact.set(key, target);
-    else globs.push({ pattern: globPattern(key), length: key.replaceAll("*", "").length, target });
+    else globs.push({ matches: globMatcher(key), length: key.replaceAll("*", "").length, target });
   }
   // the longest (most specific) glob first
   globs.sort((a, b) => b.length - a.length);
   return {
-    resolve: (name) => exact.get(name) ?? globs.find((g) => g.pattern.test(name))?.target,
+    resolve: (name) => exact.get(name) ?? globs.find((g) => g.matches(name))?.target,
     names: Object.keys(aliases),
   };
 }
 
-function globPattern(glob: string): RegExp {
-  return new RegExp(`^${glob.split("*").map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`);
+/** Whether a name matches `glob` (`*`: any characters), in time linear in the name: the text
+ *  between stars is found left to right, each at its first place, which never needs a second try
+ *  (a regular expression backtracks: a long name against `gpt-*-*` took seconds). */
+export function globMatcher(glob: string): (name: string) => boolean {
+  const parts = glob.split("*");
+  const head = parts[0]!;
+  const tail = parts.at(-1)!;
+  const middle = parts.slice(1, -1).filter((p) => p.length > 0);
+  return (name) => {
+    if (name.length < head.length + tail.length || !name.startsWith(head) || !name.endsWith(tail)) return false;
+    const end = name.length - tail.length;
+    let at = head.length;
+    for (const part of middle) {
+      const found = name.indexOf(part, at);
+      if (found < 0 || found + part.length > end) return false;
+      at = found + part.length;
+    }
+    return true;
+  };
 }
 
 /** What an app may use: its `models` (or only its default chat model, when it lists none). */

@@ -16,7 +16,7 @@ import type { Observer } from "../observability/observer.js";
 import type { Store } from "../store/types.js";
 import { withFailover } from "../upstream/failover.js";
 import type { ChannelRouter } from "../upstream/router.js";
-import { identifyCaller, type Caller, type CallerDeps } from "./caller.js";
+import { identifyCaller, mayNameShareLink, type Caller, type CallerDeps, type ShareFields } from "./caller.js";
 import { Meter } from "./meter.js";
 import type { Quota } from "./quota.js";
 import { answer } from "./respond.js";
@@ -58,8 +58,9 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   let meter: Meter | undefined;
   let body: Body | undefined;
   try {
-    // 2. The body, read and validated. An upload's reader judges steps 3 and 4 before it stores
-    //    the file (`judge`): a caller who would be refused costs no disk.
+    // 2. The body, read; without a key, one that names no share link is not even parsed. An upload's
+    //    reader judges steps 3 and 4 before it stores the file (`judge`): a caller who would be
+    //    refused costs no disk.
     let prechecked = false;
     const judge: Judge<Model> = async (pick) => {
       const caller = identify(deps, key, {}, time, spec.what, facts);
@@ -68,12 +69,13 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
       prechecked = true;
       return caller;
     };
-    body = await readBody(event, deps, spec, cancel, judge);
+    body = await readBody(event, deps, spec, cancel, judge, key ? undefined : refuseUnnamedLink);
+
+    // 3. The caller (an app key, or a share-link user where the kind admits them), known before the
+    //    body is validated: a caller who may not ask costs no validation; then the body and its model.
+    const caller = identify(deps, key, (!key && spec.share?.(body)) || {}, time, spec.what, facts);
     const req = spec.parse(requestParts(event, body));
     facts.stream = spec.streams?.(req) ?? false;
-
-    // 3. The caller (an app key, or a share-link user where the kind admits them) and the model.
-    const caller = identify(deps, key, spec.share?.(req) ?? {}, time, spec.what, facts);
     const model = spec.model(req, caller);
     facts.model = model.model;
     const call: Call<Req, Model> = { event, req, caller, model, time, started, cancel, facts };
@@ -134,6 +136,7 @@ export function readBody<Body, Model extends { model: string } = never>(
   spec: Pick<MeteredSpec<never, Model, never, never, Body>, "read" | "rawTexts">,
   cancel: Cancel,
   judge?: Judge<Model>,
+  check?: (raw: Buffer) => void,
 ): Promise<Body> {
   const done = deps.inflight.reading(cancel);
   // without a reader of its own, a kind's body is JSON (its parse types it); a reader judges the
@@ -142,12 +145,16 @@ export function readBody<Body, Model extends { model: string } = never>(
     ? judge
       ? spec.read(event, deps.body, cancel, judge)
       : Promise.reject(new Error("a body reader runs only with a judge"))
-    : (readJsonBody(event, deps.body, cancel, spec.rawTexts === true) as Promise<Body>);
+    : (readJsonBody(event, deps.body, cancel, spec.rawTexts === true, check) as Promise<Body>);
   return read.finally(done);
 }
 
+function refuseUnnamedLink(raw: Buffer): void {
+  if (!mayNameShareLink(raw)) throw missingApiKey();
+}
+
 /** The caller, named on the request's facts (for its log line and metrics, refused or not). */
-function identify(deps: MeteredDeps, key: KeyIdentity | undefined, share: { shareId?: string; outLinkUid?: string }, time: number, what: string, facts: RequestFacts): Caller {
+function identify(deps: MeteredDeps, key: KeyIdentity | undefined, share: ShareFields, time: number, what: string, facts: RequestFacts): Caller {
   const caller = identifyCaller(deps, key, share, time, what);
   Object.assign(facts, { appId: caller.app.id, keyName: caller.key?.name, shareId: caller.share?.link.shareId });
   return caller;

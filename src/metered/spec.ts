@@ -13,7 +13,7 @@ import type { RequestFacts } from "../http/facts.js";
 import type { Reply } from "../http/node.js";
 import type { AnswerSink } from "../stream/pump.js";
 import type { ChannelClient } from "../upstream/types.js";
-import type { Caller } from "./caller.js";
+import type { Caller, ShareFields } from "./caller.js";
 import type { Tally } from "./meter.js";
 import type { WorstCase } from "./quota.js";
 
@@ -120,8 +120,8 @@ export interface MeteredSpec<Req, Model extends { model: string }, Plan extends 
   parse(request: RequestParts<Body>): Req;
   /** whether the answer streams (for the request log), known from the request */
   streams?(req: Req): boolean;
-  /** share-link fields, for kinds that admit share-link users (no key) */
-  share?(req: Req): { shareId?: string; outLinkUid?: string };
+  /** share-link fields of the body not yet validated, for kinds that admit share-link users (no key) */
+  share?(body: unknown): ShareFields;
   /** the model the request names, among what the caller may use (404 model_not_found otherwise) */
   model(req: Req, caller: Caller): Model;
   /** the least a request of this model can cost, known before any work (one output token): a budget

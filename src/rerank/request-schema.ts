@@ -4,13 +4,14 @@
 import { z } from "zod";
 import type { ReRankModelConfig } from "../config/schema.js";
 import { badRequest } from "../http/errors.js";
-import { parseBody } from "../http/validation.js";
+import { modelName, parseBody } from "../http/validation.js";
 
 const documentSchema = z.union([z.string(), z.looseObject({ text: z.string() })]);
 
 export const rerankRequestSchema = z.looseObject({
-  model: z.string().min(1),
+  model: modelName(),
   query: z.string().min(1),
+  // bounded by the largest maxDocuments first (parseRerankRequest), by the model's once it is known
   documents: z.array(documentSchema).min(1),
   /** how many of the best results to return; 0 or absent: all (vLLM reads 0 as all) */
   top_n: z.number().int().nonnegative().nullish(),
@@ -20,8 +21,11 @@ export const rerankRequestSchema = z.looseObject({
 
 export type RerankRequest = z.infer<typeof rerankRequestSchema>;
 
-/** The validated request, or a 400 naming the first wrong field. */
-export function parseRerankRequest(body: unknown): RerankRequest {
+/** The validated request, or a 400 naming the first wrong field; more documents than `maxDocuments`
+ *  (the largest of any rerank model) are refused before one is looked at. */
+export function parseRerankRequest(body: unknown, maxDocuments = Number.POSITIVE_INFINITY): RerankRequest {
+  const documents = (body as { documents?: unknown } | null)?.documents;
+  if (Array.isArray(documents)) checkCount(documents.length, maxDocuments, "A rerank model ranks");
   return parseBody(rerankRequestSchema, body);
 }
 
@@ -32,8 +36,9 @@ export function documentTexts(req: RerankRequest): string[] {
 
 /** 400 when the request holds more documents than the model's `maxDocuments`. */
 export function checkDocumentCount(req: RerankRequest, model: ReRankModelConfig): void {
-  const count = req.documents.length;
-  if (count > model.maxDocuments) {
-    throw badRequest("too_many_documents", `documents: ${model.model} ranks at most ${model.maxDocuments} documents per request, got ${count}.`, "documents");
-  }
+  checkCount(req.documents.length, model.maxDocuments, `${model.model} ranks`);
+}
+
+function checkCount(count: number, max: number, who: string): void {
+  if (count > max) throw badRequest("too_many_documents", `documents: ${who} at most ${max} documents per request, got ${count}.`, "documents");
 }

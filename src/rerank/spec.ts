@@ -32,9 +32,11 @@ export interface RerankSpecDeps {
 const isAnything = (v: unknown): v is unknown => v !== undefined;
 
 export function createRerankSpec(deps: RerankSpecDeps): MeteredSpec<RerankRequest, ReRankModelConfig, RerankPlan, UpstreamRerank> {
+  // before the model is known, a request may hold as many documents as the most any model ranks
+  const maxDocuments = Math.max(0, ...[...deps.rerankModels.values()].map((m) => m.maxDocuments));
   return {
     what: "Rerank",
-    parse: ({ body }) => parseRerankRequest(body),
+    parse: ({ body }) => parseRerankRequest(body, maxDocuments),
     model: (req, caller) => resolveModel(deps.rerankModels, deps.aliases, req.model, (m) => appAllowsListed(caller.app, m), deps.serves, "rerank model"),
     least: (model) => rerankPoints(model, 1),
     async prepare({ req, caller, model }) {

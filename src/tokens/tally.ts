@@ -51,7 +51,8 @@ class MessageTally {
     return this.lower === this.upper;
   }
 
-  /** Counts one more part (the first call looks the message up among the known counts). */
+  /** Counts one more part. The first call only makes the text and looks it up among the known
+   *  counts: for a message of megabytes, work enough for one turn of the event loop. */
   step(): void {
     if (!this.parts) {
       this.text = countedText(this.message);
@@ -63,6 +64,7 @@ class MessageTally {
       }
       this.parts = countParts(this.text, this.tokenizer);
       this.upper = MESSAGE_OVERHEAD + this.fixed + Buffer.byteLength(this.text, "utf8");
+      return;
     }
     const next = this.parts.next();
     if (next.done) {

@@ -195,7 +195,7 @@ const TYPE_JUNK: Bad[] = [[1, REFUSED], [true, REFUSED], [[], REFUSED], [{}, REF
 const NULL_IS_ABSENT: Bad = [null, EITHER]; // an explicit null for an optional field may be read as "absent"
 
 const TOP_LEVEL: Record<string, Bad[]> = {
-  model: [...TYPE_JUNK, NULL_IS_ABSENT, [0, REFUSED], [1.5, REFUSED], [["m1"], REFUSED], [{ name: "m1" }, REFUSED], ["", REFUSED], [" ", refused(404)], ["M1", refused(404)], ["m1 ", refused(404)], ["nope", refused(404)], ["../m1", refused(404)], ["m1\u0000", refused(404)], ["x".repeat(1000), refused(404)]],
+  model: [...TYPE_JUNK, NULL_IS_ABSENT, [0, REFUSED], [1.5, REFUSED], [["m1"], REFUSED], [{ name: "m1" }, REFUSED], ["", REFUSED], [" ", refused(404)], ["M1", refused(404)], ["m1 ", refused(404)], ["nope", refused(404)], ["../m1", refused(404)], ["m1\u0000", refused(404)], ["x".repeat(1000), refused(400)]],
   messages: [...TYPE_JUNK, [null, REFUSED], ["hi", REFUSED], [{ role: "user", content: "hi" }, REFUSED], [[null], REFUSED], [["hi"], REFUSED], [[[]], REFUSED], [[{}], REFUSED], [[{ role: "user" }], REFUSED], [[{ content: "hi" }], REFUSED]],
   temperature: [["hot", refused(400)], ["1", refused(400)], ["", refused(400)], [true, refused(400)], [[], refused(400)], [{}, refused(400)], [[1], refused(400)], ["NaN", refused(400)], [5, OK], [-1, OK], [1e308, OK], [-1e308, OK], [null, OK]],
   max_tokens: [[-1, refused(400)], [0, refused(400)], [1.5, refused(400)], ["10", refused(400)], [true, refused(400)], [[], refused(400)], [{}, refused(400)], [-1e308, refused(400)], [1e308, EITHER], [2 ** 53, EITHER], [1e6, OK], [null, OK]],

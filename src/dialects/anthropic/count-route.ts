@@ -29,7 +29,7 @@ export function createCountTokensSpec(deps: CountTokensDeps): LocalSpec<{ chat: 
     async answer({ event, req: { chat, ctx }, caller }) {
       const model = resolveModel(deps.models, deps.aliases, ctx.model, (m) => appAllows(caller!.app, m), deps.serves);
       factsOf(event).model = model.model;
-      return jsonResponse({ input_tokens: await countInputTokens(chat, model.tokenizer) });
+      return jsonResponse({ input_tokens: await countInputTokens(chat, model) });
     },
   };
 }

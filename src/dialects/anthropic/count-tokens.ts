@@ -3,9 +3,10 @@
 // call, nothing billed. The count is the one the chat limits refuse a prompt with ("prompt is too
 // long: N tokens"): each message as role + "\n" + text (+ its tool calls' names and arguments), + 4,
 // and the tool definitions as one more system message. Claude Code asks it for the size of its tools.
-import { toolsMessage } from "../../chat/limits.js";
+import { countCeiling, countToCeiling, toolsMessage } from "../../chat/limits.js";
 import type { ChatMessage, ChatRequest } from "../../chat/request-schema.js";
-import { countedText, countTextAsync, createPacer, MESSAGE_OVERHEAD, type TokenizerName } from "../../tokens/counter.js";
+import type { TokenizerName } from "../../tokens/counter.js";
+import { createTally } from "../../tokens/tally.js";
 import { buildChat, type MessagesCtx } from "./to-chat.js";
 import { parseCountTokensRequest } from "./request-schema.js";
 
@@ -14,10 +15,9 @@ export function toCountChat(body: unknown): { chat: ChatRequest; ctx: MessagesCt
   return buildChat(parseCountTokensRequest(body));
 }
 
-export async function countInputTokens(chat: { messages: ChatMessage[]; tools?: unknown }, tokenizer: TokenizerName): Promise<number> {
-  const pacer = createPacer();
+/** The input tokens, counted no further than twice the model's context (countCeiling), which a
+ *  longer prompt is given as: the figure its refusal gives ("prompt is too long: N tokens"). */
+export async function countInputTokens(chat: { messages: ChatMessage[]; tools?: unknown }, model: { tokenizer: TokenizerName; maxContext: number }): Promise<number> {
   const counted = chat.tools === undefined ? chat.messages : [...chat.messages, toolsMessage(chat.tools)];
-  let total = 0;
-  for (const m of counted) total += (await countTextAsync(countedText(m), tokenizer, { pacer })) + MESSAGE_OVERHEAD;
-  return total;
+  return countToCeiling(createTally(counted, model.tokenizer).group(counted.keys()), countCeiling(model));
 }

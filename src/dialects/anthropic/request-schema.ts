@@ -5,7 +5,13 @@
 // client's block must not turn a working conversation into a 400.
 import { z } from "zod";
 import { RawText } from "../../http/raw-text.js";
-import { parseBody } from "../../http/validation.js";
+import { listOf, MAX_STOP_LENGTH, modelName, parseBody } from "../../http/validation.js";
+
+// What one request may hold (docs/api.md#request-bounds): an agent's whole conversation fits
+const MAX_MESSAGES = 10_000;
+const MAX_BLOCKS = 1000;
+const MAX_TOOLS = 1000;
+const MAX_STOP_SEQUENCES = 16;
 
 const text = z.looseObject({ type: z.literal("text"), text: z.string() });
 const base64Source = z.looseObject({ type: z.literal("base64"), media_type: z.string().min(1), data: z.string() });
@@ -32,7 +38,7 @@ const resultBlock = withOthers(["text", "image", "document"], [text, image, docu
 const toolResult = z.looseObject({
   type: z.literal("tool_result"),
   tool_use_id: z.string().min(1),
-  content: z.union([z.string(), z.array(resultBlock)]).nullish(),
+  content: z.union([z.string(), listOf(resultBlock, MAX_BLOCKS)]).nullish(),
   is_error: z.boolean().nullish(),
 });
 
@@ -42,7 +48,7 @@ const block = withOthers(BLOCKS, [text, image, document, toolUse, toolResult, th
 const message = z.looseObject({
   role: z.enum(["user", "assistant", "system"]),
   // a long content of a large body may still be the client's bytes (src/http/raw-text.ts)
-  content: z.union([z.string(), z.custom<RawText>((v) => v instanceof RawText), z.array(block)]),
+  content: z.union([z.string(), z.custom<RawText>((v) => v instanceof RawText), listOf(block, MAX_BLOCKS)]),
 });
 
 /** A tool the client runs: `name` + `input_schema`. Anthropic-defined tools (`web_search_*`,
@@ -71,13 +77,13 @@ const toolChoice = z.discriminatedUnion("type", [
 ]);
 
 export const messagesRequestSchema = z.looseObject({
-  model: z.string().min(1),
+  model: modelName(),
   max_tokens: z.number().int().positive(),
-  messages: z.array(message).min(1),
-  system: z.union([z.string(), z.custom<RawText>((v) => v instanceof RawText), z.array(text)]).optional(),
-  tools: z.array(tool).optional(),
+  messages: listOf(message, MAX_MESSAGES, 1),
+  system: z.union([z.string(), z.custom<RawText>((v) => v instanceof RawText), listOf(text, MAX_BLOCKS)]).optional(),
+  tools: listOf(tool, MAX_TOOLS).optional(),
   tool_choice: toolChoice.optional(),
-  stop_sequences: z.array(z.string()).optional(),
+  stop_sequences: listOf(z.string().max(MAX_STOP_LENGTH), MAX_STOP_SEQUENCES).optional(),
   temperature: z.number().optional(),
   top_p: z.number().optional(),
   top_k: z.number().int().optional(),

@@ -3,7 +3,12 @@
 // accepted and not forwarded. Input items and tools of kinds a private model cannot use (built-in
 // tools and their calls) are accepted too, and left out of the chat request.
 import { z } from "zod";
-import { parseBody } from "../../http/validation.js";
+import { listOf, modelName, parseBody } from "../../http/validation.js";
+
+// What one request may hold (docs/api.md#request-bounds): an agent's whole conversation fits
+const MAX_ITEMS = 10_000;
+const MAX_PARTS = 1000;
+const MAX_TOOLS = 1000;
 
 const inputText = z.looseObject({ type: z.literal("input_text"), text: z.string() });
 const outputText = z.looseObject({ type: z.literal("output_text"), text: z.string() });
@@ -27,7 +32,7 @@ const outputPart = z.discriminatedUnion("type", [inputText, inputImage, inputFil
 const messageItem = z.looseObject({
   type: z.literal("message"),
   role: z.enum(["user", "assistant", "system", "developer"]),
-  content: z.union([z.string(), z.array(contentPart)]),
+  content: z.union([z.string(), listOf(contentPart, MAX_PARTS)]),
 });
 const functionCallItem = z.looseObject({
   type: z.literal("function_call"),
@@ -40,7 +45,7 @@ const functionCallItem = z.looseObject({
 const functionCallOutputItem = z.looseObject({
   type: z.literal("function_call_output"),
   call_id: z.string().min(1),
-  output: z.union([z.string(), z.array(outputPart)]),
+  output: z.union([z.string(), listOf(outputPart, MAX_PARTS)]),
 });
 // Freeform ("custom") tools are not offered to a chat model, but a conversation begun elsewhere may hold them.
 const customToolCallItem = z.looseObject({
@@ -52,7 +57,7 @@ const customToolCallItem = z.looseObject({
 const customToolCallOutputItem = z.looseObject({
   type: z.literal("custom_tool_call_output"),
   call_id: z.string().min(1),
-  output: z.union([z.string(), z.array(outputPart)]),
+  output: z.union([z.string(), listOf(outputPart, MAX_PARTS)]),
 });
 const itemReference = z.looseObject({ type: z.literal("item_reference"), id: z.string() });
 const reasoningItem = z.looseObject({ type: z.literal("reasoning") });
@@ -97,7 +102,7 @@ const namespaceTool = z.looseObject({
   type: z.literal("namespace"),
   name: z.string().min(1),
   description: z.string().nullish(),
-  tools: z.array(z.union([z.discriminatedUnion("type", [functionTool, customTool]), otherTool])),
+  tools: listOf(z.union([z.discriminatedUnion("type", [functionTool, customTool]), otherTool]), MAX_TOOLS),
 });
 const tool = z.union([z.discriminatedUnion("type", [functionTool, namespaceTool, customTool]), otherTool]);
 
@@ -108,7 +113,7 @@ const toolChoice = z.union([
     name: z.string().nullish(),
     namespace: z.string().nullish(),
     mode: z.enum(["auto", "required"]).nullish(),
-    tools: z.array(z.looseObject({ type: z.string(), name: z.string().nullish() })).nullish(),
+    tools: listOf(z.looseObject({ type: z.string(), name: z.string().nullish() }), MAX_TOOLS).nullish(),
   }),
 ]);
 
@@ -125,10 +130,10 @@ const textFormat = z.discriminatedUnion("type", [
 ]);
 
 export const responsesRequestSchema = z.looseObject({
-  model: z.string().min(1).optional(),
-  input: z.union([z.string(), z.array(inputItem)]),
-  instructions: z.union([z.string(), z.array(inputItem)]).nullish(),
-  tools: z.array(tool).nullish(),
+  model: modelName().optional(),
+  input: z.union([z.string(), listOf(inputItem, MAX_ITEMS)]),
+  instructions: z.union([z.string(), listOf(inputItem, MAX_ITEMS)]).nullish(),
+  tools: listOf(tool, MAX_TOOLS).nullish(),
   tool_choice: toolChoice.nullish(),
   parallel_tool_calls: z.boolean().nullish(),
   max_output_tokens: z.number().int().positive().nullish(),
@@ -143,7 +148,7 @@ export const responsesRequestSchema = z.looseObject({
   previous_response_id: z.string().min(1).nullish(),
   background: z.boolean().nullish(),
   truncation: z.string().nullish(),
-  include: z.array(z.string()).nullish(),
+  include: listOf(z.string(), 100).nullish(),
   prompt_cache_key: z.string().nullish(),
 });
 
