@@ -118,6 +118,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     quota: shared.quota,
     observer: shared.observer,
     store: shared.store,
+    state: shared.state,
     resolveShareLink: (shareId: unknown, now: number) => resolveShareLink(links, shareId, now),
   };
   const serves = router.serves;

@@ -5,7 +5,7 @@ import type { ClusterState } from "../cluster/types.js";
 import type { Observer } from "../observability/observer.js";
 import { createEchoChannel } from "./echo-channel.js";
 import { startHealthChecks } from "./health-check.js";
-import { createOpenAIChannel } from "./openai-channel.js";
+import { createOpenAIChannel, type QueueHooks } from "./openai-channel.js";
 import type { ChannelEntry, UpstreamChannelConfig } from "./types.js";
 
 export type { ChannelEntry };
@@ -29,7 +29,7 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
     if (same && JSON.stringify(same.config) === JSON.stringify(config)) return same;
     return {
       config,
-      client: config.type === "echo" ? createEchoChannel(config) : createOpenAIChannel(config, (depth) => observer.channelQueue(config.name, depth)),
+      client: config.type === "echo" ? createEchoChannel(config) : createOpenAIChannel(config, queueHooks(observer, config.name)),
       up: undefined,
     };
   });
@@ -97,6 +97,11 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
 }
 
 export type ChannelRouter = ReturnType<typeof createChannelRouter>;
+
+/** The channel's queue, told to the metrics: its depth, and each call's wait by the caller's priority. */
+function queueHooks(observer: Observer, channel: string): QueueHooks {
+  return { onDepth: (depth) => observer.channelQueue(channel, depth), onWait: (ms, priority) => observer.queueWait(channel, priority, ms / 1000) };
+}
 
 function pickNext(list: ChannelEntry[], random: () => number): ChannelEntry {
   const up = list.filter((e) => e.up !== false);
