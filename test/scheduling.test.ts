@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Observer } from "../src/observability/observer.js";
 import { silentObserver } from "../src/observability/observer.js";
+import { withPriorityField } from "../src/upstream/forward-priority.js";
 import { chat, userMessage } from "./support/core-config.js";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
 import { startScriptedUpstream, textChunks, type ScriptedUpstream } from "./support/scripted-upstream.js";
@@ -175,6 +176,19 @@ describe("forwardPriority", () => {
     expect(res.status).toBe(200);
     await res.text();
     expect(r.upstream.requests.at(-1)!.body.priority).toBe(-10);
+  });
+});
+
+describe("the priority member written into a kind's JSON body", () => {
+  it("goes last in the object, after any other member, and keeps the body's kind (string or bytes)", () => {
+    expect(withPriorityField('{"model":"m1","priority":7}', -3)).toBe('{"model":"m1","priority":7,"priority":-3}');
+    expect(JSON.parse(withPriorityField('{"model":"m1","priority":7}', -3) as string)).toEqual({ model: "m1", priority: -3 });
+    expect(withPriorityField("{}", 0)).toBe('{"priority":0}');
+    expect(withPriorityField(' { "a" : [1,{}] } \n', -0)).toBe(' { "a" : [1,{}] ,"priority":0} \n');
+    const bytes = withPriorityField(Buffer.from('{"text":"é"}'), 4);
+    expect(Buffer.isBuffer(bytes) && bytes.toString("utf8")).toBe('{"text":"é","priority":4}');
+    // not one JSON object: sent as it is
+    expect(withPriorityField("[1,2]", 1)).toBe("[1,2]");
   });
 });
 
