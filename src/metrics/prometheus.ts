@@ -60,6 +60,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   const tally = { requests: new Tally(), tokens: new Tally(), points: new Tally(), routePoints: new Tally(), upstream: new Tally(), attempts: new Tally() };
   const f = defineFamilies(registry, tally, () => inflight);
   const label = createLabelBounds(opts);
+  const waits = new Map<string, { observe(value: number): void }>();
   initialiseSeries(f, opts);
 
   return {
@@ -118,8 +119,13 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     },
 
     queueWait(channel: string, priority: number, seconds: number) {
-      // priorities are configured integers: a bounded set
-      f.queueWait.observe({ channel: label.channel(channel), priority: String(priority) }, amount(seconds));
+      // once per upstream call: the labelled series is looked up once (priorities are configured
+      // integers, channels configured names: a bounded set)
+      const name = label.channel(channel);
+      const key = `${name}\0${priority}`;
+      let series = waits.get(key);
+      if (!series) waits.set(key, (series = f.queueWait.labels(name, String(priority))));
+      series.observe(amount(seconds));
     },
 
     configReloaded(ok: boolean) {
