@@ -2,8 +2,9 @@
 // a sorted set per capped scope, one member per call in flight scored by when it expires. Taking a
 // slot is one Lua step over every scope of the call (expired members dropped, every count checked,
 // then the member added to each), so instances racing on one scope never pass its cap together.
-// This instance renews the expiry of the slots it holds every third of the TTL; those of an
-// instance that died are not renewed and leave once the TTL passed.
+// This instance renews the expiry of the slots it holds every third of the TTL (writing them again
+// into a Redis that restarted empty); those of an instance that died are not renewed and leave once
+// the TTL passed. A free that fails is left to the TTL as well.
 import type { Redis } from "ioredis";
 import type { SlotLimit, SlotResult } from "./types.js";
 
@@ -25,14 +26,12 @@ return 0
 `;
 
 /** KEYS: the call's sorted sets. ARGV: the next expiry, the TTL, then the call's member in each.
- *  Renews the member where it still is (a slot already freed or expired is not taken again). */
+ *  Renews the member, or writes it again where it is gone (a Redis that restarted empty). */
 const RENEW = `
 local expiry, ttl = ARGV[1], tonumber(ARGV[2])
 for i, key in ipairs(KEYS) do
-  if redis.call('ZSCORE', key, ARGV[2 + i]) then
-    redis.call('ZADD', key, expiry, ARGV[2 + i])
-    redis.call('PEXPIRE', key, ttl)
-  end
+  redis.call('ZADD', key, expiry, ARGV[2 + i])
+  redis.call('PEXPIRE', key, ttl)
 end
 return 0
 `;
