@@ -36,6 +36,10 @@ function config(upstreamUrl: string, channel: Record<string, unknown> = {}, rout
       { name: "live", kind: "app", appId: "live", key: KEYS.interactive },
       { name: "other", kind: "app", appId: "other", key: KEYS.other },
     ],
+    shareLinks: [
+      { shareId: "batch-public", appId: "batch", priority: 7 },
+      { shareId: "live-public", appId: "live" },
+    ],
     routing,
   };
 }
@@ -86,13 +90,26 @@ const ask = (r: Rig, key: string, marker: string) =>
     await res.text();
   });
 
+/** A share-link user's call: `key` is `share:<shareId>`. */
+const askAs = (r: Rig, key: string, marker: string) =>
+  key.startsWith("share:")
+    ? fetch(`${r.gw.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ shareId: key.slice(6), outLinkUid: `user-${marker}`, messages: [userMessage(marker)] }),
+      }).then(async (res) => {
+        expect(res.status, await res.clone().text()).toBe(200);
+        await res.text();
+      })
+    : ask(r, key, marker);
+
 /** The first call takes the only slot; `queued` are sent one after another, each waiting in the
  *  queue before the next is sent (their arrival order is known); then the first is let go. */
 async function queueBehindFirst(r: Rig, queued: Array<[key: string, marker: string]>): Promise<void> {
   const calls = [ask(r, KEYS.batch, "first")];
   await vi.waitFor(() => expect(r.arrived).toEqual(["first"]), { timeout: 5_000, interval: 5 });
   for (const [i, [key, marker]] of queued.entries()) {
-    calls.push(ask(r, key, marker));
+    calls.push(askAs(r, key, marker));
     await vi.waitFor(() => expect(r.depth()).toBe(i + 1), { timeout: 5_000, interval: 2 });
   }
   r.releaseFirst();
@@ -111,6 +128,17 @@ describe("the gateway's queue on a channel with concurrency", () => {
       [KEYS.interactive, "live2"],
     ]);
     expect(r.arrived).toEqual(["first", "live1", "live2", "urgent1", "b1", "b2", "b3"]);
+  });
+
+  it("gives a share link's users the link's priority, or its app's when it has none", async () => {
+    const r = await rig();
+    await queueBehindFirst(r, [
+      [KEYS.batch, "b1"],
+      [KEYS.urgent, "urgent1"],
+      ["share:batch-public", "link7"],
+      ["share:live-public", "link10"],
+    ]);
+    expect(r.arrived).toEqual(["first", "link10", "link7", "urgent1", "b1"]);
   });
 
   it("is fair across apps of one priority: an app's one call is not served behind another app's many", async () => {
