@@ -39,7 +39,7 @@ export function identifyCaller(
     if (!req.outLinkUid) throw new GatewayError(400, "missing_out_link_uid", "outLinkUid is required with shareId.", { param: "outLinkUid" });
     const app = deps.apps.get(link.appId)!;
     // a link's cap is per user: the outLinkUid, hashed (it may be an operator's token)
-    const user = `share:${link.shareId}:user:${hash("sha256", req.outLinkUid).slice(0, 24)}`;
+    const user = link.maxConcurrent ? `share:${link.shareId}:user:${hash("sha256", req.outLinkUid).slice(0, 24)}` : "";
     return {
       app,
       share: { link, token: req.outLinkUid },

@@ -32,10 +32,8 @@ export async function takeSlots(state: ClusterState, limits: ConcurrencyLimit[],
   return () => {
     if (!open) return;
     open = false;
-    void state.freeSlots(
-      limits.map((l) => l.scope),
-      id,
-    ).catch(() => {}); // a slot not freed is left to its TTL
+    // a slot not freed is left to its TTL
+    void state.freeSlots(limits.map((l) => l.scope), id).catch(() => {});
   };
 }
 
