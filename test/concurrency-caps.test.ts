@@ -6,7 +6,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { createRedisClusterState } from "../src/cluster/redis.js";
 import { chat, userMessage } from "./support/core-config.js";
 import { expectError } from "./support/fixtures.js";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
@@ -183,6 +185,26 @@ describe("maxConcurrent across instances (Redis)", () => {
     expect(mostHolding).toBe(5);
     await eventuallyAdmitted(a.url, KEY);
     await eventuallyAdmitted(b.url, KEY);
+  });
+
+  it("writes a live call's slot again into a Redis that restarted empty", async () => {
+    const state = createRedisClusterState({ url: redis.server().url, prefix: "restart:", breaker: { failures: 3, cooldownMs: 30_000 }, log: () => {}, slotTtlMs: 600 });
+    const raw = new Redis(redis.server().url, { lazyConnect: true });
+    try {
+      await vi.waitFor(() => state.ping(), { timeout: 5_000, interval: 20 });
+      expect(await state.takeSlots([{ scope: "key:web", max: 1 }], "1", Date.now())).toEqual({ ok: true });
+      await redis.server().stop();
+      await redis.server().start();
+      await raw.connect();
+      // the renewal (every third of the TTL) puts it back once this instance is connected again
+      await vi.waitFor(async () => expect(await raw.zcard("sluice:restart:slots:key:web")).toBe(1), { timeout: 10_000, interval: 50 });
+      expect(await state.takeSlots([{ scope: "key:web", max: 1 }], "2", Date.now())).toEqual({ ok: false, scope: "key:web" });
+      await state.freeSlots(["key:web"], "1");
+      expect(await raw.zcard("sluice:restart:slots:key:web")).toBe(0);
+    } finally {
+      raw.disconnect();
+      await state.close();
+    }
   });
 
   it("frees the slots of a gateway killed mid-call within cluster.slotTtlMs", async () => {
