@@ -12,6 +12,7 @@ import type { MemoryResult } from "./open-streams.js";
 import type { PerKb } from "./per-kb.js";
 import { LOAD_GENERATOR, TARGET } from "./process-cpu.js";
 import type { ProfileSummary } from "./profile.js";
+import { formatScheduling, type SchedulingCase } from "./scheduling.js";
 
 export interface MachineFacts {
   date: string;
@@ -37,6 +38,7 @@ export interface BenchResults {
   lag?: LagResult;
   memory?: MemoryResult[];
   qpm?: QpmResult;
+  scheduling?: SchedulingCase[];
   /** sections skipped or failed, one line each */
   notes: string[];
   /** what else the run measured against (the PostgreSQL and Redis of --store postgres), one line each */
@@ -113,6 +115,7 @@ throughput: autocannon from the bench process, 32 connections unless said, ${r.t
 
   printProcesses(r);
   printDetails(r);
+  if (r.scheduling) console.log(formatScheduling(r.scheduling));
   const rows = checks(r);
   const measured = rows.filter((row) => /\d/.test(row[1]!)); // the others' sections did not run
   console.log(`\n${alignTable([["check", "measured", "target", "result"], ...measured])}`);
@@ -179,6 +182,7 @@ function checks(r: BenchResults): string[][] {
   const memory = (streams: number) => r.memory?.find((m) => m.target === "sluice" && m.streams === streams)?.openMb;
   const k = r.perKb;
   const fo = r.failover;
+  const sched = (queue: string, name: string) => r.scheduling?.find((c) => c.queue === queue && c.case === name)?.ratio;
   const rows = [
     ratio("Sluice/floor RPS, non-stream", find("non-stream", "sluice"), find("non-stream", "floor"), rps, ">=", 0.6),
     ratio("Sluice/floor RPS, 20-chunk stream", find("stream", "sluice"), find("stream", "floor"), rps, ">=", 0.8),
@@ -206,6 +210,10 @@ function checks(r: BenchResults): string[][] {
     info("PostgreSQL+Redis/SQLite RPS, stateless", ratioText(find("store", "sluice", "PostgreSQL+Redis stateless"), find("store", "sluice", "SQLite stateless"), rps)),
     info("PostgreSQL+Redis/SQLite RPS, chatId", ratioText(find("store", "sluice", "PostgreSQL+Redis chatId"), find("store", "sluice", "SQLite chatId"), rps)),
     ratio("2 workers/1 worker RPS, PostgreSQL+Redis, stateless", find("workers", "sluice", "2 workers stateless"), find("workers", "sluice", "1 worker stateless"), rps, ">=", 1.3),
+    limit("scheduling: interactive/flood median wait, gateway queue", sched("gateway queue", "priority"), "<=", 0.2, "x"),
+    info("scheduling: interactive/flood median wait, engine FIFO", num(sched("engine FIFO", "priority"), 2)),
+    limit("scheduling: app B/app A median wait (30 of A queued), gateway queue", sched("gateway queue", "fairness"), "<=", 0.33, "x"),
+    info("scheduling: app B/app A median wait, engine FIFO", num(sched("engine FIFO", "fairness"), 2)),
     info("2 workers/1 worker RPS, PostgreSQL+Redis, chatId", ratioText(find("workers", "sluice", "2 workers chatId"), find("workers", "sluice", "1 worker chatId"), rps)),
   ];
   return rows;

@@ -18,6 +18,9 @@
 //   lag          Sluice's event-loop lag p99 under the non-stream load plus a 2 MB one-word body/s
 //   memory       RSS of a fresh Sluice and a fresh floor (2 s of non-stream and of stream load
 //                first) with 1,000 and then 5,000 streams open
+//   scheduling   one simulated replica running 2 at a time (bench/fleet/replica.ts) behind a channel
+//                with concurrency 2 against one without (the engine's FIFO): a priority-0 flood of 30
+//                and 6 priority-10 calls sent into it; 30 calls of app A and 6 of app B (bench/scheduling.ts)
 //   qpm          only with --long: the budgeted+QPM key held for 120 s (or --qpm-seconds), CPU per
 //                request at minute 2 against the first 10 s
 //   store        only with --store postgres: stateless and chatId non-stream RPS and CPU/request of
@@ -64,9 +67,10 @@ import { readProfile } from "./profile.js";
 import { machineFacts, printProfile, printReport, type BenchResults } from "./report.js";
 import { childProcesses } from "./process-cpu.js";
 import { startSharedSluice, startSharedStore, type SharedSluice, type SharedStore } from "./shared-store.js";
+import { measureScheduling } from "./scheduling.js";
 import { startSluice, type SluiceProcess } from "./sluice-process.js";
 
-const SECTIONS = ["non-stream", "stream", "realistic", "per-kb", "failover", "embeddings", "dialects", "lag", "memory", "qpm", "store", "workers"] as const;
+const SECTIONS = ["non-stream", "stream", "realistic", "per-kb", "failover", "embeddings", "dialects", "lag", "memory", "scheduling", "qpm", "store", "workers"] as const;
 type Section = (typeof SECTIONS)[number];
 /** the sections that need PostgreSQL and Redis: only with --store postgres, and then by default */
 const STORE_SECTIONS: readonly Section[] = ["store", "workers"];
@@ -322,6 +326,10 @@ const SECTION_RUNS: Record<Section, (ctx: Context, results: BenchResults) => Pro
     } finally {
       await one.stop();
     }
+  },
+
+  async scheduling(_ctx, results) {
+    results.scheduling = await measureScheduling();
   },
 
   async qpm(ctx, results) {

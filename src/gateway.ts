@@ -70,7 +70,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const state =
     deps.state ??
     (config.cluster
-      ? createRedisClusterState({ url: config.cluster.redisUrl, breaker: () => breakerOptions(), log: (message) => logger.warn(message) })
+      ? createRedisClusterState({ url: config.cluster.redisUrl, breaker: () => breakerOptions(), log: (message) => logger.warn(message), slotTtlMs: config.cluster.slotTtlMs })
       : createMemoryClusterState(() => breakerOptions()));
   const shared: Shared = {
     store: deps.store,

@@ -101,6 +101,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Pick<Run
     quota: shared.quota,
     observer: shared.observer,
     store: shared.store,
+    state: shared.state,
     resolveShareLink: (shareId: unknown, now: number) => resolveShareLink(links, shareId, now),
   };
   const dialectMetered: MeteredDeps = { ...metered, body: dialectBody };

@@ -179,8 +179,10 @@ describe("config: hardening fields", () => {
       queueTimeoutMs: 10_000,
       maxAnswerBytes: 16 * 1024 * 1024,
       healthCheck: { intervalMs: 15_000, timeoutMs: 5_000 },
+      concurrency: 0,
+      forwardPriority: false,
     });
-    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 5, cooldownMs: 30_000, maxCooldownMs: 300_000 } });
+    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 5, cooldownMs: 30_000, maxCooldownMs: 300_000 }, agingMs: 10_000 });
     expect(c.cluster).toBeUndefined();
   });
 
@@ -191,14 +193,14 @@ describe("config: hardening fields", () => {
     expect(c.server.cors.origins).toEqual([]);
     expect(c.server.headersTimeoutMs).toBe(10_000);
     expect(c.channels[0]!.healthCheck).toEqual({ intervalMs: 0, timeoutMs: 5_000 });
-    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 2, cooldownMs: 30_000, maxCooldownMs: 300_000 } });
+    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 2, cooldownMs: 30_000, maxCooldownMs: 300_000 }, agingMs: 10_000 });
   });
 
   it("accepts a postgres store and a cluster redisUrl", () => {
     const raw = { ...minimal(), store: { driver: "postgres", url: "postgres://u:p@db:5432/sluice" }, cluster: { redisUrl: "redis://cache:6379" } };
     const c = parseConfig(raw, ENV);
     expect(c.store).toEqual({ driver: "postgres", url: "postgres://u:p@db:5432/sluice" });
-    expect(c.cluster).toEqual({ redisUrl: "redis://cache:6379" });
+    expect(c.cluster).toEqual({ redisUrl: "redis://cache:6379", slotTtlMs: 30_000 });
   });
 
   it("refuses a breaker cooldown above its cap, routing.breaker.maxCooldownMs", () => {

@@ -11,6 +11,10 @@ export interface KeyIdentity {
   appId?: string;
   maxUsagePoints: number;
   qpm: number;
+  /** absent: the app's (docs/routing.md#priority-and-fairness) */
+  priority?: number;
+  /** calls in flight at once (0 or absent: no limit) */
+  maxConcurrent?: number;
 }
 
 /** Keys that do not come from the config: those created through the operations API. */
@@ -40,7 +44,7 @@ const sha256 = (value: string): Buffer => hash("sha256", value, "buffer");
 export function createKeyring(keys: ApiKeyConfig[], source?: KeySource) {
   const stored: StoredKey[] = keys.map((k) => ({
     digest: k.sha256 ? Buffer.from(k.sha256, "hex") : sha256(k.key ?? ""),
-    identity: { name: k.name, kind: k.kind, appId: k.appId, maxUsagePoints: k.maxUsagePoints, qpm: k.qpm },
+    identity: { name: k.name, kind: k.kind, appId: k.appId, maxUsagePoints: k.maxUsagePoints, qpm: k.qpm, priority: k.priority, maxConcurrent: k.maxConcurrent },
   }));
 
   /** The key's identity; 401 when the header is missing, garbled or names no configured key. */

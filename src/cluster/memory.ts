@@ -23,6 +23,8 @@ export function createMemoryClusterState(breakerOptions: BreakerSettings): Clust
   const loading = new Map<string, Promise<void>>();
   const breakers = new Map<string, Breaker>();
   const keyListeners = new Set<(change: KeyChange) => void>();
+  /** calls in flight per capped scope; a scope leaves when its last call ends */
+  const slots = new Map<string, number>();
   const breakerOf = (channel: string) => {
     let b = breakers.get(channel);
     if (!b) breakers.set(channel, (b = new Breaker(breakerOptions)));
@@ -74,6 +76,19 @@ export function createMemoryClusterState(breakerOptions: BreakerSettings): Clust
         if (!l) continue;
         l.held = Math.max(0, l.held - held);
         l.spent += actual;
+      }
+    },
+
+    async takeSlots(limits) {
+      for (const l of limits) if ((slots.get(l.scope) ?? 0) >= l.max) return { ok: false, scope: l.scope };
+      for (const l of limits) slots.set(l.scope, (slots.get(l.scope) ?? 0) + 1);
+      return { ok: true };
+    },
+    async freeSlots(scopes) {
+      for (const scope of scopes) {
+        const left = (slots.get(scope) ?? 0) - 1;
+        if (left > 0) slots.set(scope, left);
+        else slots.delete(scope);
       }
     },
 

@@ -11,6 +11,7 @@ import type { BreakerSettings } from "./breaker.js";
 import { createSharedBreakers } from "./redis-breakers.js";
 import { createSharedBudgets } from "./redis-budgets.js";
 import { defineScripts } from "./redis-scripts.js";
+import { createSharedSlots } from "./redis-slots.js";
 import type { ClusterState, KeyChange } from "./types.js";
 
 export interface RedisClusterOptions {
@@ -20,6 +21,8 @@ export interface RedisClusterOptions {
   prefix?: string;
   breaker: BreakerSettings;
   log?: (message: string) => void;
+  /** a concurrency slot not renewed (its instance died) frees after this (default 30 s) */
+  slotTtlMs?: number;
 }
 
 const CLIENT_OPTIONS: RedisOptions = {
@@ -112,6 +115,8 @@ export function createRedisClusterState(opts: RedisClusterOptions): ClusterState
     unavailable: storeUnavailable,
   });
 
+  const slots = createSharedSlots({ redis, instance, key: (scope) => `${ns}slots:${scope}`, ttlMs: opts.slotTtlMs ?? 30_000, call });
+
   // 2. Notices: key changes and reloads of other instances, breaker views.
   const keyListeners = new Set<(change: KeyChange) => void>();
   const reloadListeners = new Set<() => void>();
@@ -175,6 +180,8 @@ export function createRedisClusterState(opts: RedisClusterOptions): ClusterState
   return {
     admit: (holds, points, rates, now, spent) => budgets.admit(holds, points, rates, now, spent),
     settle: (scopes, held, actual) => budgets.settle(scopes, held, actual),
+    takeSlots: (limits, id, now) => slots.take(limits, id, now),
+    freeSlots: (scopes, id) => slots.free(scopes, id),
 
     admitChannel: (channel, now) => breakers.admit(channel, now),
     channelResult: (channel, ok, now, retryAfterMs) => breakers.record(channel, ok, now, retryAfterMs),
@@ -208,6 +215,7 @@ export function createRedisClusterState(opts: RedisClusterOptions): ClusterState
       if (closed) return;
       closed = true;
       breakers.close();
+      slots.close();
       keyListeners.clear();
       reloadListeners.clear();
       await budgets.close();

@@ -33,6 +33,16 @@ export type AdmitResult =
   /** `retryAfterMs`: until the window's oldest hit leaves it */
   | { ok: false; refused: "rate"; scope: string; retryAfterMs: number };
 
+/** A cap on calls in flight (`maxConcurrent`, docs/routing.md#priority-and-fairness). */
+export interface SlotLimit {
+  /** `app:<id>`, `key:<name>` or `share:<shareId>:user:<hash>` */
+  scope: string;
+  /** calls of the scope in flight at once */
+  max: number;
+}
+
+export type SlotResult = { ok: true } | { ok: false; scope: string };
+
 export type BreakerPhase = "closed" | "open" | "half_open";
 
 export interface BreakerView {
@@ -62,6 +72,13 @@ export interface ClusterState {
   admit(holds: BudgetHold[], points: number | PointRange, rates: RateLimit[], now: number, spent: (scope: string) => Promise<number>): Promise<AdmitResult>;
   /** Ends a hold: `points` held leave, `actual` points are added to each scope's spent. */
   settle(scopes: string[], held: number, actual: number): Promise<void>;
+  /** Takes a slot for call `id` in every scope of `limits`, all or nothing: refused, naming the
+   *  scope, when one already has `max` calls in flight. A slot is held until `freeSlots`, or — shared
+   *  by several instances — until its instance stops renewing it (`cluster.slotTtlMs`), so the slots
+   *  of an instance that died free themselves. */
+  takeSlots(limits: SlotLimit[], id: string, now: number): Promise<SlotResult>;
+  /** Frees the slots call `id` took. */
+  freeSlots(scopes: string[], id: string): Promise<void>;
   /** May a request (or health check) be sent to the channel now? An open breaker past its
    *  cooldown lets exactly one probe through (half-open). */
   admitChannel(channel: string, now: number): boolean;

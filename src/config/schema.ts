@@ -12,6 +12,10 @@ const FRAME_SOURCE = /^('self'|'none'|https?:\/\/(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})
 const name = z.string().min(1);
 const points = z.number().min(-1).default(-1); // -1 = no limit
 const qpm = z.number().int().min(0).default(0); // 0 = no limit
+/** Scheduling (docs/routing.md#priority-and-fairness): higher first; a key or link without one has its app's. */
+const priority = z.number().int().min(-1000).max(1000);
+/** calls in flight at once, across instances (0 = no limit) */
+const maxConcurrent = z.number().int().min(0).default(0);
 
 /** A client key: exactly one of the plain value (or `${ENV}`) or its sha256 hex digest. */
 const apiKeySchema = z
@@ -26,6 +30,8 @@ const apiKeySchema = z
       .optional(),
     maxUsagePoints: points,
     qpm,
+    priority: priority.optional(),
+    maxConcurrent,
   })
   .superRefine((k, ctx) => {
     if ((k.key === undefined) === (k.sha256 === undefined))
@@ -63,6 +69,11 @@ export const channelSchema = z.strictObject({
       timeoutMs: z.number().int().positive().default(5_000),
     })
     .prefault({}),
+  /** The most calls in flight on this channel from this instance (0 = `connections`): the rest wait
+   *  in the gateway's queue, ordered by priority and fair across apps (docs/routing.md#priority-and-fairness). */
+  concurrency: z.number().int().nonnegative().default(0),
+  /** Write the caller's priority into the upstream body as vLLM's `priority` (its negation). */
+  forwardPriority: z.boolean().default(false),
 });
 
 const modelSchema = z.strictObject({
@@ -151,6 +162,8 @@ const appSchema = z.strictObject({
   sharedChats: z.boolean().default(false),
   maxUsagePoints: points,
   qpm,
+  priority: priority.default(0),
+  maxConcurrent,
 });
 
 const shareLinkSchema = z.strictObject({
@@ -164,6 +177,9 @@ const shareLinkSchema = z.strictObject({
   callbackTimeoutMs: z.number().int().positive().default(5_000),
   /** Calls a minute to /api/share/init|chats|chat for this link, all its users together (0 = no limit). */
   apiQpm: z.number().int().min(0).default(600),
+  priority: priority.optional(),
+  /** per user of the link (absent: 0, no limit) */
+  maxConcurrent: maxConcurrent.optional(),
 });
 
 const serverSchema = z.strictObject({
@@ -237,6 +253,8 @@ const routingSchema = z.strictObject({
     })
     .refine((b) => b.cooldownMs <= b.maxCooldownMs, { message: "cooldownMs must not exceed maxCooldownMs", path: ["cooldownMs"] })
     .prefault({}),
+  /** A queued call gains one priority for each agingMs it has waited, so none starves. */
+  agingMs: z.number().int().positive().default(10_000),
 });
 
 const storeSchema = z.discriminatedUnion("driver", [
@@ -246,7 +264,11 @@ const storeSchema = z.discriminatedUnion("driver", [
 ]);
 
 /** State shared by several instances (breaker, reservations, rate windows): docs/operations.md#several-instances. */
-const clusterSchema = z.strictObject({ redisUrl: z.url({ protocol: /^rediss?$/ }) });
+const clusterSchema = z.strictObject({
+  redisUrl: z.url({ protocol: /^rediss?$/ }),
+  /** A concurrency slot (`maxConcurrent`) of an instance that died frees after this. */
+  slotTtlMs: z.number().int().min(500).default(30_000),
+});
 
 export const configSchema = z
   .strictObject({

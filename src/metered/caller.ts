@@ -1,8 +1,10 @@
 // Who is calling a metered endpoint: an app key, or a share-link user (no key) where the kind
 // admits them. Resolves the app and the budget and rate limits that apply (docs/api.md#keys).
+import { hash } from "node:crypto";
 import type { AppConfig, ShareLinkConfig } from "../config/schema.js";
 import { missingApiKey, type Keyring, type KeyIdentity } from "../auth/keys.js";
 import { GatewayError } from "../http/errors.js";
+import type { ConcurrencyLimit } from "./concurrency.js";
 import type { QuotaLimit } from "./quota.js";
 
 export interface Caller {
@@ -11,6 +13,10 @@ export interface Caller {
   /** share-link callers: the link and the outLinkUid (authToken or localId) they sent */
   share?: { link: ShareLinkConfig; token: string };
   limits: QuotaLimit[];
+  /** its place in a channel's queue: the key's or link's priority, else its app's */
+  priority: number;
+  /** its caps on calls in flight (those above 0) */
+  concurrency: ConcurrencyLimit[];
 }
 
 export interface CallerDeps {
@@ -51,6 +57,8 @@ export function identifyCaller(
     const link = deps.resolveShareLink(req.shareId, now);
     if (!req.outLinkUid) throw new GatewayError(400, "missing_out_link_uid", "outLinkUid is required with shareId.", { param: "outLinkUid" });
     const app = deps.apps.get(link.appId)!;
+    // a link's cap is per user: the outLinkUid, hashed (it may be an operator's token)
+    const user = link.maxConcurrent ? `share:${link.shareId}:user:${hash("sha256", req.outLinkUid).slice(0, 24)}` : "";
     return {
       app,
       share: { link, token: req.outLinkUid },
@@ -58,6 +66,8 @@ export function identifyCaller(
         appLimit(app),
         { scope: `share:${link.shareId}`, label: "This share link", maxUsagePoints: link.maxUsagePoints, qpm: link.qpm },
       ],
+      priority: link.priority ?? app.priority,
+      concurrency: caps(app, { scope: user, label: "This share link", max: link.maxConcurrent ?? 0 }),
     };
   }
   if (!key) throw missingApiKey();
@@ -71,7 +81,14 @@ export function identifyCaller(
     app,
     key,
     limits: [appLimit(app), { scope: `key:${key.name}`, label: `API key ${key.name}`, maxUsagePoints: key.maxUsagePoints, qpm: key.qpm }],
+    priority: key.priority ?? app.priority,
+    concurrency: caps(app, { scope: `key:${key.name}`, label: `API key ${key.name}`, max: key.maxConcurrent ?? 0 }),
   };
+}
+
+/** The app's cap on calls in flight and the key's or link user's, those that are set. */
+function caps(app: AppConfig, own: ConcurrencyLimit): ConcurrencyLimit[] {
+  return [{ scope: `app:${app.id}`, label: `App ${app.id}`, max: app.maxConcurrent }, own].filter((c) => c.max > 0);
 }
 
 function appLimit(app: AppConfig): QuotaLimit {

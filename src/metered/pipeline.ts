@@ -16,7 +16,9 @@ import type { Observer } from "../observability/observer.js";
 import type { Store } from "../store/types.js";
 import { withFailover } from "../upstream/failover.js";
 import type { ChannelRouter } from "../upstream/router.js";
+import type { ClusterState } from "../cluster/types.js";
 import { identifyCaller, mayNameShareLink, type Caller, type CallerDeps, type ShareFields } from "./caller.js";
+import { takeSlots, type FreeSlots } from "./concurrency.js";
 import { Meter } from "./meter.js";
 import type { Quota } from "./quota.js";
 import { answer } from "./respond.js";
@@ -30,6 +32,8 @@ export interface MeteredDeps extends CallerDeps {
   observer: Observer;
   inflight: Inflight;
   store: Store;
+  /** the shared state of the caps on calls in flight */
+  state: ClusterState;
   maxAttempts: number;
   /** proxies in front whose X-Forwarded-For is believed (server.trustProxy) */
   trustProxy: number;
@@ -56,6 +60,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   const { cancel, untrack } = trackRequest(event, deps.inflight);
   let deadline: NodeJS.Timeout | undefined;
   let meter: Meter | undefined;
+  let freeSlots: FreeSlots | undefined;
   let body: Body | undefined;
   try {
     // 2. The body, read; without a key, one that names no share link is not even parsed. An upload's
@@ -79,6 +84,8 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     const model = spec.model(req, caller);
     facts.model = model.model;
     const call: Call<Req, Model> = { event, req, caller, model, time, started, cancel, facts };
+    // its calls in flight: a slot in every capped scope, until the request is over
+    freeSlots = await takeSlots(deps.state, caller.concurrency, caller.share !== undefined, time);
 
     // 4. The cheap refusals before any costly work (an operator's callback, a history read, token
     //    counting): every QPM window counts the request, and a budget must have room for its least.
@@ -110,6 +117,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
           clearTimeout(deadline);
           deadline = setTimeout(() => cancel.abort("timeout"), entry.config.totalTimeoutMs);
         },
+        ticket: { priority: caller.priority, app: caller.app.id },
       },
       (client) => spec.attempt(client, plan, call),
     );
@@ -123,6 +131,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     throw err;
   } finally {
     clearTimeout(deadline);
+    freeSlots?.();
     untrack();
     if (body !== undefined) await spec.release?.(body);
     // a request over with its hold neither settled nor released is the pipeline's bug: never silent

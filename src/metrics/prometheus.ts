@@ -40,6 +40,8 @@ const TOKEN_BUCKETS = [
 /** OpenTelemetry GenAI semantic conventions, `gen_ai.server.time_to_first_token`. */
 const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0];
 /** OpenTelemetry GenAI semantic conventions, `gen_ai.server.request.duration`. */
+/** A call's wait in a channel's queue: none at all up to the queue's 10 s default deadline and past it. */
+const WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
 
 const MAX_ROUTES = 32;
@@ -58,6 +60,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   const tally = { requests: new Tally(), tokens: new Tally(), points: new Tally(), routePoints: new Tally(), upstream: new Tally(), attempts: new Tally() };
   const f = defineFamilies(registry, tally, () => inflight);
   const label = createLabelBounds(opts);
+  const waits = new Map<string, { observe(value: number): void }>();
   initialiseSeries(f, opts);
 
   return {
@@ -113,6 +116,16 @@ export function createMetrics(opts: MetricsOptions): Metrics {
 
     channelQueue(channel: string, depth: number) {
       f.queueDepth.set({ channel: label.channel(channel) }, depth);
+    },
+
+    queueWait(channel: string, priority: number, seconds: number) {
+      // once per upstream call: the labelled series is looked up once (priorities are configured
+      // integers, channels configured names: a bounded set)
+      const name = label.channel(channel);
+      const key = `${name}\0${priority}`;
+      let series = waits.get(key);
+      if (!series) waits.set(key, (series = f.queueWait.labels(name, String(priority))));
+      series.observe(amount(seconds));
     },
 
     configReloaded(ok: boolean) {
@@ -234,6 +247,13 @@ function defineFamilies(registers: Registry, tally: Tallies, inflight: () => num
       labelNames: ["channel"] as const,
       ...reg,
     }),
+    queueWait: new Histogram({
+      name: "sluice_queue_wait_seconds",
+      help: "Time calls waited in the channel's queue for a slot (0 when one was free), by channel and the caller's configured priority.",
+      labelNames: ["channel", "priority"] as const,
+      buckets: WAIT_BUCKETS,
+      ...reg,
+    }),
     reloads: new Counter({
       name: "sluice_config_reloads_total",
       help: "Config reloads by outcome: ok (swapped in) or error (refused; the running config was kept).",
@@ -275,6 +295,7 @@ function initialiseNames(f: Families, channels: string[], models: string[]): voi
     // unknown until the first health check or request says otherwise (docs/operations.md#metrics)
     f.channelUp.set({ channel }, 0);
     f.queueDepth.set({ channel }, 0);
+    f.queueWait.zero({ channel, priority: "0" });
     for (const outcome of ATTEMPT_OUTCOMES) f.attempts.inc({ channel, outcome }, 0);
     for (const model of models) f.upstream.inc({ channel, model, outcome: "ok" }, 0);
   }

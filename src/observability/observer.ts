@@ -49,6 +49,8 @@ export interface Observer {
   budgetRefused(scopeKind: string): void;
   /** requests waiting for one of the channel's connections */
   channelQueue(channel: string, depth: number): void;
+  /** a call's wait in the channel's queue (0 when a slot was free), by the caller's configured priority */
+  queueWait(channel: string, priority: number, seconds: number): void;
   /** a config reload: `notes` are the problems of a refused one, or what needs a restart */
   configReloaded(ok: boolean, notes: string[]): void;
   /** an error that reached the process's last resort (the gateway carries on) */
@@ -84,6 +86,7 @@ export function combineObservers(observers: Observer[]): Observer {
     upstreamAttempt: (c, out) => observers.forEach((o) => o.upstreamAttempt(c, out)),
     budgetRefused: (kind) => observers.forEach((o) => o.budgetRefused(kind)),
     channelQueue: (c, depth) => observers.forEach((o) => o.channelQueue(c, depth)),
+    queueWait: (c, p, s) => observers.forEach((o) => o.queueWait(c, p, s)),
     configReloaded: (ok, notes) => observers.forEach((o) => o.configReloaded(ok, notes)),
     processError: (kind) => observers.forEach((o) => o.processError(kind)),
   };
@@ -98,6 +101,7 @@ export const silentObserver: Observer = {
   upstreamAttempt() {},
   budgetRefused() {},
   channelQueue() {},
+  queueWait() {},
   configReloaded() {},
   processError() {},
 };

@@ -63,6 +63,7 @@ export function createRequestLog(logger: Logger): Observer {
     budgetRefused() {},
 
     channelQueue() {},
+    queueWait() {},
 
     configReloaded(ok, notes) {
       if (!ok) logger.error({ problems: notes }, "config refused, the running one is kept");

@@ -6,6 +6,7 @@ import { GatewayError } from "../http/errors.js";
 import type { AttemptOutcome, Observer, UpstreamOutcome } from "../observability/observer.js";
 import { attemptCut, mapTransportError, UpstreamError } from "./errors.js";
 import type { ChannelEntry, ChannelRouter } from "./router.js";
+import type { Ticket } from "./gate.js";
 import type { ChannelClient } from "./types.js";
 
 /** Outcomes that say the channel, not the request, failed: the next channel may do better. A
@@ -23,6 +24,8 @@ export interface AttemptOptions {
   caller: string;
   /** called as each attempt starts: the channel now in use (for billing and logs) */
   onAttempt: (entry: ChannelEntry) => void;
+  /** the caller's place in a channel's queue: its priority and app (docs/routing.md#priority-and-fairness) */
+  ticket?: Ticket;
 }
 
 /** `call` (one attempt on one channel's client) tried on the model's channels until one succeeds. */
@@ -44,7 +47,7 @@ export async function withFailover<T>(
     attempts++;
     req.onAttempt(entry);
     try {
-      const result = await call(entry.client);
+      const result = await call(req.ticket ? withTicket(entry.client, req.ticket) : entry.client);
       router.report(entry, true);
       observer.upstreamAttempt(entry.config.name, "ok");
       return { result, entry, attempts };
@@ -61,6 +64,11 @@ export async function withFailover<T>(
     }
   }
   throw lastError ?? allOpen(router, candidates, req.model);
+}
+
+/** The channel's client, each of its posts carrying the caller's ticket: a kind's attempt names no priority. */
+function withTicket(client: ChannelClient, ticket: Ticket): ChannelClient {
+  return { ...client, post: (req) => client.post({ ...req, ticket }) };
 }
 
 /** Every channel of the model has its breaker open: 503 at once, Retry-After = seconds to the next probe. */

@@ -4,7 +4,8 @@
 import type { Readable } from "node:stream";
 import { Pool, request } from "undici";
 import { channelBusy, mapTransportError, redactUpstreamMessage, upstreamStatus } from "./errors.js";
-import { ConnectionGate, GateRefused } from "./gate.js";
+import { withPriorityField } from "./forward-priority.js";
+import { ConnectionGate, GateRefused, type GateOptions } from "./gate.js";
 import { readLimited } from "./read.js";
 import type { ChannelClient, PostRequest, UpstreamChannelConfig, UpstreamReply } from "./types.js";
 
@@ -18,7 +19,10 @@ function apiBase(baseUrl: string): URL {
   return new URL(/\/v1$/.test(base) ? base : `${base}/v1`);
 }
 
-export function createOpenAIChannel(channel: UpstreamChannelConfig, onQueueDepth?: (depth: number) => void): ChannelClient {
+/** What the channel's queue tells: its depth as it changes, each granted call's wait. */
+export type QueueHooks = Pick<GateOptions, "onDepth" | "onWait">;
+
+export function createOpenAIChannel(channel: UpstreamChannelConfig, hooks: QueueHooks = {}): ChannelClient {
   const base = channel.endpoint ? new URL(channel.baseUrl) : apiBase(channel.baseUrl);
   const pool = new Pool(base.origin, {
     connections: channel.connections,
@@ -27,10 +31,12 @@ export function createOpenAIChannel(channel: UpstreamChannelConfig, onQueueDepth
     keepAliveTimeout: 30_000,
   });
   const gate = new ConnectionGate({
-    connections: channel.connections,
+    // `concurrency` below the pool's size: the queue is the gateway's, where it is ordered
+    connections: channel.concurrency > 0 ? Math.min(channel.concurrency, channel.connections) : channel.connections,
     maxQueue: channel.maxQueue,
     queueTimeoutMs: channel.queueTimeoutMs,
-    onDepth: onQueueDepth,
+    agingMs: channel.agingMs,
+    ...hooks,
   });
   const auth = channel.key ? { authorization: `Bearer ${channel.key}` } : {};
   // header objects made once per content type: undici reads them on every request
@@ -52,12 +58,12 @@ export function createOpenAIChannel(channel: UpstreamChannelConfig, onQueueDepth
   /** POSTs through the gate; a 2xx reply, else the channel failure. */
   async function post(req: PostRequest): Promise<UpstreamReply> {
     const { model, signal } = req;
-    const release = await gate.acquire(signal).catch((err: unknown) => {
+    const release = await gate.acquire(signal, req.ticket).catch((err: unknown) => {
       throw err instanceof GateRefused && err.reason === "busy" ? channelBusy(model) : mapTransportError(err, model);
     });
     let res;
     try {
-      const body = typeof req.body === "function" ? req.body() : req.body;
+      const body = typeof req.body === "function" ? req.body() : forward(req);
       const headers = req.headers ? { ...headersFor(req.contentType), ...req.headers } : headersFor(req.contentType);
       res = await pool.request({ path: pathOf(req.path), method: "POST", headers, body, signal });
     } catch (err) {
@@ -75,6 +81,13 @@ export function createOpenAIChannel(channel: UpstreamChannelConfig, onQueueDepth
     return { status: res.statusCode, headers: res.headers, body, maxBytes: channel.maxAnswerBytes };
   }
 
+  /** The body, with vLLM's `priority` (lower runs first: the caller's negated) when the channel forwards it. */
+  function forward(req: PostRequest): string | Buffer {
+    const body = req.body as string | Buffer;
+    if (!channel.forwardPriority || req.ticket === undefined || (req.contentType ?? JSON_TYPE) !== JSON_TYPE) return body;
+    return withPriorityField(body, -(req.ticket.priority ?? 0));
+  }
+
   const modelsUrl = new URL(`${basePath}/models`, base.origin);
   async function check(timeoutMs: number): Promise<boolean> {
     try {
@@ -86,7 +99,7 @@ export function createOpenAIChannel(channel: UpstreamChannelConfig, onQueueDepth
     }
   }
 
-  return { name: channel.name, post, check, close: () => pool.close(), load: () => ({ active: gate.active, queued: gate.queued }) };
+  return { name: channel.name, post, check, close: () => pool.close(), load: () => ({ active: gate.active, queued: gate.queued }), hasRoom: () => gate.hasRoom() };
 }
 
 function ignore(): void {}

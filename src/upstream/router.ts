@@ -4,7 +4,7 @@
 import type { ClusterState } from "../cluster/types.js";
 import type { Observer } from "../observability/observer.js";
 import { startHealthChecks } from "./health-check.js";
-import { createOpenAIChannel } from "./openai-channel.js";
+import { createOpenAIChannel, type QueueHooks } from "./openai-channel.js";
 import type { ChannelClient, ChannelEntry, UpstreamChannelConfig } from "./types.js";
 
 export type { ChannelEntry };
@@ -30,7 +30,7 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
     if (same && JSON.stringify(same.config) === JSON.stringify(config)) return same;
     return {
       config,
-      client: opts.clientFor?.(config) ?? createOpenAIChannel(config, (depth) => observer.channelQueue(config.name, depth)),
+      client: opts.clientFor?.(config) ?? createOpenAIChannel(config, queueHooks(observer, config.name)),
       up: undefined,
     };
   });
@@ -98,6 +98,11 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
 }
 
 export type ChannelRouter = ReturnType<typeof createChannelRouter>;
+
+/** The channel's queue, told to the metrics: its depth, and each call's wait by the caller's priority. */
+function queueHooks(observer: Observer, channel: string): QueueHooks {
+  return { onDepth: (depth) => observer.channelQueue(channel, depth), onWait: (ms, priority) => observer.queueWait(channel, priority, ms / 1000) };
+}
 
 function pickNext(list: ChannelEntry[], random: () => number): ChannelEntry {
   const up = list.filter((e) => e.up !== false);

@@ -5,12 +5,15 @@
 import type { Readable } from "node:stream";
 import type { ChannelConfig } from "../config/schema.js";
 import type { Cancel } from "../http/cancel.js";
+import type { Ticket } from "./gate.js";
 
 /** A channel as the router builds it: a configured one, or one the gateway makes for a model served
  *  at its own URL (a rerank model's `requestUrl`, docs/fleet.md#rerank). */
 export interface UpstreamChannelConfig extends ChannelConfig {
   /** every post goes to `baseUrl` itself, whatever the kind's path: the model's one endpoint */
   endpoint?: boolean;
+  /** a queued call gains one priority per this many ms waited (`routing.agingMs`) */
+  agingMs?: number;
 }
 
 export interface PostRequest {
@@ -26,6 +29,8 @@ export interface PostRequest {
   signal: Cancel;
   /** the model asked for, for the words of an error */
   model: string;
+  /** the caller's priority and app, for the channel's queue (docs/routing.md#priority-and-fairness) */
+  ticket?: Ticket;
 }
 
 export interface UpstreamReply {
@@ -44,6 +49,8 @@ export interface ChannelClient {
   close(): Promise<void>;
   /** calls holding a connection and calls waiting for one */
   load?(): { active: number; queued: number };
+  /** a call sent now would not wait in the channel's queue */
+  hasRoom?(): boolean;
   /** a health check: resolves true when the server answered 2xx within `timeoutMs` (never rejects) */
   check?(timeoutMs: number): Promise<boolean>;
 }

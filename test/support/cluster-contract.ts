@@ -305,6 +305,24 @@ export function describeClusterContract(name: string, open: () => Promise<Cluste
       });
     });
 
+    describe("concurrency slots", () => {
+      it("takes a slot in every capped scope or in none, and frees a call's slots once", async () => {
+        const both = [{ scope: "app:support", max: 1 }, { scope: "key:web", max: 2 }];
+        const keyOnly = [{ scope: "key:web", max: 2 }];
+        expect(await state.takeSlots(both, "1", T0)).toEqual({ ok: true });
+        // the app is full: refused, and the key's slot is not taken either
+        expect(await state.takeSlots(both, "2", T0)).toEqual({ ok: false, scope: "app:support" });
+        expect(await state.takeSlots(keyOnly, "3", T0)).toEqual({ ok: true });
+        expect(await state.takeSlots(keyOnly, "4", T0)).toEqual({ ok: false, scope: "key:web" });
+        await state.freeSlots(["app:support", "key:web"], "1");
+        expect(await state.takeSlots(both, "2", T0)).toEqual({ ok: true });
+        await state.freeSlots(["key:web"], "3");
+        await state.freeSlots(["app:support", "key:web"], "2");
+        expect(await state.takeSlots(keyOnly, "5", T0)).toEqual({ ok: true });
+        expect(await state.takeSlots(keyOnly, "6", T0)).toEqual({ ok: true });
+      });
+    });
+
     describe("key changes", () => {
       it("reach this instance's listeners before the publish resolves, until they stop listening", async () => {
         const heard: KeyChange[] = [];
