@@ -18,6 +18,8 @@
 //   lag          Sluice's event-loop lag p99 under the non-stream load plus a 2 MB one-word body/s
 //   memory       RSS of a fresh Sluice and a fresh floor (2 s of non-stream and of stream load
 //                first) with 1,000 and then 5,000 streams open
+//   start        fresh Sluices (3, or --start-runs N): spawn to the first /healthz 200, then the
+//                first and the second chat request's latency
 //   qpm          only with --long: the budgeted+QPM key held for 120 s (or --qpm-seconds), CPU per
 //                request at minute 2 against the first 10 s
 //   store        only with --store postgres: stateless and chatId non-stream RPS and CPU/request of
@@ -65,8 +67,9 @@ import { machineFacts, printProfile, printReport, type BenchResults } from "./re
 import { childProcesses } from "./process-cpu.js";
 import { startSharedSluice, startSharedStore, type SharedSluice, type SharedStore } from "./shared-store.js";
 import { startSluice, type SluiceProcess } from "./sluice-process.js";
+import { measureStartUp } from "./start-up.js";
 
-const SECTIONS = ["non-stream", "stream", "realistic", "per-kb", "failover", "embeddings", "dialects", "lag", "memory", "qpm", "store", "workers"] as const;
+const SECTIONS = ["non-stream", "stream", "realistic", "per-kb", "failover", "embeddings", "dialects", "lag", "memory", "start", "qpm", "store", "workers"] as const;
 type Section = (typeof SECTIONS)[number];
 /** the sections that need PostgreSQL and Redis: only with --store postgres, and then by default */
 const STORE_SECTIONS: readonly Section[] = ["store", "workers"];
@@ -90,6 +93,7 @@ const { values: flags, positionals } = parseArgs({
     profile: { type: "boolean", default: false },
     store: { type: "string", default: "sqlite" },
     workers: { type: "string", default: "1" },
+    "start-runs": { type: "string", default: "3" },
   },
 });
 const timingBase = {
@@ -324,6 +328,9 @@ const SECTION_RUNS: Record<Section, (ctx: Context, results: BenchResults) => Pro
     }
   },
 
+  async start(ctx, results) {
+    results.startUp = await measureStartUp(ctx.upstream.url, Math.max(1, Math.round(Number(flags["start-runs"]))));
+  },
   async qpm(ctx, results) {
     console.error(`qpm: the budgeted+QPM key for ${qpmSeconds} s`);
     results.qpm = await measureLongQpm(ctx.sluice.url, { target: ctx.sluice.pid, upstream: ctx.upstream.pid }, qpmSeconds || 120, Math.max(3, ctx.timing.warmupSeconds));
