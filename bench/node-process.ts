@@ -10,6 +10,8 @@ export interface NodeServer {
   name: string;
   url: string;
   pid: number;
+  /** from the spawn to the first answer `ready` accepted */
+  readyMs: number;
   stop(): Promise<void>;
 }
 
@@ -21,6 +23,8 @@ export interface SpawnOptions {
   readyPath: string;
   ready: (status: number) => boolean;
   readyTimeoutMs?: number;
+  /** how often it is polled (default 200 ms; the start-up section polls every few ms) */
+  pollMs?: number;
   /** Send the process's stdout and stderr to this file instead of a pipe: a gateway's log written
    *  to a pipe the busy bench reads late would block it on a full pipe. */
   outputFile?: string;
@@ -37,6 +41,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => 
 export async function spawnNodeServer(name: string, opts: SpawnOptions): Promise<NodeServer> {
   const port = await freePort();
   const file = opts.outputFile === undefined ? undefined : await open(opts.outputFile, "a");
+  const spawned = performance.now();
   const child = spawn(process.execPath, [...opts.args, "--port", String(port)], {
     cwd: REPO_ROOT,
     stdio: ["ignore", file?.fd ?? "pipe", file?.fd ?? "pipe"],
@@ -55,6 +60,7 @@ export async function spawnNodeServer(name: string, opts: SpawnOptions): Promise
     name,
     url: `http://127.0.0.1:${port}`,
     pid: child.pid ?? -1,
+    readyMs: 0,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill("SIGTERM");
@@ -64,7 +70,8 @@ export async function spawnNodeServer(name: string, opts: SpawnOptions): Promise
     },
   };
   try {
-    await waitUntilReady(server.url + opts.readyPath, opts.ready, opts.readyTimeoutMs ?? 30_000, () => child.exitCode ?? child.signalCode);
+    await waitUntilReady(server.url + opts.readyPath, opts.ready, opts.readyTimeoutMs ?? 30_000, () => child.exitCode ?? child.signalCode, opts.pollMs ?? 200);
+    server.readyMs = performance.now() - spawned;
   } catch (err) {
     await server.stop();
     const reason = err instanceof Error ? err.message : String(err);
@@ -81,7 +88,7 @@ export async function readRssMb(pid: number): Promise<number> {
   return Number(kb) / 1024;
 }
 
-async function waitUntilReady(url: string, ready: (status: number) => boolean, timeoutMs: number, exitCode: () => number | string | null) {
+async function waitUntilReady(url: string, ready: (status: number) => boolean, timeoutMs: number, exitCode: () => number | string | null, pollMs: number) {
   const deadline = Date.now() + timeoutMs;
   let last = "no answer";
   // Polling is the only signal a separate process gives that it listens.
@@ -98,7 +105,7 @@ async function waitUntilReady(url: string, ready: (status: number) => boolean, t
       last = cause ?? (err instanceof Error ? err.message : String(err));
     }
     if (Date.now() > deadline) throw new Error(`not ready after ${timeoutMs / 1000} s (${last})`);
-    await sleep(200);
+    await sleep(pollMs);
   }
 }
 

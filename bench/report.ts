@@ -13,6 +13,7 @@ import type { PerKb } from "./per-kb.js";
 import { LOAD_GENERATOR, TARGET } from "./process-cpu.js";
 import type { ProfileSummary } from "./profile.js";
 import { formatScheduling, type SchedulingCase } from "./scheduling.js";
+import type { StartUpResult } from "./start-up.js";
 
 export interface MachineFacts {
   date: string;
@@ -37,6 +38,7 @@ export interface BenchResults {
   failoversUnderLoad?: number;
   lag?: LagResult;
   memory?: MemoryResult[];
+  startUp?: StartUpResult;
   qpm?: QpmResult;
   scheduling?: SchedulingCase[];
   /** sections skipped or failed, one line each */
@@ -161,6 +163,8 @@ function printDetails(r: BenchResults): void {
   for (const m of r.memory ?? []) {
     lines.push(m.error ? `RSS, ${m.streams} open streams through ${m.target}: ${m.error}` : `RSS, ${m.streams} open streams through ${m.target}: ${num(m.openMb, 0)} MB (${num(m.idleMb, 0)} MB before)`);
   }
+  const s = r.startUp;
+  if (s) lines.push(`start-up, median of ${s.runs} fresh Sluices: spawn to /healthz ${num(s.readyMs, 0)} ms (${s.readyRuns.map((ms) => num(ms, 0)).join(" ")}; CPU ${num(s.readyCpuMs, 0)} ms), first request ${num(s.firstMs, 1)} ms, second ${num(s.secondMs, 1)} ms`);
   if (r.lag) lines.push(`event-loop lag under load + a 2 MB one-word body/s: p99 ${num(r.lag.p99Ms, 1)} ms, max ${num(r.lag.maxMs, 1)} ms (2 MB answers ${[...new Set(r.lag.bigStatuses)].join("/")})`);
   if (r.qpm) {
     const series = r.qpm.slices.map((s) => `${num(s.cpuUs, 0)}`).join(" ");

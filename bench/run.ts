@@ -21,6 +21,8 @@
 //   scheduling   one simulated replica running 2 at a time (bench/fleet/replica.ts) behind a channel
 //                with concurrency 2 against one without (the engine's FIFO): a priority-0 flood of 30
 //                and 6 priority-10 calls sent into it; 30 calls of app A and 6 of app B (bench/scheduling.ts)
+//   start        fresh Sluices (3, or --start-runs N): spawn to the first /healthz 200, then the
+//                first and the second chat request's latency
 //   qpm          only with --long: the budgeted+QPM key held for 120 s (or --qpm-seconds), CPU per
 //                request at minute 2 against the first 10 s
 //   store        only with --store postgres: stateless and chatId non-stream RPS and CPU/request of
@@ -69,8 +71,9 @@ import { childProcesses } from "./process-cpu.js";
 import { startSharedSluice, startSharedStore, type SharedSluice, type SharedStore } from "./shared-store.js";
 import { measureScheduling } from "./scheduling.js";
 import { startSluice, type SluiceProcess } from "./sluice-process.js";
+import { measureStartUp } from "./start-up.js";
 
-const SECTIONS = ["non-stream", "stream", "realistic", "per-kb", "failover", "embeddings", "dialects", "lag", "memory", "scheduling", "qpm", "store", "workers"] as const;
+const SECTIONS = ["non-stream", "stream", "realistic", "per-kb", "failover", "embeddings", "dialects", "lag", "memory", "scheduling", "start", "qpm", "store", "workers"] as const;
 type Section = (typeof SECTIONS)[number];
 /** the sections that need PostgreSQL and Redis: only with --store postgres, and then by default */
 const STORE_SECTIONS: readonly Section[] = ["store", "workers"];
@@ -94,6 +97,7 @@ const { values: flags, positionals } = parseArgs({
     profile: { type: "boolean", default: false },
     store: { type: "string", default: "sqlite" },
     workers: { type: "string", default: "1" },
+    "start-runs": { type: "string", default: "3" },
   },
 });
 const timingBase = {
@@ -332,6 +336,9 @@ const SECTION_RUNS: Record<Section, (ctx: Context, results: BenchResults) => Pro
     results.scheduling = await measureScheduling();
   },
 
+  async start(ctx, results) {
+    results.startUp = await measureStartUp(ctx.upstream.url, Math.max(1, Math.round(Number(flags["start-runs"]))));
+  },
   async qpm(ctx, results) {
     console.error(`qpm: the budgeted+QPM key for ${qpmSeconds} s`);
     results.qpm = await measureLongQpm(ctx.sluice.url, { target: ctx.sluice.pid, upstream: ctx.upstream.pid }, qpmSeconds || 120, Math.max(3, ctx.timing.warmupSeconds));

@@ -31,6 +31,8 @@ export interface SluiceOptions {
   shared?: { postgresUrl: string; redisUrl: string };
   /** `server.workers` (node:cluster processes; needs `shared`) */
   workers?: number;
+  /** how often /healthz is polled until it answers (default 200 ms) */
+  pollMs?: number;
 }
 
 export async function startSluice(upstreamUrl: string, opts: SluiceOptions = {}): Promise<SluiceProcess> {
@@ -48,6 +50,7 @@ export async function startSluice(upstreamUrl: string, opts: SluiceOptions = {})
       args: [...(opts.nodeArgs ?? []), "dist/main.js", "--config", configPath],
       readyPath: "/healthz",
       ready: (status) => status === 200,
+      pollMs: opts.pollMs,
       outputFile: logFile,
     });
     return { ...sluice, embeddings: check, logFile, stop: () => sluice.stop().finally(remove) };

@@ -2,13 +2,12 @@
 // unmetered mode (docs/architecture.md#pipeline): their body is read under the request's Cancel, so a
 // client hanging up mid-body is 499 client_closed (before: 500 internal_error) and a drain cuts a
 // body still arriving with 503 shutting_down instead of waiting its whole grace.
-import { once } from "node:events";
-import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import type { RequestRecord } from "../src/observability/observer.js";
 import { silentObserver } from "../src/observability/observer.js";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
 import { APP_KEY, coreConfig } from "./support/core-config.js";
+import { halfBody, inflight, type HalfRequest } from "./support/half-body.js";
 
 let gw: StartedGateway | undefined;
 afterEach(async () => {
@@ -16,11 +15,8 @@ afterEach(async () => {
   gw = undefined;
 });
 
-interface Route {
-  path: string;
+interface Route extends HalfRequest {
   label: string;
-  headers: string;
-  body: unknown;
 }
 const ROUTES: Route[] = [
   { path: "/v1/messages/count_tokens", label: "count_tokens", headers: `x-api-key: ${APP_KEY}\r\n`, body: { model: "m1", messages: [{ role: "user", content: "x".repeat(2000) }] } },
@@ -30,22 +26,6 @@ const ROUTES: Route[] = [
 ];
 
 const config = (extra: Record<string, unknown> = {}) => coreConfig("http://127.0.0.1:9", { shareLinks: [{ shareId: "open", appId: "a1" }], ...extra });
-
-/** Sends a request's headers and the first half of its body, then waits. */
-async function halfBody(url: string, route: Route): Promise<Socket> {
-  const { port } = new URL(url);
-  const socket = connect(Number(port), "127.0.0.1");
-  socket.on("error", () => {});
-  await once(socket, "connect");
-  const body = JSON.stringify(route.body);
-  socket.write(`POST ${route.path} HTTP/1.1\r\nhost: x\r\n${route.headers}content-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 1000)}`);
-  return socket;
-}
-
-async function inflight(url: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  return Number(/^sluice_inflight_requests (\d+)/m.exec(text)?.[1] ?? NaN);
-}
 
 function recorder() {
   const records: RequestRecord[] = [];

@@ -1,13 +1,12 @@
 // A body still arriving (docs/operations.md#signals; issue 20 items 3 and 14): a client that hangs
 // up mid-upload is a client abort (499), not the gateway's 503; a drain does not wait its whole
 // grace for a client still sending its body — it gets 503 shutting_down after min(bodyTimeoutMs, 5 s).
-import { connect, type Socket } from "node:net";
-import { once } from "node:events";
 import { afterEach, describe, expect, it } from "vitest";
 import type { RequestRecord } from "../src/observability/observer.js";
 import { silentObserver } from "../src/observability/observer.js";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
 import { APP_KEY, coreConfig } from "./support/core-config.js";
+import { halfBody, inflight } from "./support/half-body.js";
 
 let gw: StartedGateway | undefined;
 afterEach(async () => {
@@ -16,23 +15,8 @@ afterEach(async () => {
 });
 
 /** Sends a chat request's headers and the first half of its body, then waits. */
-async function halfUpload(url: string): Promise<Socket> {
-  const { port } = new URL(url);
-  const socket = connect(Number(port), "127.0.0.1");
-  socket.on("error", () => {});
-  await once(socket, "connect");
-  const body = JSON.stringify({ messages: [{ role: "user", content: "x".repeat(2000) }] });
-  socket.write(
-    `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${APP_KEY}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 1000)}`,
-  );
-  return socket;
-}
-
-/** The gauge of requests in flight, as /metrics shows it (its own scrape is not counted there). */
-async function inflight(url: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  return Number(/^sluice_inflight_requests (\d+)/m.exec(text)?.[1] ?? NaN);
-}
+const halfUpload = (url: string) =>
+  halfBody(url, { path: "/v1/chat/completions", headers: `authorization: Bearer ${APP_KEY}\r\n`, body: { messages: [{ role: "user", content: "x".repeat(2000) }] } });
 
 function recorder() {
   const records: RequestRecord[] = [];

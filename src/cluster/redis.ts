@@ -5,7 +5,8 @@
 // at once (no offline queue, a command timeout) with 503 store_unavailable; the connection comes back
 // by itself, and then this instance rewrites its holds and hears every key change again.
 import { randomUUID } from "node:crypto";
-import { Redis, type RedisOptions } from "ioredis";
+import { createRequire } from "node:module";
+import type { Redis as RedisClient, RedisOptions } from "ioredis";
 import { GatewayError } from "../http/errors.js";
 import type { BreakerSettings } from "./breaker.js";
 import { createSharedBreakers } from "./redis-breakers.js";
@@ -47,6 +48,8 @@ export function createRedisClusterState(opts: RedisClusterOptions): ClusterState
   const startedAt = Date.now();
 
   // 1. Connections: commands, and a subscriber re-subscribed by hand on every connect.
+  // ioredis is loaded when a cluster is configured: a single instance starts without it (docs/operations.md#start)
+  const { Redis } = createRequire(import.meta.url)("ioredis") as { Redis: typeof RedisClient };
   const redis = new Redis(opts.url, CLIENT_OPTIONS);
   const sub = new Redis(opts.url, { ...CLIENT_OPTIONS, autoResubscribe: false });
   const scripts = defineScripts(redis);

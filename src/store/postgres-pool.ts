@@ -1,9 +1,15 @@
 // The PostgreSQL connection side of the postgres store: one pool, timeouts that turn an unreachable
 // or stalled server into a 503 `store_unavailable` within a second or two (never a hang), the
 // schema brought up to date before the first query, and values that read back as SQLite's do.
-import pg from "pg";
+import { createRequire } from "node:module";
+import type Pg from "pg";
 import { GatewayError } from "../http/errors.js";
 import { SchemaError, migratePostgres } from "./postgres-migrations.js";
+
+// pg is loaded when a PostgreSQL store is opened: a gateway on SQLite starts without it
+// (docs/operations.md#start).
+let pgModule: typeof Pg | undefined;
+const pg = () => (pgModule ??= createRequire(import.meta.url)("pg") as typeof Pg);
 
 const POOL_MAX = 10;
 /** a new connection, or a free one from the pool */
@@ -51,7 +57,7 @@ export interface PgPool {
 }
 
 export function createPgPool(url: string): PgPool {
-  const pool = new pg.Pool({
+  const pool = new (pg().Pool)({
     connectionString: url,
     max: POOL_MAX,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
@@ -83,8 +89,8 @@ export function createPgPool(url: string): PgPool {
 
   /** `statements` in a transaction that `begin` opens: all sent at once (the connections pipeline),
    *  COMMIT sent once every statement's rows are back; the rows of each. */
-  async function inTransaction(begin: string, statements: Array<pg.QueryConfig & { query_timeout?: number }>): Promise<unknown[][]> {
-    let client: pg.PoolClient | undefined;
+  async function inTransaction(begin: string, statements: Array<Pg.QueryConfig & { query_timeout?: number }>): Promise<unknown[][]> {
+    let client: Pg.PoolClient | undefined;
     try {
       await ready();
       client = await pool.connect();
@@ -126,20 +132,20 @@ const ignore = () => {};
  *  when the server is unreachable or too slow: each write would wait for it again. */
 export function failedByItsWrites(err: unknown): boolean {
   const cause = err instanceof GatewayError ? err.cause : err;
-  return cause instanceof pg.DatabaseError && (cause === err || RETRYABLE.has(cause.code ?? ""));
+  return cause instanceof pg().DatabaseError && (cause === err || RETRYABLE.has(cause.code ?? ""));
 }
 
 /** bigint columns (epoch ms, tokens, counts) as numbers, like better-sqlite3's integers */
 function typeParser(oid: number, format?: "text" | "binary") {
-  if (oid === pg.types.builtins.INT8) return (value: string) => Number(value);
-  return pg.types.getTypeParser(oid, format);
+  if (oid === pg().types.builtins.INT8) return (value: string) => Number(value);
+  return pg().types.getTypeParser(oid, format);
 }
 
 /** A server error that is about the server's state, or any failure to talk to it, is a 503;
  *  an error in the statement itself stays what it is (a 500 that reveals nothing). */
 function asStoreError(err: unknown): unknown {
   if (err instanceof SchemaError) return err;
-  if (err instanceof pg.DatabaseError && !UNAVAILABLE_CLASSES.has(err.code?.slice(0, 2) ?? "") && !RETRYABLE.has(err.code ?? "")) return err;
+  if (err instanceof pg().DatabaseError && !UNAVAILABLE_CLASSES.has(err.code?.slice(0, 2) ?? "") && !RETRYABLE.has(err.code ?? "")) return err;
   const unavailable = new GatewayError(503, "store_unavailable", "The gateway cannot reach its store; retry shortly.", {
     type: "api_error",
     headers: { "Retry-After": "1" },
