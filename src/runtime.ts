@@ -5,6 +5,7 @@
 import type { H3Event } from "h3";
 import { createKeyRoutes } from "./admin/keys.js";
 import { createAdminRoutes, type ReloadResult } from "./admin/routes.js";
+import type { ChannelBook, EffectiveChannels } from "./aiproxy/channel-book.js";
 import type { CreatedKeys } from "./auth/created-keys.js";
 import { createKeyring } from "./auth/keys.js";
 import { createCatalogRoutes } from "./catalog/routes.js";
@@ -51,6 +52,10 @@ export interface Shared {
   /** the gateway's reload, for the operations API */
   reload: () => Promise<ReloadResult>;
   keys: CreatedKeys;
+  /** channels written through FastGPT's AI Proxy API, over config.json's */
+  channels: ChannelBook;
+  /** builds the runtime again over the same config.json (after a channel write) */
+  rebuild: () => void;
 }
 
 export type Handler = (event: H3Event) => Promise<Reply>;
@@ -85,13 +90,18 @@ export type Handlers = Record<
 >;
 
 export interface Runtime {
+  /** config.json's, with the channels the store writes over them (docs/fastgpt.md#channels) */
   config: Config;
+  /** what the AI Proxy API says of each channel besides its config */
+  channels: EffectiveChannels;
   router: ChannelRouter;
   handlers: Handlers;
 }
 
-export function buildRuntime(config: Config, shared: Shared, previous?: Runtime): Runtime {
-  // 1. Lookups from the config.
+export function buildRuntime(file: Config, shared: Shared, previous?: Runtime): Runtime {
+  // 1. Lookups from the config, its channels as the store has them.
+  const channels = shared.channels.effective(file);
+  const config: Config = { ...file, channels: channels.channels };
   const models = new Map(config.llmModels.map((m) => [m.model, m]));
   const vectorModels = new Map(config.vectorModels.map((m) => [m.model, m]));
   const rerankModels = new Map(config.reRankModels.map((m) => [m.model, m]));
@@ -103,7 +113,10 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const aliases = createAliases(config.aliases);
   const keyring = createKeyring(config.apiKeys, shared.keys);
   // rerank models with their own requestUrl get a channel of their own (docs/fleet.md#rerank)
-  const router = createChannelRouter(upstreamChannels(config), shared.observer, shared.state, { previous: previous?.router.entries });
+  const router = createChannelRouter(upstreamChannels(config), shared.observer, shared.state, {
+    previous: previous?.router.entries,
+    enabled: shared.channels.enabled,
+  });
 
   // 2. The metered kinds: specs of the one pipeline, over what every one of them needs.
   const body = { maxBytes: config.server.bodyLimitBytes, maxDepth: config.server.maxJsonDepth };
@@ -141,6 +154,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
 
   return {
     config,
+    channels,
     router,
     handlers: {
       chat: (e) => runMetered(e, metered, chat),

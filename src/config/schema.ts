@@ -36,6 +36,10 @@ const apiKeySchema = z
 
 export const channelSchema = z.strictObject({
   name,
+  /** FastGPT's AI Proxy API names channels by number (docs/fastgpt.md#channels); absent: the store assigns one */
+  id: z.number().int().positive().optional(),
+  /** the name each of its models has on this model server (aiproxy's model_mapping) */
+  modelMapping: z.record(name, name).default({}),
   /** `openai`: an OpenAI-compatible upstream; `echo`: answers locally (demo and tests). */
   type: z.enum(["openai", "echo"]).default("openai"),
   baseUrl: z.url({ protocol: /^https?$/ }).default("http://127.0.0.1:6006"),
@@ -253,6 +257,8 @@ export const configSchema = z
     aliases: z.record(z.string().min(1).max(200), name).default({}),
     /** The Responses API's stored responses (`store: true`). */
     responses: z.strictObject({ retentionDays: z.number().positive().max(3650).default(30) }).prefault({}),
+    /** false: FastGPT's AI Proxy API may not create, change or delete channels (docs/fastgpt.md#channels) */
+    channelWrites: z.boolean().default(true),
   })
   .superRefine(checkReferences);
 

@@ -153,6 +153,18 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX responses_by_expiry ON responses (expires_at);
   `,
+  // issue 32: channel records for FastGPT's AI Proxy API (docs/fastgpt.md#channels): a number per
+  //           channel, its status, and what the API wrote over config.json's channel
+  `
+  CREATE TABLE channel_records (
+    id         INTEGER PRIMARY KEY,
+    ref        TEXT    NOT NULL UNIQUE,
+    record     TEXT,
+    deleted    INTEGER NOT NULL DEFAULT 0,
+    status     INTEGER NOT NULL DEFAULT 1,
+    created_at INTEGER NOT NULL
+  );
+  `,
 ];
 
 /** Brings the database to the latest schema version; refuses a database made by a newer build. */

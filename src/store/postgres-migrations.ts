@@ -103,6 +103,18 @@ export const PG_MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX responses_by_expiry ON responses (expires_at);
   `,
+  // issue 32: channel records for FastGPT's AI Proxy API (docs/fastgpt.md#channels): a number per
+  //           channel, its status, and what the API wrote over config.json's channel
+  `
+  CREATE TABLE channel_records (
+    id         bigint  PRIMARY KEY,
+    ref        text    NOT NULL UNIQUE,
+    record     text,
+    deleted    boolean NOT NULL DEFAULT false,
+    status     integer NOT NULL DEFAULT 1,
+    created_at bigint  NOT NULL
+  );
+  `,
 ];
 
 /** Any constant: the advisory lock every Sluice instance takes around its migration. */

@@ -154,6 +154,37 @@ export interface StoredResponse {
   output: string;
 }
 
+/** What the store keeps of a channel for FastGPT's AI Proxy API (docs/fastgpt.md#channels): its
+ *  number, whether it is enabled, and the record written through the API over config.json's. */
+export interface ChannelRecord {
+  id: number;
+  /** a config.json channel's name, or `api:<uuid>` for one created through the API (renames keep it) */
+  ref: string;
+  /** JSON text of the channel as written through the API; null: config.json's channel as it is */
+  record: string | null;
+  /** deleted through the API (a config channel's tombstone) */
+  deleted: boolean;
+  /** 1 enabled, 2 disabled */
+  status: number;
+  /** epoch milliseconds: first seen in config.json, or created through the API */
+  createdAt: number;
+}
+
+/** A channel the store has not seen yet: `id` when config.json gives one, else the store's next. */
+export interface NewChannelRecord {
+  ref: string;
+  id?: number;
+  record: string | null;
+  status: number;
+  createdAt: number;
+}
+
+export interface ChannelWrite {
+  ref: string;
+  record: string | null;
+  deleted: boolean;
+}
+
 export interface Store {
   /** The chat and its newest messages (oldest first), for a caller it belongs to. `who` null: the
    *  app shares its chats, no owner check. Otherwise the owner is checked before any message is
@@ -198,6 +229,16 @@ export interface Store {
   getResponse(appId: string, id: string, now: number): Promise<StoredResponse | undefined>;
   /** Deletes the app's response; false when there was none live at `now` (default: the clock). */
   deleteResponse(appId: string, id: string, now?: number): Promise<boolean>;
+  /** Every channel record, by id. */
+  listChannelRecords(): Promise<ChannelRecord[]>;
+  /** Adds the records whose ref the store has not seen, each with its given id or the next one
+   *  past every id used so far; a given id already taken leaves that record out. The records added. */
+  addChannelRecords(rows: NewChannelRecord[]): Promise<ChannelRecord[]>;
+  /** Replaces channels' records and tombstones (null, false: config.json's again), all in one
+   *  transaction; refs the store does not know are left out. */
+  writeChannelRecords(writes: ChannelWrite[]): Promise<void>;
+  /** Sets the status of the channels with these ids; the ids that exist. */
+  setChannelStatus(ids: number[], status: number): Promise<number[]>;
   /** Resolves when the store answers; rejects otherwise (used by /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;

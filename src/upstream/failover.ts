@@ -65,7 +65,8 @@ export async function withFailover<T>(
 
 /** Every channel of the model has its breaker open: 503 at once, Retry-After = seconds to the next probe. */
 function allOpen(router: ChannelRouter, candidates: ChannelEntry[], model: string): GatewayError {
-  if (candidates.length === 0) return new GatewayError(404, "model_not_found", `No channel serves ${model}.`);
+  // every channel of the model disabled, or deleted, through FastGPT's AI Proxy API (docs/fastgpt.md#channels)
+  if (candidates.length === 0) return new UpstreamError(503, "model_unavailable", `no available channel for model ${model}`, "busy");
   const next = Math.min(...candidates.map((c) => router.breaker(c).retryAt));
   const seconds = Math.max(1, Math.ceil((next - Date.now()) / 1000));
   return new UpstreamError(503, "model_unavailable", `Every model server for ${model} is failing; retry in ${seconds} s.`, "busy", {

@@ -18,6 +18,8 @@ export interface RouterOptions {
   now?: () => number;
   /** a reload: channels whose config did not change keep their entry (pool, gate, up) */
   previous?: ChannelEntry[];
+  /** a channel disabled through FastGPT's AI Proxy API is never a candidate (docs/fastgpt.md#channels) */
+  enabled?: (channel: string) => boolean;
 }
 
 export function createChannelRouter(channels: UpstreamChannelConfig[], observer: Observer, state: ClusterState, opts: RouterOptions = {}) {
@@ -36,9 +38,12 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
   const byModel = new Map<string, ChannelEntry[]>();
   for (const e of entries) for (const m of e.config.models) byModel.set(m, [...(byModel.get(m) ?? []), e]);
 
-  /** Candidates in the order to try them; empty when no channel serves the model. */
+  const enabled = opts.enabled ?? (() => true);
+
+  /** Candidates in the order to try them; empty when no enabled channel serves the model. */
   function candidates(model: string): ChannelEntry[] {
-    const list = byModel.get(model);
+    const all = byModel.get(model);
+    const list = all?.every((e) => enabled(e.config.name)) ? all : all?.filter((e) => enabled(e.config.name));
     if (!list || list.length <= 1) return list ?? [];
     const remaining = [...list];
     const ordered: ChannelEntry[] = [];
