@@ -102,7 +102,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       await (route.metered ? Promise.all([ready(), state.reachable()]) : ready());
       return current.handlers[route.handler](event);
     };
-    for (const path of route.paths) app.on(route.method, path, observe(route.label ?? path, handle, route.errors));
+    for (const path of route.paths) app.on(route.method === "ALL" ? "" : route.method, path, observe(route.label ?? path, handle, route.errors));
   }
   app.get("/metrics", (e) => metricsResponse(metrics, current.config.server.metricsToken, e.req.headers.get("authorization")));
   app.get("/healthz", () => health.live());
@@ -156,8 +156,9 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     current = buildRuntime(next, shared, old);
     m.setNames(metricNames(current.config));
     void old.router.retire(current.router.entries);
-    o.configReloaded(true, [...restartNeeded(old.config, next), ...hiddenChannels(current)]);
-    return { ok: true };
+    const hidden = hiddenChannels(current);
+    o.configReloaded(true, [...restartNeeded(old.config, next), ...hidden]);
+    return hidden.length > 0 ? { ok: true, hidden } : { ok: true };
   }
 
   let closing: Promise<void> | undefined;

@@ -6,6 +6,7 @@ import type { H3Event } from "h3";
 import { createKeyRoutes } from "./admin/keys.js";
 import { createAdminRoutes, type ReloadResult } from "./admin/routes.js";
 import type { ChannelBook, EffectiveChannels } from "./aiproxy/channel-book.js";
+import { createAiproxyRoutes } from "./aiproxy/routes.js";
 import type { CreatedKeys } from "./auth/created-keys.js";
 import { createKeyring } from "./auth/keys.js";
 import { createCatalogRoutes } from "./catalog/routes.js";
@@ -83,9 +84,23 @@ export type Handlers = Record<
   | "shareScript"
   | "adminChannels"
   | "adminReload"
+  | "adminChannelOverride"
   | "adminKeyCreate"
   | "adminKeyList"
-  | "adminKeyRevoke",
+  | "adminKeyRevoke"
+  | "aiproxyChannelsAll"
+  | "aiproxyChannels"
+  | "aiproxyTypeMetas"
+  | "aiproxyChannel"
+  | "aiproxyChannelCreate"
+  | "aiproxyChannelUpdate"
+  | "aiproxyChannelDelete"
+  | "aiproxyChannelsDelete"
+  | "aiproxyChannelStatus"
+  | "aiproxyChannelsStatus"
+  | "aiproxyChannelTest"
+  | "aiproxyMember"
+  | "aiproxyUnknown",
   Handler
 >;
 
@@ -133,7 +148,9 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Runtime): 
     store: shared.store,
     resolveShareLink: (shareId: unknown, now: number) => resolveShareLink(links, shareId, now),
   };
-  const serves = router.serves;
+  // a configured model whose channels were all deleted through the AI Proxy API is still the
+  // config's: 503 model_unavailable until a channel serves it, not 404 (docs/fastgpt.md#channels)
+  const serves = (model: string) => router.serves(model) || kinds.has(model);
   const chatDeps = { models, aliases, serves, store: shared.store, shareAuth: shared.shareAuth, maxBytes: body.maxBytes, maxTurnBytes: config.server.maxTurnBytes };
   const chat = createChatSpec(chatDeps);
   const embeddings = createEmbeddingsSpec({ vectorModels, aliases, serves });
@@ -149,8 +166,21 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Runtime): 
   const readJson = (event: H3Event) => readJsonBody(event, body);
   const share = createShareRoutes({ links, apps, store: shared.store, auth: shared.shareAuth, readJson, state: shared.state, server: config.server, page: config.server.sharePage });
   const catalog = createCatalogRoutes({ keyring, config, kinds, aliases, apps });
-  const admin = createAdminRoutes({ keyring, router, reload: shared.reload });
+  const admin = createAdminRoutes({ keyring, router, reload: shared.reload, channels: shared.channels, configured: new Set(file.channels.map((c) => c.name)), rebuild: shared.rebuild });
   const keys = createKeyRoutes({ keyring, apps, keys: shared.keys, readJson });
+  const aiproxy = createAiproxyRoutes({
+    keyring,
+    router,
+    book: shared.channels,
+    file,
+    channels,
+    config,
+    kinds,
+    writable: config.channelWrites,
+    readJson,
+    rebuild: shared.rebuild,
+    configured: (model) => kinds.has(model),
+  });
 
   return {
     config,
@@ -178,9 +208,23 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Runtime): 
       shareScript: async (e) => shareWindowScriptResponse(e.req.headers.get("if-none-match")),
       adminChannels: admin.channels,
       adminReload: admin.reload,
+      adminChannelOverride: admin.dropOverride,
       adminKeyCreate: keys.create,
       adminKeyList: keys.list,
       adminKeyRevoke: keys.revoke,
+      aiproxyChannelsAll: aiproxy.all,
+      aiproxyChannels: aiproxy.list,
+      aiproxyTypeMetas: aiproxy.typeMetas,
+      aiproxyChannel: aiproxy.one,
+      aiproxyChannelCreate: aiproxy.create,
+      aiproxyChannelUpdate: aiproxy.update,
+      aiproxyChannelDelete: aiproxy.remove,
+      aiproxyChannelsDelete: aiproxy.batchRemove,
+      aiproxyChannelStatus: aiproxy.status,
+      aiproxyChannelsStatus: aiproxy.batchStatus,
+      aiproxyChannelTest: aiproxy.test,
+      aiproxyMember: aiproxy.member,
+      aiproxyUnknown: aiproxy.unknown,
     },
   };
 }

@@ -43,6 +43,8 @@ export interface ChannelBook {
   write(writes: ChannelWrite[]): Promise<void>;
   /** Creates a channel record; its id. */
   create(channel: ChannelConfig, status: number, now: number): Promise<number>;
+  /** The store row ids of channels, by ref. */
+  rowIds(refs: string[]): number[];
   /** Sets the status of channels by their store row ids; the ids that exist. */
   setStatus(rowIds: number[], status: number): Promise<number[]>;
   /** Hears what another instance wrote: `changed` runs once the records are read again. */
@@ -95,6 +97,7 @@ export function createChannelBook(store: Store, state: ClusterState): ChannelBoo
       await read();
     },
     refresh: read,
+    rowIds: (refs) => refs.flatMap((ref) => records.get(ref)?.id ?? []),
     effective,
     enabled: (name) => statusByName.get(name) !== DISABLED,
     async write(writes) {

@@ -58,6 +58,7 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
   /** The outcome of a request or health check: `up`, the breaker, and (on failure) the last error. */
   function report(entry: ChannelEntry, ok: boolean, outcome = "ok", retryAfterMs?: number): void {
     const at = now();
+    entry.accessedAt = at;
     if (ok) entry.serverErrorCallers?.clear();
     state.channelResult(entry.config.name, ok, at, retryAfterMs);
     if (!ok) entry.lastError = { at, outcome };
