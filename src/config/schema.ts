@@ -31,7 +31,8 @@ const apiKeySchema = z
     if ((k.key === undefined) === (k.sha256 === undefined))
       ctx.addIssue({ code: "custom", message: "give exactly one of key or sha256", path: ["key"] });
     if (k.kind === "app" && !k.appId) ctx.addIssue({ code: "custom", message: "an app key needs appId", path: ["appId"] });
-    if (k.kind !== "app" && k.appId) ctx.addIssue({ code: "custom", message: `a ${k.kind} key carries no appId`, path: ["appId"] });
+    // an admin key may serve one app's model calls: FastGPT's AI Proxy token (docs/fastgpt.md#model-calls)
+    if (k.kind === "global" && k.appId) ctx.addIssue({ code: "custom", message: `a ${k.kind} key carries no appId`, path: ["appId"] });
   });
 
 export const channelSchema = z.strictObject({

@@ -17,6 +17,7 @@ import type { Store } from "../store/types.js";
 import { withFailover } from "../upstream/failover.js";
 import type { ChannelRouter } from "../upstream/router.js";
 import { identifyCaller, type CallerDeps } from "./caller.js";
+import { pinnedChannel } from "./channel-pin.js";
 import { Meter } from "./meter.js";
 import type { Quota } from "./quota.js";
 import { isStreamed, type Call, type MeteredSpec, type PlanBase, type Streamed } from "./spec.js";
@@ -67,6 +68,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     Object.assign(facts, { appId: caller.app.id, keyName: caller.key?.name, shareId: caller.share?.link.shareId });
     const model = spec.model(req, caller);
     facts.model = model.model;
+    const pinned = pinnedChannel(event, caller, deps.router, model.model);
     const call: Call<Req, Model> = { event, req, caller, model, time, started, cancel, facts };
 
     // 4. The cheap refusals before any costly work (an operator's callback, a history read, token
@@ -91,6 +93,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
         model: model.model,
         cancel,
         maxAttempts: deps.maxAttempts,
+        pinned,
         // share-link users are anonymous: one is told from another by the address they call from
         caller: caller.share ? `share:${caller.share.link.shareId}:${clientAddress(event, deps.trustProxy)}` : `key:${caller.key?.name}`,
         onAttempt: (entry) => {

@@ -21,6 +21,8 @@ export interface AttemptOptions {
   maxAttempts: number;
   /** who is asking (a key, or a share link's client address): a plain 500 is judged by how many callers meet it */
   caller: string;
+  /** the one channel to try, whatever its status or breaker (FastGPT's Aiproxy-Channel, docs/fastgpt.md#model-calls) */
+  pinned?: ChannelEntry;
   /** called as each attempt starts: the channel now in use (for billing and logs) */
   onAttempt: (entry: ChannelEntry) => void;
 }
@@ -32,12 +34,12 @@ export async function withFailover<T>(
   req: AttemptOptions,
   call: (client: ChannelClient) => Promise<T>,
 ): Promise<{ result: T; entry: ChannelEntry; attempts: number }> {
-  const candidates = router.candidates(req.model);
+  const candidates = req.pinned ? [req.pinned] : router.candidates(req.model);
   let lastError: GatewayError | undefined;
   let attempts = 0;
   for (const entry of candidates) {
     if (attempts >= req.maxAttempts) break;
-    if (!router.admit(entry)) {
+    if (!req.pinned && !router.admit(entry)) {
       observer.upstreamAttempt(entry.config.name, "circuit_open");
       continue;
     }
