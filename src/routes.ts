@@ -65,6 +65,9 @@ export const ROUTES: RouteDef[] = [
   { method: "POST", paths: SLASH("/api/channel/:id/status"), ...AIPROXY, handler: "aiproxyChannelStatus" },
   { method: "POST", paths: SLASH("/api/channels/batch_status"), ...AIPROXY, handler: "aiproxyChannelsStatus" },
   { method: "GET", paths: ["/api/channel/:id/test/**:model"], ...AIPROXY, handler: "aiproxyChannelTest" },
+  { method: "GET", paths: SLASH("/api/logs/search"), ...AIPROXY, handler: "aiproxyLogs" },
+  { method: "GET", paths: SLASH("/api/logs/detail/:id"), ...AIPROXY, handler: "aiproxyLogDetail" },
+  { method: "GET", paths: SLASH("/api/dashboardv2"), ...AIPROXY, handler: "aiproxyDashboard" },
   { method: "ALL", paths: ["/api/group/**", "/api/log/:group/group_channel/**", ...SLASH("/api/group_channels"), "/api/group_channel/**"], ...AIPROXY, handler: "aiproxyMember" },
   { method: "ALL", paths: ["/api/channels/**", "/api/channel/**", "/api/logs/**", "/api/log/**", "/api/dashboardv2/**", "/api/group", "/api/group_channel"], ...AIPROXY, handler: "aiproxyUnknown" },
 ];

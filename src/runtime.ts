@@ -99,6 +99,9 @@ export type Handlers = Record<
   | "aiproxyChannelStatus"
   | "aiproxyChannelsStatus"
   | "aiproxyChannelTest"
+  | "aiproxyLogs"
+  | "aiproxyLogDetail"
+  | "aiproxyDashboard"
   | "aiproxyMember"
   | "aiproxyUnknown",
   Handler
@@ -180,6 +183,8 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Runtime): 
     readJson,
     rebuild: shared.rebuild,
     configured: (model) => kinds.has(model),
+    store: shared.store,
+    timezone: "UTC",
   });
 
   return {
@@ -223,6 +228,9 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Runtime): 
       aiproxyChannelStatus: aiproxy.status,
       aiproxyChannelsStatus: aiproxy.batchStatus,
       aiproxyChannelTest: aiproxy.test,
+      aiproxyLogs: aiproxy.logs,
+      aiproxyLogDetail: aiproxy.logDetail,
+      aiproxyDashboard: aiproxy.dashboard,
       aiproxyMember: aiproxy.member,
       aiproxyUnknown: aiproxy.unknown,
     },

@@ -81,7 +81,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     // 6. Budgets: the worst case (or what is left of it) is held before the call and settled to the
     //    actual after; a plan the budgets cannot pay in full shrinks to what they hold.
     const reservation = await deps.quota.admit(caller.limits, plan.worstCase, time, { ratesCounted: true });
-    meter = new Meter(deps, caller, model.model, reservation, facts, { time, started, chatId: plan.chatId });
+    meter = new Meter(deps, caller, model.model, reservation, facts, { time, started, chatId: plan.chatId, endpoint: event.url.pathname });
     const m = meter;
     await spec.afford?.(plan, call, reservation.held);
 
@@ -98,6 +98,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
         caller: caller.share ? `share:${caller.share.link.shareId}:${clientAddress(event, deps.trustProxy)}` : `key:${caller.key?.name}`,
         onAttempt: (entry) => {
           m.channel = facts.channel = entry.config.name;
+          m.channelId = entry.config.id ?? null;
           facts.attempts = (facts.attempts ?? 0) + 1;
           clearTimeout(deadline);
           deadline = setTimeout(() => cancel.abort("timeout"), entry.config.totalTimeoutMs);
@@ -112,7 +113,8 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   } catch (err) {
     // 9. The failure path: nothing generated reached the client.
     if (err instanceof UpstreamError && err.detail) facts.upstreamMessage = err.detail;
-    await meter?.fail(err instanceof GatewayError ? err.status : 500);
+    const error = toGatewayError(err);
+    await meter?.fail(error.status, error);
     throw err;
   } finally {
     clearTimeout(deadline);
@@ -140,7 +142,7 @@ async function stream(event: H3Event, answer: Streamed, meter: Meter, cancel: Ca
       const error = toGatewayError(err);
       if (err instanceof UpstreamError && err.detail) facts.upstreamMessage = err.detail;
       facts.errorCode = error.code;
-      await meter.fail(error.status);
+      await meter.fail(error.status, error);
       if (cancel.reason !== "client_abort" && !res.destroyed) res.write(answer.error(error));
     }
   });

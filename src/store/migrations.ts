@@ -154,7 +154,8 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX responses_by_expiry ON responses (expires_at);
   `,
   // issue 32: channel records for FastGPT's AI Proxy API (docs/fastgpt.md#channels): a number per
-  //           channel, its status, and what the API wrote over config.json's channel
+  //           channel, its status, and what the API wrote over config.json's channel; and what its
+  //           call logs show of a usage row (docs/fastgpt.md#call-logs)
   `
   CREATE TABLE channel_records (
     id         INTEGER PRIMARY KEY,
@@ -164,6 +165,13 @@ export const MIGRATIONS: readonly string[] = [
     status     INTEGER NOT NULL DEFAULT 1,
     created_at INTEGER NOT NULL
   );
+
+  ALTER TABLE usage ADD COLUMN request_id TEXT;
+  ALTER TABLE usage ADD COLUMN endpoint TEXT;
+  ALTER TABLE usage ADD COLUMN channel_id INTEGER;
+  ALTER TABLE usage ADD COLUMN attempts INTEGER;
+  ALTER TABLE usage ADD COLUMN ttfb_ms INTEGER;
+  ALTER TABLE usage ADD COLUMN error TEXT;
   `,
 ];
 

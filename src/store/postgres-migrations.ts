@@ -104,7 +104,8 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE INDEX responses_by_expiry ON responses (expires_at);
   `,
   // issue 32: channel records for FastGPT's AI Proxy API (docs/fastgpt.md#channels): a number per
-  //           channel, its status, and what the API wrote over config.json's channel
+  //           channel, its status, and what the API wrote over config.json's channel; and what its
+  //           call logs show of a usage row (docs/fastgpt.md#call-logs)
   `
   CREATE TABLE channel_records (
     id         bigint  PRIMARY KEY,
@@ -114,6 +115,9 @@ export const PG_MIGRATIONS: readonly string[] = [
     status     integer NOT NULL DEFAULT 1,
     created_at bigint  NOT NULL
   );
+
+  ALTER TABLE usage ADD COLUMN request_id text, ADD COLUMN endpoint text, ADD COLUMN channel_id bigint,
+    ADD COLUMN attempts integer, ADD COLUMN ttfb_ms bigint, ADD COLUMN error text;
   `,
 ];
 

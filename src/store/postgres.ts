@@ -14,6 +14,7 @@
 import { createPgChatOps, planCreates, planRounds, type RoundWrite } from "./postgres-chats.js";
 import { createPgChannelOps } from "./postgres-channels.js";
 import { createPgKeyOps } from "./postgres-keys.js";
+import { createPgLogOps } from "./postgres-logs.js";
 import { createPgPool, type PgWrite } from "./postgres-pool.js";
 import { createPgRecordOps, responsesWrites, type ResponseWrite } from "./postgres-records.js";
 import { createPgUsageOps, usageWrite, type UsageWrite } from "./postgres-usage.js";
@@ -33,6 +34,7 @@ export function createPostgresStore(url: string): Store {
     ...createPgUsageOps(db, writes.write),
     ...createPgKeyOps(db),
     ...createPgChannelOps(db),
+    ...createPgLogOps(db),
     ...createPgRecordOps(db, writes.write),
     ping: () => db.ping(),
     async close() {

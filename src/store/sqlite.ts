@@ -7,6 +7,7 @@ import { migrate } from "./migrations.js";
 import { chatInfoOf, mayUse, newestMessages, ownerColumns, ownerOf, titleFrom, type ChatRow, type StoredRound } from "./rows.js";
 import { createChannelOps } from "./sqlite-channels.js";
 import { createKeyOps } from "./sqlite-keys.js";
+import { createLogOps } from "./sqlite-logs.js";
 import { createPrivateFile } from "./private-file.js";
 import { createRecordOps } from "./sqlite-records.js";
 import { createUsageGatherer, createUsageOps } from "./sqlite-usage.js";
@@ -28,6 +29,7 @@ export function createSqliteStore(path: string): Store {
     ...createUsageOps(db, batched, usage),
     ...createKeyOps(db),
     ...createChannelOps(db),
+    ...createLogOps(db),
     ...createRecordOps(db, batched),
     async ping() {
       ping.get();

@@ -90,6 +90,19 @@ export interface UsageRow {
   chatId: string | null;
   /** why the answer ended (`stop`, `length`, `client_abort`, …); null when there was none */
   finishReason: string | null;
+  // what FastGPT's call logs show (docs/fastgpt.md#call-logs); absent on rows written before them
+  /** the answer's x-request-id */
+  requestId?: string | null;
+  /** the path called, no query */
+  endpoint?: string | null;
+  /** the channel's number (channels[].id or the store's) */
+  channelId?: number | null;
+  /** channels tried */
+  attempts?: number | null;
+  /** ms from arrival to the answer's first byte */
+  ttfbMs?: number | null;
+  /** the client's error, `code: message`, at most 1 KB; null on success */
+  error?: string | null;
 }
 
 export interface UsageTotals {
@@ -114,6 +127,49 @@ export interface UsageQuery {
   to?: number;
   appId?: string;
   groupBy?: "finishReason";
+}
+
+/** A usage row as FastGPT's call logs read it (docs/fastgpt.md#call-logs). */
+export interface UsageRecord extends UsageRow {
+  id: number;
+}
+
+/** Usage rows matching every given field; `time` in [from, to], both inclusive. */
+export interface UsageSearch {
+  from: number;
+  to: number;
+  requestId?: string;
+  /** a channel by its number, or (rows written before numbers) by its name */
+  channel?: { id: number; name: string };
+  model?: string;
+  /** exact status; `success`: 200; `error`: any other */
+  status?: number | "success" | "error";
+  appId?: string;
+  keyName?: string;
+  order: { by: "time" | "request_at" | "id"; desc: boolean };
+  limit: number;
+  offset: number;
+}
+
+/** Usage rows of one minute, one channel and one model, summed (the dashboard's unit). */
+export interface MinuteUsage {
+  /** epoch ms of the minute's start */
+  minute: number;
+  channelId: number | null;
+  channel: string;
+  model: string;
+  requests: number;
+  /** status ≠ 200 */
+  exceptions: number;
+  /** attempts > 1 */
+  retries: number;
+  status4xx: number;
+  status5xx: number;
+  inputTokens: number;
+  outputTokens: number;
+  points: number;
+  durationMs: number;
+  ttfbMs: number;
 }
 
 /** A key created through the operations API (docs/operations.md#keys-api): never the key, only its digest. */
@@ -229,6 +285,10 @@ export interface Store {
   getResponse(appId: string, id: string, now: number): Promise<StoredResponse | undefined>;
   /** Deletes the app's response; false when there was none live at `now` (default: the clock). */
   deleteResponse(appId: string, id: string, now?: number): Promise<boolean>;
+  /** The usage rows of a search, one page of them, and how many match in all. */
+  searchUsage(query: UsageSearch): Promise<{ rows: UsageRecord[]; total: number }>;
+  /** The usage rows with `time` in [from, to] (both inclusive), summed per minute, channel and model. */
+  usageByMinute(query: Pick<UsageSearch, "from" | "to" | "channel" | "model">): Promise<MinuteUsage[]>;
   /** Every channel record, by id. */
   listChannelRecords(): Promise<ChannelRecord[]>;
   /** Adds the records whose ref the store has not seen, each with its given id or the next one

@@ -1,7 +1,8 @@
 // The Store contract for channel records (FastGPT's AI Proxy API, docs/fastgpt.md#channels): numbers
-// never given twice, ids config.json names kept, writes all or nothing, statuses by id.
+// never given twice, ids config.json names kept, writes all or nothing, statuses by id; and usage
+// rows read as call logs.
 import { expect, it } from "vitest";
-import type { Store } from "../../src/store/types.js";
+import type { Store, UsageRow, UsageSearch } from "../../src/store/types.js";
 
 export function describeChannelContract(current: () => Store): void {
   it("numbers new channels past every id used so far, keeps the ids config.json gives, and adds a ref once", async () => {
@@ -39,3 +40,55 @@ export function describeChannelContract(current: () => Store): void {
     expect((await store.addChannelRecords([{ ref: "c", record: null, status: 1, createdAt: 20 }]))[0]!.id).toBe(3);
   });
 }
+
+/** The Store contract for usage rows read as call logs and dashboard minutes (docs/fastgpt.md#call-logs). */
+export function describeLogContract(current: () => Store): void {
+  const row = (over: Partial<UsageRow>): UsageRow => ({
+    time: T0, appId: "support", keyName: "web", shareId: null, model: "glm", channel: "local", inputTokens: 10, outputTokens: 5,
+    points: 1.5, status: 200, durationMs: 30, chatId: null, finishReason: "stop", requestId: "r0", endpoint: "/v1/chat/completions",
+    channelId: 4, attempts: 1, ttfbMs: 12, error: null, ...over,
+  });
+  const search = (over: Partial<UsageSearch> = {}): UsageSearch => ({ from: T0, to: T0 + 3 * MINUTE, order: { by: "time", desc: true }, limit: 10, offset: 0, ...over });
+
+  it("searches usage rows by request id, channel (its number, or its name on older rows), model, status, app and key, with the total of every match", async () => {
+    const store = current();
+    await store.recordUsage(row({ requestId: "r1" }), []);
+    await store.recordUsage(row({ time: T0 + MINUTE, requestId: "r2", status: 502, attempts: 2, error: "upstream_error: down", outputTokens: 0 }), []);
+    await store.recordUsage(row({ time: T0 + 2 * MINUTE, requestId: "r3", channelId: null, model: "bge", keyName: null, shareId: "s" }), []);
+    await store.recordUsage(row({ time: T0 + 4 * MINUTE, requestId: "late" }), []);
+    const all = await store.searchUsage(search());
+    expect(all.total).toBe(3);
+    expect(all.rows.map((r) => r.requestId)).toEqual(["r3", "r2", "r1"]);
+    expect(all.rows[1]).toMatchObject({ status: 502, attempts: 2, error: "upstream_error: down", channelId: 4, ttfbMs: 12, endpoint: "/v1/chat/completions", points: 1.5 });
+    expect(all.rows[0]).toMatchObject({ channelId: null, keyName: null, shareId: "s" });
+    const ids = async (over: Partial<UsageSearch>) => (await store.searchUsage(search(over))).rows.map((r) => r.requestId);
+    expect(await ids({ requestId: "r2" })).toEqual(["r2"]);
+    expect(await ids({ channel: { id: 4, name: "local" } })).toEqual(["r3", "r2", "r1"]);
+    expect(await ids({ channel: { id: 4, name: "other" } })).toEqual(["r2", "r1"]);
+    expect(await ids({ model: "bge" })).toEqual(["r3"]);
+    expect(await ids({ status: "error" })).toEqual(["r2"]);
+    expect(await ids({ status: "success", keyName: "web" })).toEqual(["r1"]);
+    expect(await ids({ status: 502, appId: "support" })).toEqual(["r2"]);
+    expect(await ids({ order: { by: "id", desc: false }, limit: 2, offset: 1 })).toEqual(["r2", "r3"]);
+    expect((await store.searchUsage(search({ limit: 1 }))).total).toBe(3);
+  });
+
+  it("sums usage rows per minute, channel and model", async () => {
+    const store = current();
+    await store.recordUsage(row({}), []);
+    await store.recordUsage(row({ time: T0 + 59_999, status: 429, attempts: 3 }), []);
+    await store.recordUsage(row({ time: T0 + MINUTE, status: 503 }), []);
+    await store.recordUsage(row({ time: T0 + MINUTE, model: "bge" }), []);
+    const minutes = await store.usageByMinute({ from: T0, to: T0 + MINUTE });
+    const minute = (over: Record<string, unknown>) => ({ minute: T0, channelId: 4, channel: "local", model: "glm", requests: 1, exceptions: 0, retries: 0, status4xx: 0, status5xx: 0, inputTokens: 10, outputTokens: 5, points: 1.5, durationMs: 30, ttfbMs: 12, ...over });
+    // by minute, then model (byte order)
+    expect(minutes).toEqual([
+      minute({ requests: 2, exceptions: 1, retries: 1, status4xx: 1, inputTokens: 20, outputTokens: 10, points: 3, durationMs: 60, ttfbMs: 24 }),
+      minute({ minute: T0 + MINUTE, model: "bge" }),
+      minute({ minute: T0 + MINUTE, exceptions: 1, status5xx: 1 }),
+    ]);
+  });
+}
+
+const T0 = Date.UTC(2025, 0, 1);
+const MINUTE = 60_000;
