@@ -116,6 +116,12 @@ export interface Runtime {
   handlers: Handlers;
 }
 
+/** Every secret the config holds, kept out of logged bodies (docs/fastgpt.md#bodies). */
+function configSecrets(config: Config): string[] {
+  const secrets = [...config.apiKeys.map((k) => k.key), ...config.channels.map((c) => c.key), ...config.reRankModels.map((m) => m.requestAuth), config.server.metricsToken];
+  return secrets.filter((s): s is string => typeof s === "string" && s.length >= 6);
+}
+
 export function buildRuntime(file: Config, shared: Shared, previous?: Runtime): Runtime {
   // 1. Lookups from the config, its channels as the store has them.
   const channels = shared.channels.effective(file);
@@ -150,6 +156,12 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Runtime): 
     observer: shared.observer,
     store: shared.store,
     resolveShareLink: (shareId: unknown, now: number) => resolveShareLink(links, shareId, now),
+    bodyLog: {
+      store: shared.store,
+      secrets: configSecrets(config),
+      maxBytes: config.server.bodyLog.maxBytes,
+      retentionMs: config.server.bodyLog.retentionHours * 3_600_000,
+    },
   };
   // a configured model whose channels were all deleted through the AI Proxy API is still the
   // config's: 503 model_unavailable until a channel serves it, not 404 (docs/fastgpt.md#channels)

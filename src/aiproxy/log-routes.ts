@@ -67,12 +67,22 @@ export function createLogRoutes(deps: LogRouteDeps) {
       const { rows, total } = await deps.store.searchUsage(searchOf(q, deps.channels, Date.now()));
       return ok({ logs: rows.map(logOf), total });
     },
-    /** Bodies are not captured yet: every log is one without bodies (FastGPT then shows the row alone). */
+    /** A log's bodies; none kept (the app keeps none, not an error under "errors", expired): 404,
+     *  and FastGPT shows the row alone. */
     async detail(event: H3Event): Promise<Response> {
       requireAdminKey(deps.keyring, event);
       const id = Number(event.context.params?.id);
       if (!Number.isInteger(id) || id <= 0) throw invalid("id: expected a positive integer log id");
-      throw recordNotFound();
+      const bodies = await deps.store.getBodies(id, Date.now());
+      if (!bodies) throw recordNotFound();
+      return ok({
+        id,
+        log_id: id,
+        request_body: bodies.request,
+        response_body: bodies.response,
+        request_body_truncated: bodies.requestTruncated,
+        response_body_truncated: bodies.responseTruncated,
+      });
     },
   };
 }

@@ -147,6 +147,8 @@ const appSchema = z.strictObject({
   sharedChats: z.boolean().default(false),
   maxUsagePoints: points,
   qpm,
+  /** what FastGPT's log detail shows of this app's calls: their bodies, redacted (docs/fastgpt.md#bodies) */
+  logBodies: z.enum(["off", "errors", "all"]).default("off"),
 });
 
 const shareLinkSchema = z.strictObject({
@@ -202,6 +204,14 @@ const serverSchema = z.strictObject({
   shareApiQpm: z.number().int().min(0).default(60),
   /** Processes serving the port (one is the primary when more). */
   workers: z.number().int().min(1).default(1),
+  /** Request and answer bodies kept for FastGPT's log detail (apps[].logBodies): each cut at
+   *  maxBytes, all purged after retentionHours (docs/fastgpt.md#bodies). */
+  bodyLog: z
+    .strictObject({
+      maxBytes: z.number().int().min(256).max(MIB).default(8192),
+      retentionHours: z.number().positive().max(24 * 365).default(72),
+    })
+    .prefault({}),
   /** The share window page: who may show it in a frame (its CSP's frame-ancestors). */
   sharePage: z
     .strictObject({

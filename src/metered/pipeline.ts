@@ -17,6 +17,7 @@ import type { Store } from "../store/types.js";
 import { withFailover } from "../upstream/failover.js";
 import type { ChannelRouter } from "../upstream/router.js";
 import { identifyCaller, type CallerDeps } from "./caller.js";
+import { captureBodies, type BodyLogDeps } from "./body-capture.js";
 import { pinnedChannel } from "./channel-pin.js";
 import { Meter } from "./meter.js";
 import type { Quota } from "./quota.js";
@@ -33,6 +34,8 @@ export interface MeteredDeps extends CallerDeps {
   maxAttempts: number;
   /** proxies in front whose X-Forwarded-For is believed (server.trustProxy) */
   trustProxy: number;
+  /** where the bodies of apps with `logBodies` go */
+  bodyLog?: BodyLogDeps;
 }
 
 const bearer = (headers: Headers) => headers.get("authorization");
@@ -69,6 +72,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     const model = spec.model(req, caller);
     facts.model = model.model;
     const pinned = pinnedChannel(event, caller, deps.router, model.model);
+    if (caller.app.logBodies !== "off" && deps.bodyLog) captureBodies(event, deps.bodyLog, caller.app.logBodies, requestText(body, spec, event), facts, time);
     const call: Call<Req, Model> = { event, req, caller, model, time, started, cancel, facts };
 
     // 4. The cheap refusals before any costly work (an operator's callback, a history read, token
@@ -121,6 +125,12 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     untrack();
     if (body !== undefined) await spec.release?.(body);
   }
+}
+
+/** The request as received, for a log's detail: its JSON, or what an upload was. */
+function requestText(body: unknown, spec: { read?: unknown }, event: H3Event): string {
+  if (!spec.read) return JSON.stringify(body);
+  return `<multipart upload, ${event.req.headers.get("content-length") ?? "?"} bytes>`;
 }
 
 function readBody(event: H3Event, deps: MeteredDeps, spec: Pick<MeteredSpec<never, never, never, never>, "read" | "rawTexts">, cancel: Cancel): Promise<unknown> {

@@ -166,6 +166,18 @@ export const MIGRATIONS: readonly string[] = [
     created_at INTEGER NOT NULL
   );
 
+  CREATE TABLE usage_bodies (
+    request_id         TEXT    NOT NULL,
+    time               INTEGER NOT NULL,
+    request            TEXT    NOT NULL,
+    response           TEXT    NOT NULL,
+    request_truncated  INTEGER NOT NULL,
+    response_truncated INTEGER NOT NULL,
+    expires_at         INTEGER NOT NULL,
+    PRIMARY KEY (request_id, time)
+  );
+  CREATE INDEX usage_bodies_by_expiry ON usage_bodies (expires_at);
+
   ALTER TABLE usage ADD COLUMN request_id TEXT;
   ALTER TABLE usage ADD COLUMN endpoint TEXT;
   ALTER TABLE usage ADD COLUMN channel_id INTEGER;

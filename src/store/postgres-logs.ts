@@ -1,7 +1,8 @@
 // The PostgreSQL half of the Store that reads usage rows as FastGPT's call logs and dashboard read
 // them; the same behaviour as store/sqlite-logs.ts.
 import type { PgPool } from "./postgres-pool.js";
-import type { MinuteUsage, UsageRecord, UsageSearch } from "./types.js";
+import { PURGE_EVERY, PURGE_ROWS } from "./rows.js";
+import type { LoggedBodies, MinuteUsage, UsageRecord, UsageSearch } from "./types.js";
 
 /** One filter for every search: a field given narrows it, null does not. */
 const WHERE = `WHERE time >= $1 AND time <= $2
@@ -31,8 +32,33 @@ const MINUTES = {
     GROUP BY 1, channel_id, channel, model ORDER BY 1, model COLLATE "C", channel COLLATE "C"`,
 };
 
+const BODIES = {
+  // off the request path (written once the answer is sent): a statement of its own
+  save: {
+    text: `INSERT INTO usage_bodies (request_id, time, request, response, request_truncated, response_truncated, expires_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (request_id, time) DO NOTHING`,
+  },
+  purge: {
+    text: `DELETE FROM usage_bodies WHERE ctid IN (SELECT ctid FROM usage_bodies WHERE expires_at <= $1 ORDER BY expires_at LIMIT ${PURGE_ROWS})`,
+  },
+  get: {
+    text: `SELECT b.request_id AS "requestId", b.time, b.request, b.response, b.request_truncated AS "requestTruncated",
+        b.response_truncated AS "responseTruncated", b.expires_at AS "expiresAt"
+      FROM usage u JOIN usage_bodies b ON b.request_id = u.request_id AND b.time = u.time WHERE u.id = $1 AND b.expires_at > $2`,
+  },
+};
+
 export function createPgLogOps(db: PgPool) {
+  let writes = 0;
   return {
+    async saveBodies(b: LoggedBodies): Promise<void> {
+      await db.write(BODIES.save, [b.requestId, b.time, b.request, b.response, b.requestTruncated, b.responseTruncated, b.expiresAt]);
+      if (++writes % PURGE_EVERY === 0) await db.write(BODIES.purge, [Date.now()]);
+    },
+    async getBodies(usageId: number, now: number): Promise<LoggedBodies | undefined> {
+      const [row] = await db.read<LoggedBodies>(BODIES.get, [usageId, now]);
+      return row;
+    },
     async searchUsage(q: UsageSearch): Promise<{ rows: UsageRecord[]; total: number }> {
       const values = valuesOf(q);
       const dir = q.order.desc ? "DESC" : "ASC";

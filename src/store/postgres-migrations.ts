@@ -116,6 +116,18 @@ export const PG_MIGRATIONS: readonly string[] = [
     created_at bigint  NOT NULL
   );
 
+  CREATE TABLE usage_bodies (
+    request_id         text    NOT NULL,
+    time               bigint  NOT NULL,
+    request            text    NOT NULL,
+    response           text    NOT NULL,
+    request_truncated  boolean NOT NULL,
+    response_truncated boolean NOT NULL,
+    expires_at         bigint  NOT NULL,
+    PRIMARY KEY (request_id, time)
+  );
+  CREATE INDEX usage_bodies_by_expiry ON usage_bodies (expires_at);
+
   ALTER TABLE usage ADD COLUMN request_id text, ADD COLUMN endpoint text, ADD COLUMN channel_id bigint,
     ADD COLUMN attempts integer, ADD COLUMN ttfb_ms bigint, ADD COLUMN error text;
   `,

@@ -1,7 +1,9 @@
 // The SQLite half of the Store that reads usage rows as FastGPT's call logs and dashboard read them
-// (docs/fastgpt.md#call-logs): a search with its count, and per-minute sums.
+// (docs/fastgpt.md#call-logs): a search with its count, per-minute sums, and the bodies kept of a request.
 import type Database from "better-sqlite3";
-import type { MinuteUsage, UsageRecord, UsageSearch } from "./types.js";
+import { PURGE_EVERY, PURGE_ROWS } from "./rows.js";
+import type { LoggedBodies, MinuteUsage, UsageRecord, UsageSearch } from "./types.js";
+import type { Batched } from "./write-batch.js";
 
 interface Params {
   from: number;
@@ -82,4 +84,42 @@ function paramsOf(q: Partial<UsageSearch> & Pick<UsageSearch, "from" | "to">): P
     appId: q.appId ?? null,
     keyName: q.keyName ?? null,
   };
+}
+
+/** A request's bodies, group-committed with the request path's writes, and read by their usage row. */
+export function createBodyOps(db: Database.Database, batched: Batched) {
+  const sql = {
+    save: db.prepare<[string, number, string, string, number, number, number]>(
+      `INSERT INTO usage_bodies (request_id, time, request, response, request_truncated, response_truncated, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (request_id, time) DO NOTHING`,
+    ),
+    purge: db.prepare<[number]>(
+      `DELETE FROM usage_bodies WHERE rowid IN (SELECT rowid FROM usage_bodies WHERE expires_at <= ? ORDER BY expires_at LIMIT ${PURGE_ROWS})`,
+    ),
+    get: db.prepare<[number, number], BodyRow>(
+      `SELECT b.* FROM usage u JOIN usage_bodies b ON b.request_id = u.request_id AND b.time = u.time WHERE u.id = ? AND b.expires_at > ?`,
+    ),
+  };
+  let writes = 0;
+  const saveBodies = batched((b: LoggedBodies) => {
+    sql.save.run(b.requestId, b.time, b.request, b.response, b.requestTruncated ? 1 : 0, b.responseTruncated ? 1 : 0, b.expiresAt);
+    if (++writes % PURGE_EVERY === 0) sql.purge.run(Date.now());
+  });
+  return {
+    saveBodies,
+    async getBodies(usageId: number, now: number): Promise<LoggedBodies | undefined> {
+      const row = sql.get.get(usageId, now);
+      return row && { requestId: row.request_id, time: row.time, request: row.request, response: row.response, requestTruncated: row.request_truncated === 1, responseTruncated: row.response_truncated === 1, expiresAt: row.expires_at };
+    },
+  };
+}
+
+interface BodyRow {
+  request_id: string;
+  time: number;
+  request: string;
+  response: string;
+  request_truncated: number;
+  response_truncated: number;
+  expires_at: number;
 }

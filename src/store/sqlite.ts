@@ -7,7 +7,7 @@ import { migrate } from "./migrations.js";
 import { chatInfoOf, mayUse, newestMessages, ownerColumns, ownerOf, titleFrom, type ChatRow, type StoredRound } from "./rows.js";
 import { createChannelOps } from "./sqlite-channels.js";
 import { createKeyOps } from "./sqlite-keys.js";
-import { createLogOps } from "./sqlite-logs.js";
+import { createBodyOps, createLogOps } from "./sqlite-logs.js";
 import { createPrivateFile } from "./private-file.js";
 import { createRecordOps } from "./sqlite-records.js";
 import { createUsageGatherer, createUsageOps } from "./sqlite-usage.js";
@@ -30,6 +30,7 @@ export function createSqliteStore(path: string): Store {
     ...createKeyOps(db),
     ...createChannelOps(db),
     ...createLogOps(db),
+    ...createBodyOps(db, batched),
     ...createRecordOps(db, batched),
     async ping() {
       ping.get();

@@ -151,6 +151,20 @@ export interface UsageSearch {
   offset: number;
 }
 
+/** What a request sent and was answered, kept for FastGPT's log detail (docs/fastgpt.md#bodies):
+ *  redacted and cut before it reaches the store. Found by its usage row's request id and time. */
+export interface LoggedBodies {
+  requestId: string;
+  /** the usage row's time */
+  time: number;
+  request: string;
+  response: string;
+  requestTruncated: boolean;
+  responseTruncated: boolean;
+  /** epoch ms: from then on the bodies are gone (purged a few at a time) */
+  expiresAt: number;
+}
+
 /** Usage rows of one minute, one channel and one model, summed (the dashboard's unit). */
 export interface MinuteUsage {
   /** epoch ms of the minute's start */
@@ -289,6 +303,10 @@ export interface Store {
   searchUsage(query: UsageSearch): Promise<{ rows: UsageRecord[]; total: number }>;
   /** The usage rows with `time` in [from, to] (both inclusive), summed per minute, channel and model. */
   usageByMinute(query: Pick<UsageSearch, "from" | "to" | "channel" | "model">): Promise<MinuteUsage[]>;
+  /** Keeps a request's bodies; those past their time are purged now and then. */
+  saveBodies(bodies: LoggedBodies): Promise<void>;
+  /** The bodies of the usage row with this id, or undefined when none were kept or they expired at `now`. */
+  getBodies(usageId: number, now: number): Promise<LoggedBodies | undefined>;
   /** Every channel record, by id. */
   listChannelRecords(): Promise<ChannelRecord[]>;
   /** Adds the records whose ref the store has not seen, each with its given id or the next one

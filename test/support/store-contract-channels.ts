@@ -73,6 +73,22 @@ export function describeLogContract(current: () => Store): void {
     expect((await store.searchUsage(search({ limit: 1 }))).total).toBe(3);
   });
 
+  it("keeps a request's bodies by its usage row until their time, and purges them a few at a time", async () => {
+    const store = current();
+    const bodies = (requestId: string, time: number, expiresAt: number) => ({ requestId, time, request: '{"a":1}', response: "data: x", requestTruncated: true, responseTruncated: false, expiresAt });
+    await store.recordUsage(row({ requestId: "kept", time: T0 }), []);
+    await store.recordUsage(row({ requestId: "none", time: T0 }), []);
+    await store.saveBodies(bodies("kept", T0, T0 + MINUTE));
+    // the same request id at another time is another request's
+    await store.saveBodies(bodies("none", T0 + 1, T0 + MINUTE));
+    const [kept, none] = (await store.searchUsage(search({ order: { by: "id", desc: false } }))).rows;
+    expect(await store.getBodies(kept!.id, T0)).toEqual(bodies("kept", T0, T0 + MINUTE));
+    expect(await store.getBodies(none!.id, T0)).toBeUndefined();
+    expect(await store.getBodies(kept!.id, T0 + MINUTE)).toBeUndefined();
+    for (let i = 0; i < 16; i++) await store.saveBodies(bodies(`later-${i}`, Date.now(), Date.now() + MINUTE));
+    expect(await store.getBodies(kept!.id, 0)).toBeUndefined();
+  });
+
   it("sums usage rows per minute, channel and model", async () => {
     const store = current();
     await store.recordUsage(row({}), []);
