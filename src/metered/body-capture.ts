@@ -55,7 +55,7 @@ function tee(res: ServerResponse, limit: number) {
     bytes += buf.length;
     if (kept >= limit) return;
     const part = buf.length > limit - kept ? buf.subarray(0, limit - kept) : buf;
-    chunks.push(Buffer.from(part));
+    chunks.push(part);
     kept += part.length;
   };
   const write = res.write.bind(res) as (...args: unknown[]) => boolean;
