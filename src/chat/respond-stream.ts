@@ -11,6 +11,7 @@ import type { Streamed } from "../metered/spec.js";
 import { relayAnswer } from "./pump.js";
 import type { CompletionJson } from "./attempt.js";
 import type { ChatCall, ChatPlan } from "./plan.js";
+import { readsReasoningContent, withReasoningContent } from "./reasoning.js";
 import { SseRelay } from "./sse-relay.js";
 import { clientReport, settleChat, type SettleDeps, type Settled } from "./settle.js";
 import { hasAny } from "./variables.js";
@@ -44,7 +45,8 @@ async function relayStream(deps: SettleDeps, call: ChatCall, plan: ChatPlan, met
     return res.write(bytes);
   };
   const onFirstContent = () => (call.facts.ttftMs = performance.now() - call.started);
-  const relay: SseRelay = new SseRelay({ detail: plan.detail, includeUsage: plan.includeUsage, model: model.model, write, onFirstContent, answerModel: plan.answerModel });
+  const rewrite = readsReasoningContent(call) ? withReasoningContent : undefined;
+  const relay: SseRelay = new SseRelay({ detail: plan.detail, includeUsage: plan.includeUsage, model: model.model, write, onFirstContent, answerModel: plan.answerModel, rewrite });
   const text = () => relay.text();
   // 1. Relay until [DONE] (or the end of a stream that already gave its finish reason).
   const cut = await relayAnswer(body, res, relay, maxBytes, cancel, model.model);
