@@ -2,7 +2,7 @@
 // src/main.ts does. Tests build it with an in-memory store and drive it on a random port. The routes
 // read the current runtime (src/runtime.ts) as each request starts, so a reload swaps it atomically.
 import { H3, type H3Event } from "h3";
-import { createChannelBook } from "./aiproxy/channel-book.js";
+import { DISABLED, createChannelBook } from "./aiproxy/channel-book.js";
 import { createCreatedKeys } from "./auth/created-keys.js";
 import { createQuota } from "./metered/quota.js";
 import { createMemoryClusterState } from "./cluster/memory.js";
@@ -126,6 +126,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     const old = current;
     current = buildRuntime(file, shared, old);
     metrics.setNames(metricNames(current.config));
+    tellEnabled(current, observer);
     void old.router.retire(current.router.entries);
   }
   const stopHearingChannels = shared.channels.listen(rebuild);
@@ -155,6 +156,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     await shared.channels.sync(next).catch(() => {});
     current = buildRuntime(next, shared, old);
     m.setNames(metricNames(current.config));
+    tellEnabled(current, o);
     void old.router.retire(current.router.entries);
     const hidden = hiddenChannels(current);
     o.configReloaded(true, [...restartNeeded(old.config, next), ...hidden]);
@@ -183,6 +185,11 @@ function metricNames(config: Config) {
   // every kind's models, and the channels made for rerank models with their own requestUrl
   const models = [...modelKinds(config).keys()];
   return { models, apps: config.apps.map((a) => a.id), channels: upstreamChannels(config).map((c) => c.name) };
+}
+
+/** Each channel's status, for sluice_channel_enabled (once the metrics know the channel's name). */
+function tellEnabled(runtime: Runtime, observer: Observer): void {
+  for (const [name, meta] of runtime.channels.meta) observer.channelEnabled(name, meta.status !== DISABLED);
 }
 
 /** config.json's channels the store hides: said in the reload's result and log. */

@@ -197,6 +197,7 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Runtime): 
     configured: (model) => kinds.has(model),
     store: shared.store,
     timezone: "UTC",
+    observer: shared.observer,
   });
 
   return {

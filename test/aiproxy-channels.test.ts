@@ -186,6 +186,12 @@ describe("channel writes as FastGPT makes them", () => {
       [3, 1],
     ]);
     expect(JSON.stringify(list)).not.toContain(SECOND_KEY);
+    const metrics = await (await fetch(`${g.url}/metrics`)).text();
+    expect(metrics).toContain('sluice_channel_enabled{channel="up"} 0');
+    expect(metrics).toContain('sluice_channel_enabled{channel="second"} 1');
+    expect(metrics).toContain('sluice_channel_writes_total{op="create",outcome="ok"} 1');
+    expect(metrics).toContain('sluice_channel_writes_total{op="status",outcome="ok"} 1');
+    expect(metrics).not.toContain(SECOND_KEY);
   });
 
   it("takes FastGPT's whole-record PUT of a model binding: the masked key keeps the key, the models change", async () => {
@@ -219,6 +225,7 @@ describe("channel writes as FastGPT makes them", () => {
     ];
     for (const [method, path, body, status, message] of cases) expect(await envelope(await call(g.url, method, path, body)), `${method} ${path}`).toMatchObject({ status, success: false, message });
     expect((await channels(g.url)).map((c) => c.name)).toEqual(["up", "demo"]);
+    expect(await (await fetch(`${g.url}/metrics`)).text()).toContain('sluice_channel_writes_total{op="create",outcome="refused"} 6');
   });
 
   it("refuses every write when channelWrites is false, and still changes a status", async () => {

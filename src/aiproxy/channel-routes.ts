@@ -6,6 +6,7 @@ import type { H3Event } from "h3";
 import type { Keyring } from "../auth/keys.js";
 import { configSchema, type ChannelConfig, type Config } from "../config/schema.js";
 import { GatewayError } from "../http/errors.js";
+import type { ChannelWriteOp, Observer } from "../observability/observer.js";
 import type { ChannelRouter } from "../upstream/router.js";
 import { DISABLED, ENABLED, toRecord, type ChannelBook, type ChannelMeta, type EffectiveChannels } from "./channel-book.js";
 import { channelFrom, readChannelBody } from "./channel-input.js";
@@ -26,6 +27,7 @@ export interface ChannelRouteDeps {
   rebuild: () => void;
   /** every model of the config, whatever its kind */
   configured: (model: string) => boolean;
+  observer: Observer;
 }
 
 /** One write at a time on this instance: each is checked against the channels the last one left. */
@@ -89,6 +91,21 @@ export function createChannelRoutes(deps: ChannelRouteDeps) {
     deps.rebuild();
   }
 
+  /** a write or status change, counted by its outcome (sluice_channel_writes_total) once the caller is an admin */
+  const counted =
+    (op: ChannelWriteOp, handle: (event: H3Event) => Promise<Response>) =>
+    async (event: H3Event): Promise<Response> => {
+      admin(event);
+      try {
+        const answer = await handle(event);
+        deps.observer.channelWrite(op, "ok");
+        return answer;
+      } catch (err) {
+        deps.observer.channelWrite(op, err instanceof GatewayError && err.status < 500 ? "refused" : "error");
+        throw err;
+      }
+    };
+
   return {
     all: async (event: H3Event) => (admin(event), ok(views())),
     list: async (event: H3Event) => {
@@ -107,7 +124,7 @@ export function createChannelRoutes(deps: ChannelRouteDeps) {
     },
     typeMetas: async (event: H3Event) => (admin(event), ok(TYPE_METAS)),
 
-    async create(event: H3Event) {
+    create: counted("create", async (event) => {
       writer(event);
       const body = readChannelBody(await deps.readJson(event));
       const channel = parsedChannel(() => channelFrom(body, undefined, deps.configured));
@@ -115,8 +132,8 @@ export function createChannelRoutes(deps: ChannelRouteDeps) {
       let id = 0;
       await commit([...deps.channels.channels, channel], async () => (id = await deps.book.create(channel, body.status ?? ENABLED, Date.now())));
       return ok(viewOf({ ...channel, id }, { id, ref: "", source: "api", overridden: false, status: body.status ?? ENABLED, createdAt: Date.now() }));
-    },
-    async update(event: H3Event) {
+    }),
+    update: counted("update", async (event) => {
       writer(event);
       const { channel: current, meta } = writableChannel(event.context.params?.id);
       const body = readChannelBody(await deps.readJson(event));
@@ -128,32 +145,32 @@ export function createChannelRoutes(deps: ChannelRouteDeps) {
         if (body.status !== undefined && body.status !== meta.status) await deps.book.setStatus(deps.book.rowIds([meta.ref]), body.status);
       });
       return ok(viewOf({ ...channel, id: meta.id }, { ...meta, overridden: meta.source === "config", status: body.status ?? meta.status }));
-    },
-    async remove(event: H3Event) {
+    }),
+    remove: counted("delete", async (event) => {
       writer(event);
       await removeAll([event.context.params?.id]);
       return ok();
-    },
-    async batchRemove(event: H3Event) {
+    }),
+    batchRemove: counted("delete", async (event) => {
       writer(event);
       const body = await deps.readJson(event);
       const ids = Array.isArray(body) ? body : (body as { ids?: unknown } | null)?.ids;
       if (!Array.isArray(ids) || ids.length === 0) throw invalid("ids: expected a non-empty list of channel ids");
       await removeAll(ids.map(String));
       return ok();
-    },
-    async status(event: H3Event) {
+    }),
+    status: counted("status", async (event) => {
       admin(event);
       const body = (await deps.readJson(event)) as { status?: unknown } | null;
       await setStatus([event.context.params?.id], body?.status);
       return ok();
-    },
-    async batchStatus(event: H3Event) {
+    }),
+    batchStatus: counted("status", async (event) => {
       admin(event);
       const body = (await deps.readJson(event)) as { ids?: unknown; status?: unknown } | null;
       await setStatus(body?.ids, body?.status);
       return ok();
-    },
+    }),
   };
 
   /** Deletes channels, all or nothing: an unknown id deletes none. */
