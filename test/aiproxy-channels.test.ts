@@ -1,8 +1,8 @@
 // FastGPT's model pages on Sluice (docs/fastgpt.md): FastGPT's AI Proxy client calls replayed as its
 // code sends them — the browser's pass-through (projects/app/src/web/core/ai/channel.ts) and its
 // server's client (packages/service/thirdProvider/aiproxy/{channel,client}.ts) — against a real
-// gateway, the answers parsed with FastGPT's own zod schemas; then two gateways on one Redis, where a
-// write on one is served by the other within a second.
+// gateway, the answers parsed with FastGPT's own zod schemas; then two gateways on one Redis (one
+// SQLite store, or PostgreSQL), where a write on one is served by the other within a second.
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { toNodeHandler } from "h3/node";
@@ -13,8 +13,10 @@ import { parseConfig } from "../src/config/load.js";
 import { createGateway, type Gateway } from "../src/gateway.js";
 import { createHttpServer } from "../src/http/server.js";
 import { createStore } from "../src/store/index.js";
+import type { Store } from "../src/store/types.js";
 import { APP_KEY, CHANNEL_KEY, chat, coreConfig, userMessage } from "./support/core-config.js";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
+import { usePostgres } from "./support/postgres.js";
 import { useRedis } from "./support/redis.js";
 import { startUpstream, type Upstream } from "./support/upstream.js";
 
@@ -267,23 +269,39 @@ describe("the channel test", () => {
 // ---- two gateways on one store and one Redis ----
 
 const redis = useRedis();
+const postgres = usePostgres();
 
-describe("two gateways on one Redis", () => {
+/** The stores of two instances: one SQLite store both use, or a PostgreSQL pool each (as two processes have). */
+const STORES: Array<[string, () => Promise<Store[]>]> = [
+  ["one SQLite store", async () => {
+    const store = createStore({ driver: "memory" });
+    return [store, store];
+  }],
+  ["PostgreSQL", async () => {
+    const url = await postgres.createDatabase();
+    return [createStore({ driver: "postgres", url }), createStore({ driver: "postgres", url })];
+  }],
+];
+
+describe.each(STORES)("two gateways on %s and one Redis", (_, openStores) => {
   let pair: Array<{ url: string; gateway: Gateway; server: Server }> = [];
+  let stores: Store[] = [];
   afterEach(async () => {
     for (const { server, gateway } of pair) {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       await gateway.close();
     }
+    await Promise.all([...new Set(stores)].map((s) => s.close()));
     pair = [];
+    stores = [];
   });
 
   it("serve a channel written on one on the other within a second: a create, a disable, a delete", async () => {
     const text = JSON.stringify({ ...config(upstream.url), server: { log: { level: "silent" } } });
-    const store = createStore({ driver: "memory" });
+    stores = await openStores();
     const prefix = redis.prefix();
-    for (let i = 0; i < 2; i++) {
+    for (const store of stores) {
       const parsed = parseConfig(JSON.parse(text));
       const state = createRedisClusterState({ url: redis.server().url, prefix, breaker: parsed.routing.breaker, log: () => {} });
       const gateway = createGateway(parsed, { store, state, loadConfig: () => parseConfig(JSON.parse(text)) });
@@ -312,6 +330,5 @@ describe("two gateways on one Redis", () => {
     expect((await call(a.url, "DELETE", "/api/admin/channels/up/override")).status).toBe(200);
     expect((await call(a.url, "DELETE", "/api/admin/channels/nope/override")).status).toBe(404);
     await vi.waitFor(async () => expect((await channels(b.url))[0]).toMatchObject({ id: 1, models: ["m1", "m-vision"], sluice: { overridden: false } }), within);
-    await store.close();
   });
 });
