@@ -5,6 +5,7 @@
 // Sections, in order (a default run takes about 5-6 minutes on 2 cores):
 //   non-stream   RPS and CPU/request at 32 connections: upstream alone, floor, Sluice, Sluice+chatId;
 //                then latency at one connection (added p50/p99 over the upstream alone)
+//   bodies       CPU/request of an app with logBodies "all" against one with "off" (non-stream)
 //   stream       the same with 20-chunk streams (each chunk its own upstream write); added TTFT
 //   realistic    100-chunk streams, chunks 2 ms apart, 100 connections: floor and Sluice
 //   per-kb       CPU/request for 0.2-200 KB bodies (floor and Sluice) → µs per KB; 31 KB on a 32k
@@ -55,7 +56,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { build } from "esbuild";
 import { CONNECTIONS, runLoad, type LoadSpec } from "./autocannon-case.js";
-import { CHAT_HEADERS, CHAT_PATH, EMBEDDINGS_PATH, MESSAGES_PATH, RESPONSES_PATH, chatBody, embeddingsBody, messagesBody, responsesBody } from "./chat-request.js";
+import { CHAT_HEADERS, CHAT_PATH, headersFor, EMBEDDINGS_PATH, MESSAGES_PATH, RESPONSES_PATH, chatBody, embeddingsBody, messagesBody, responsesBody } from "./chat-request.js";
 import { measureEventLoopLag } from "./event-loop-lag.js";
 import { failedUsers, measureFailoverLatency } from "./failover.js";
 import { errorMessage, measureGroup, type GroupTiming, type LoadCase, type TargetName } from "./interleave.js";
@@ -70,10 +71,10 @@ import { machineFacts, printProfile, printReport, type BenchResults } from "./re
 import { childProcesses } from "./process-cpu.js";
 import { startSharedSluice, startSharedStore, type SharedSluice, type SharedStore } from "./shared-store.js";
 import { measureScheduling } from "./scheduling.js";
-import { startSluice, type SluiceProcess } from "./sluice-process.js";
+import { BODIES_KEY, startSluice, type SluiceProcess } from "./sluice-process.js";
 import { measureStartUp } from "./start-up.js";
 
-const SECTIONS = ["non-stream", "stream", "realistic", "per-kb", "failover", "embeddings", "dialects", "lag", "memory", "scheduling", "start", "qpm", "store", "workers"] as const;
+const SECTIONS = ["non-stream", "bodies", "stream", "realistic", "per-kb", "failover", "embeddings", "dialects", "lag", "memory", "scheduling", "start", "qpm", "store", "workers"] as const;
 type Section = (typeof SECTIONS)[number];
 /** the sections that need PostgreSQL and Redis: only with --store postgres, and then by default */
 const STORE_SECTIONS: readonly Section[] = ["store", "workers"];
@@ -212,6 +213,16 @@ const SECTION_RUNS: Record<Section, (ctx: Context, results: BenchResults) => Pro
     const cases = [...targets(ctx, ["direct", "floor", "sluice"], "non-stream", body), ...targets(ctx, ["sluice"], "chatId", chatIdBody)];
     results.groups["non-stream"] = await measureGroup("non-stream", cases, ctx.timing);
     await latencies(ctx, results, "non-stream", body, false);
+  },
+
+  // FastGPT's log detail (docs/fastgpt.md#bodies): an app keeping every call's bodies against one keeping none
+  async bodies(ctx, results) {
+    const body = chatBody(false);
+    const cases = [
+      ...targets(ctx, ["sluice"], "logBodies off", body),
+      ...targets(ctx, ["sluice"], "logBodies all", body, { headers: headersFor(BODIES_KEY) }),
+    ];
+    results.groups.bodies = await measureGroup("bodies: logBodies off against all, non-stream", cases, ctx.timing);
   },
 
   async stream(ctx, results) {

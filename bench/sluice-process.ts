@@ -14,6 +14,8 @@ import { spawnNodeServer, type NodeServer } from "./node-process.js";
 export const BENCH_KEY = "sk-bench-key-123456";
 /** The key of the budgeted+QPM case: an app and a key of its own, so their windows start empty. */
 export const METERED_KEY = "sk-bench-metered-123456";
+/** The key of an app that keeps every call's bodies for FastGPT's log detail (apps[].logBodies "all"). */
+export const BODIES_KEY = "sk-bench-bodies-123456";
 const CHANNEL_KEY = "bench-channel-key";
 const NO_REFUSAL_QPM = 100_000_000;
 const NO_REFUSAL_POINTS = 1e12;
@@ -100,10 +102,12 @@ function benchConfig(upstreamUrl: string, dbPath: string, withEmbeddings: boolea
     apps: [
       { id: "bench", model: MODELS.chat, models: appModels, history: 6, ...limits },
       { id: "bench-metered", model: MODELS.chat, models: appModels, history: 6, ...limits },
+      { id: "bench-bodies", model: MODELS.chat, models: appModels, history: 6, ...limits, logBodies: "all" },
     ],
     apiKeys: [
       { name: "bench", kind: "app", appId: "bench", key: BENCH_KEY, ...limits },
       { name: "bench-metered", kind: "app", appId: "bench-metered", key: METERED_KEY, ...limits },
+      { name: "bench-bodies", kind: "app", appId: "bench-bodies", key: BODIES_KEY, ...limits },
     ],
   };
 }

@@ -2,6 +2,7 @@
 // src/main.ts does. Tests build it with an in-memory store and drive it on a random port. The routes
 // read the current runtime (src/runtime.ts) as each request starts, so a reload swaps it atomically.
 import { H3, type H3Event } from "h3";
+import { DISABLED, createChannelBook } from "./aiproxy/channel-book.js";
 import { createCreatedKeys } from "./auth/created-keys.js";
 import { createQuota } from "./metered/quota.js";
 import { createMemoryClusterState } from "./cluster/memory.js";
@@ -12,7 +13,7 @@ import { upstreamChannels } from "./upstream/channels.js";
 import { ConfigError } from "./config/load.js";
 import type { Config } from "./config/schema.js";
 import { allowedOrigin, preflightResponse } from "./http/cors.js";
-import { notFound } from "./http/errors.js";
+import { GatewayError, notFound } from "./http/errors.js";
 import { Inflight } from "./http/inflight.js";
 import { createRouteWrapper } from "./http/observe.js";
 import { createMetrics, type Metrics } from "./metrics/prometheus.js";
@@ -81,10 +82,14 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     inflight: new Inflight(),
     reload: () => reload(),
     keys: createCreatedKeys(deps.store, state),
+    channels: createChannelBook(deps.store, state),
+    rebuild: () => rebuild(),
   };
+  // `file`: config.json as last loaded; the runtime serves it with the store's channels over it
+  let file = config;
   let current: Runtime = buildRuntime(config, shared);
   breakerOptions = () => current.config.routing.breaker;
-  const health = createHealth({ ping: () => shared.keys.ready().then(() => deps.store.ping()), clusterPing: () => state.ping() });
+  const health = createHealth({ ping: () => ready().then(() => deps.store.ping()), clusterPing: () => state.ping() });
 
   // 3. Routes: the table's, each wrapped once for ids, errors, logs and metrics, each reading the
   //    current runtime; then operations, CORS preflights and the 404 of every unknown path.
@@ -95,10 +100,10 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     // no request is judged before the keys created through the API are known (read once at start),
     // and none is metered while the state shared with other instances is out of reach (503 store_unavailable)
     const handle = async (event: H3Event) => {
-      await (route.metered ? Promise.all([shared.keys.ready(), state.reachable()]) : shared.keys.ready());
+      await (route.metered ? Promise.all([ready(), state.reachable()]) : ready());
       return current.handlers[route.handler](event);
     };
-    for (const path of route.paths) app.on(route.method, path, observe(route.label ?? path, handle, route.errors));
+    for (const path of route.paths) app.on(route.method === "ALL" ? "" : route.method, path, observe(route.label ?? path, handle, route.errors));
   }
   app.get("/metrics", (e) => metricsResponse(metrics, current.config.server.metricsToken, e.req.headers.get("authorization")));
   app.get("/healthz", () => health.live());
@@ -107,7 +112,27 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   // The base `/api` alone, and every unknown path: 404 in the error shape, counted under one label.
   app.all("/**", observe("unmatched", () => Promise.reject(notFound("not_found", "No such endpoint."))));
 
-  // 4. Reload: validate, then swap; the old runtime's pools of removed channels close once idle.
+  // 4. Channels written through FastGPT's AI Proxy API (docs/fastgpt.md#channels): read from the store
+  //    before the first request is judged, and the runtime rebuilt over the same config.json whenever
+  //    they change, here or on another instance (requests in flight keep the runtime they started with).
+  let channelsRead: Promise<void> | undefined;
+  function ready(): Promise<void> {
+    channelsRead ??= shared.channels.sync(file).then(rebuild, () => {
+      channelsRead = undefined;
+      throw storeUnavailable();
+    });
+    return Promise.all([shared.keys.ready(), channelsRead]).then(() => {});
+  }
+  function rebuild(): void {
+    const old = current;
+    current = buildRuntime(file, shared, old);
+    metrics.setNames(metricNames(current.config));
+    tellEnabled(current, observer);
+    void old.router.retire(current.router.entries);
+  }
+  const stopHearingChannels = shared.channels.listen(rebuild);
+
+  // 5. Reload: validate, then swap; the old runtime's pools of removed channels close once idle.
   // A reload here is told to the other instances, each of which reloads its own config source.
   let reloading = Promise.resolve<ReloadResult>({ ok: true });
   function reload(tellOthers = true): Promise<ReloadResult> {
@@ -127,11 +152,16 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       return { ok: false, errors };
     }
     const old = current;
-    m.setNames(metricNames(next));
+    file = next;
+    // channels first seen in this config get their records (and numbers) before it is served
+    await shared.channels.sync(next).catch(() => {});
     current = buildRuntime(next, shared, old);
+    m.setNames(metricNames(current.config));
+    tellEnabled(current, o);
     void old.router.retire(current.router.entries);
-    o.configReloaded(true, restartNeeded(old.config, next));
-    return { ok: true };
+    const hidden = hiddenChannels(current);
+    o.configReloaded(true, [...restartNeeded(old.config, next), ...hidden]);
+    return hidden.length > 0 ? { ok: true, hidden } : { ok: true };
   }
 
   let closing: Promise<void> | undefined;
@@ -140,6 +170,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     await Promise.race([shared.shareAuth.drain(), new Promise((resolve) => setTimeout(resolve, FINISH_DRAIN_MS).unref())]);
     await Promise.all([shared.shareAuth.close(), current.router.close(), deps.logger ? undefined : logger.close(), shared.keys.close()]);
     stopHearingReloads();
+    stopHearingChannels();
     if (!deps.state) await state.close();
   }
   return {
@@ -155,6 +186,26 @@ function metricNames(config: Config) {
   // every kind's models, and the channels made for rerank models with their own requestUrl
   const models = [...modelKinds(config).keys()];
   return { models, apps: config.apps.map((a) => a.id), channels: upstreamChannels(config).map((c) => c.name) };
+}
+
+/** Each channel's status, for sluice_channel_enabled (once the metrics know the channel's name). */
+function tellEnabled(runtime: Runtime, observer: Observer): void {
+  for (const [name, meta] of runtime.channels.meta) observer.channelEnabled(name, meta.status !== DISABLED);
+}
+
+/** config.json's channels the store hides: said in the reload's result and log. */
+function hiddenChannels(runtime: Runtime): string[] {
+  return runtime.channels.hidden.map((name) => {
+    const meta = runtime.channels.meta.get(name);
+    return `channels: "${name}" is ${meta ? "overridden" : "deleted"} through the AI Proxy API (DELETE /api/admin/channels/${encodeURIComponent(name)}/override makes it config.json's again)`;
+  });
+}
+
+function storeUnavailable(): GatewayError {
+  return new GatewayError(503, "store_unavailable", "The gateway cannot read its channels from the store yet; retry shortly.", {
+    type: "api_error",
+    headers: { "Retry-After": "1" },
+  });
 }
 
 /** Settings a running gateway cannot take over: said in the log, kept until a restart. */

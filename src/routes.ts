@@ -1,12 +1,14 @@
 // The route table (docs/api.md#endpoints): every route once — method, paths, the label its metrics
 // and request log use, whether it is metered, its error dialect, and its handler in the current
 // runtime. src/gateway.ts registers them in one loop.
+import { aiproxyError } from "./aiproxy/envelope.js";
 import { anthropicError } from "./dialects/anthropic/errors.js";
 import type { ErrorFormat } from "./http/errors.js";
 import type { Handlers } from "./runtime.js";
 
 export interface RouteDef {
-  method: "GET" | "POST" | "DELETE";
+  /** `ALL`: every method */
+  method: "GET" | "POST" | "PUT" | "DELETE" | "ALL";
   paths: string[];
   /** the metrics and request-log label; absent: each path is its own label */
   label?: string;
@@ -18,6 +20,10 @@ export interface RouteDef {
 }
 
 const V1 = (path: string) => [`/v1${path}`, `/api/v1${path}`];
+/** aiproxy's paths take a trailing `/` or none (FastGPT calls `/api/channel/`) */
+const SLASH = (...paths: string[]) => paths.flatMap((p) => [p, `${p}/`]);
+/** FastGPT's AI Proxy API (docs/fastgpt.md#the-admin-api): aiproxy's envelope, one metrics label */
+const AIPROXY = { label: "aiproxy", errors: aiproxyError } as const;
 
 export const ROUTES: RouteDef[] = [
   { method: "POST", paths: V1("/chat/completions"), metered: true, handler: "chat" },
@@ -44,7 +50,24 @@ export const ROUTES: RouteDef[] = [
   { method: "GET", paths: ["/chat/share/window.js"], handler: "shareScript" },
   { method: "GET", paths: ["/api/admin/channels"], handler: "adminChannels" },
   { method: "POST", paths: ["/api/admin/reload"], handler: "adminReload" },
+  { method: "DELETE", paths: ["/api/admin/channels/:name/override"], label: "/api/admin/channels/override", handler: "adminChannelOverride" },
   { method: "POST", paths: ["/api/admin/keys"], handler: "adminKeyCreate" },
   { method: "GET", paths: ["/api/admin/keys"], handler: "adminKeyList" },
   { method: "DELETE", paths: ["/api/admin/keys/:name"], handler: "adminKeyRevoke" },
+  { method: "GET", paths: SLASH("/api/channels/all"), ...AIPROXY, handler: "aiproxyChannelsAll" },
+  { method: "GET", paths: SLASH("/api/channels"), ...AIPROXY, handler: "aiproxyChannels" },
+  { method: "GET", paths: SLASH("/api/channels/type_metas"), ...AIPROXY, handler: "aiproxyTypeMetas" },
+  { method: "GET", paths: SLASH("/api/channel/:id"), ...AIPROXY, handler: "aiproxyChannel" },
+  { method: "POST", paths: SLASH("/api/channel"), ...AIPROXY, handler: "aiproxyChannelCreate" },
+  { method: "PUT", paths: SLASH("/api/channel/:id"), ...AIPROXY, handler: "aiproxyChannelUpdate" },
+  { method: "DELETE", paths: SLASH("/api/channel/:id"), ...AIPROXY, handler: "aiproxyChannelDelete" },
+  { method: "POST", paths: SLASH("/api/channels/batch_delete"), ...AIPROXY, handler: "aiproxyChannelsDelete" },
+  { method: "POST", paths: SLASH("/api/channel/:id/status"), ...AIPROXY, handler: "aiproxyChannelStatus" },
+  { method: "POST", paths: SLASH("/api/channels/batch_status"), ...AIPROXY, handler: "aiproxyChannelsStatus" },
+  { method: "GET", paths: ["/api/channel/:id/test/**:model"], ...AIPROXY, handler: "aiproxyChannelTest" },
+  { method: "GET", paths: SLASH("/api/logs/search"), ...AIPROXY, handler: "aiproxyLogs" },
+  { method: "GET", paths: SLASH("/api/logs/detail/:id"), ...AIPROXY, handler: "aiproxyLogDetail" },
+  { method: "GET", paths: SLASH("/api/dashboardv2"), ...AIPROXY, handler: "aiproxyDashboard" },
+  { method: "ALL", paths: ["/api/group/**", "/api/log/:group/group_channel/**", ...SLASH("/api/group_channels"), "/api/group_channel/**"], ...AIPROXY, handler: "aiproxyMember" },
+  { method: "ALL", paths: ["/api/channels/**", "/api/channel/**", "/api/logs/**", "/api/log/**", "/api/dashboardv2/**", "/api/group", "/api/group_channel"], ...AIPROXY, handler: "aiproxyUnknown" },
 ];

@@ -5,6 +5,8 @@
 import type { H3Event } from "h3";
 import { createKeyRoutes } from "./admin/keys.js";
 import { createAdminRoutes, type ReloadResult } from "./admin/routes.js";
+import type { ChannelBook, EffectiveChannels } from "./aiproxy/channel-book.js";
+import { createAiproxyRoutes } from "./aiproxy/routes.js";
 import type { CreatedKeys } from "./auth/created-keys.js";
 import { createKeyring } from "./auth/keys.js";
 import { createCatalogRoutes } from "./catalog/routes.js";
@@ -55,6 +57,10 @@ export interface Shared {
   /** the gateway's reload, for the operations API */
   reload: () => Promise<ReloadResult>;
   keys: CreatedKeys;
+  /** channels written through FastGPT's AI Proxy API, over config.json's */
+  channels: ChannelBook;
+  /** builds the runtime again over the same config.json (after a channel write) */
+  rebuild: () => void;
 }
 
 export type Handler = (event: H3Event) => Promise<Reply>;
@@ -64,15 +70,26 @@ export type Handler = (event: H3Event) => Promise<Reply>;
 export type Handlers = ReturnType<typeof buildRuntime>["handlers"];
 
 export interface Runtime {
+  /** config.json's, with the channels the store writes over them (docs/fastgpt.md#channels) */
   config: Config;
+  /** what the AI Proxy API says of each channel besides its config */
+  channels: EffectiveChannels;
   router: ChannelRouter;
   handlers: Record<keyof Handlers, Handler>;
   /** transcription uploads in flight: counted across reloads */
   uploads: UploadSlots;
 }
 
-export function buildRuntime(config: Config, shared: Shared, previous?: Pick<Runtime, "router" | "uploads">) {
-  // 1. Lookups from the config.
+/** Every secret the config holds, kept out of logged bodies (docs/fastgpt.md#bodies). */
+function configSecrets(config: Config): string[] {
+  const secrets = [...config.apiKeys.map((k) => k.key), ...config.channels.map((c) => c.key), ...config.reRankModels.map((m) => m.requestAuth), config.server.metricsToken];
+  return secrets.filter((s): s is string => typeof s === "string" && s.length >= 6);
+}
+
+export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runtime, "router" | "uploads">) {
+  // 1. Lookups from the config, its channels as the store has them.
+  const channels = shared.channels.effective(file);
+  const config: Config = { ...file, channels: channels.channels };
   const fleet = fleetLookups(config);
   const models = fleet.chat;
   const kinds = modelKinds(config);
@@ -84,6 +101,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Pick<Run
   const router = createChannelRouter(upstreamChannels(config), shared.observer, shared.state, {
     previous: previous?.router.entries,
     clientFor: (channel) => (channel.type === "echo" ? createEchoChannel(channel) : undefined),
+    enabled: shared.channels.enabled,
   });
 
   // 2. The metered kinds: specs of the one pipeline, over what every one of them needs.
@@ -103,9 +121,17 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Pick<Run
     store: shared.store,
     state: shared.state,
     resolveShareLink: (shareId: unknown, now: number) => resolveShareLink(links, shareId, now),
+    bodyLog: {
+      store: shared.store,
+      secrets: configSecrets(config),
+      maxBytes: config.server.bodyLog.maxBytes,
+      retentionMs: config.server.bodyLog.retentionHours * 3_600_000,
+    },
   };
   const dialectMetered: MeteredDeps = { ...metered, body: dialectBody };
-  const serves = router.serves;
+  // a configured model whose channels were all deleted through the AI Proxy API is still the
+  // config's: 503 model_unavailable until a channel serves it, not 404 (docs/fastgpt.md#channels)
+  const serves = (model: string) => router.serves(model) || kinds.has(model);
   const chatDeps = { models, aliases, serves, store: shared.store, shareAuth: shared.shareAuth, maxBytes: body.maxBytes, maxTurnBytes: config.server.maxTurnBytes };
   const chat = createChatSpec(chatDeps);
   const embeddings = createEmbeddingsSpec({ vectorModels: fleet.embeddings, aliases, serves });
@@ -139,11 +165,28 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Pick<Run
   const shareCall = (call: (event: H3Event, body: unknown) => Promise<unknown>) => async (event: H3Event) =>
     jsonResponse(await runLocal(event, { ...metered, body: smallBody }, { what: "Share", credential: false, parse: ({ body }) => body, answer: ({ req }) => call(event, req) }));
   const catalog = createCatalogRoutes({ keyring, config, kinds, aliases, apps });
-  const admin = createAdminRoutes({ keyring, router, reload: shared.reload });
+  const admin = createAdminRoutes({ keyring, router, reload: shared.reload, channels: shared.channels, configured: new Set(file.channels.map((c) => c.name)), rebuild: shared.rebuild });
   const keys = createKeyRoutes({ keyring, apps, keys: shared.keys, readJson });
+  const aiproxy = createAiproxyRoutes({
+    keyring,
+    router,
+    book: shared.channels,
+    file,
+    channels,
+    config,
+    kinds,
+    writable: config.channelWrites,
+    readJson,
+    rebuild: shared.rebuild,
+    configured: (model) => kinds.has(model),
+    store: shared.store,
+    timezone: "UTC",
+    observer: shared.observer,
+  });
 
   return {
     config,
+    channels,
     router,
     uploads,
     handlers: {
@@ -168,9 +211,26 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Pick<Run
       shareScript: async (e) => shareWindowScriptResponse(e.req.headers.get("if-none-match")),
       adminChannels: admin.channels,
       adminReload: admin.reload,
+      adminChannelOverride: admin.dropOverride,
       adminKeyCreate: keys.create,
       adminKeyList: keys.list,
       adminKeyRevoke: keys.revoke,
+      aiproxyChannelsAll: aiproxy.all,
+      aiproxyChannels: aiproxy.list,
+      aiproxyTypeMetas: aiproxy.typeMetas,
+      aiproxyChannel: aiproxy.one,
+      aiproxyChannelCreate: aiproxy.create,
+      aiproxyChannelUpdate: aiproxy.update,
+      aiproxyChannelDelete: aiproxy.remove,
+      aiproxyChannelsDelete: aiproxy.batchRemove,
+      aiproxyChannelStatus: aiproxy.status,
+      aiproxyChannelsStatus: aiproxy.batchStatus,
+      aiproxyChannelTest: aiproxy.test,
+      aiproxyLogs: aiproxy.logs,
+      aiproxyLogDetail: aiproxy.logDetail,
+      aiproxyDashboard: aiproxy.dashboard,
+      aiproxyMember: aiproxy.member,
+      aiproxyUnknown: aiproxy.unknown,
     } satisfies Record<string, Handler>,
   };
 }

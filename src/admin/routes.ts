@@ -1,6 +1,7 @@
 // The operations API for admin keys (docs/operations.md#operations-api): GET /api/admin/channels,
 // POST /api/admin/reload. The keys API is in keys.ts.
 import type { H3Event } from "h3";
+import type { ChannelBook } from "../aiproxy/channel-book.js";
 import type { Keyring, KeyIdentity } from "../auth/keys.js";
 import { GatewayError } from "../http/errors.js";
 import { jsonResponse } from "../http/json.js";
@@ -9,12 +10,19 @@ import type { ChannelRouter } from "../upstream/router.js";
 export interface ReloadResult {
   ok: boolean;
   errors?: string[];
+  /** config.json's channels the store hides (overridden or deleted through FastGPT's AI Proxy API) */
+  hidden?: string[];
 }
 
 export interface AdminDeps {
   keyring: Keyring;
   router: ChannelRouter;
   reload: () => Promise<ReloadResult>;
+  channels: ChannelBook;
+  /** config.json's channel names */
+  configured: Set<string>;
+  /** builds the runtime again over the store's channels */
+  rebuild: () => void;
 }
 
 export function createAdminRoutes(deps: AdminDeps) {
@@ -47,7 +55,19 @@ export function createAdminRoutes(deps: AdminDeps) {
     return jsonResponse(result, result.ok ? 200 : 422);
   }
 
-  return { channels, reload };
+  /** DELETE /api/admin/channels/{name}/override: config.json's channel again, as the file has it
+   *  (an override or tombstone written through FastGPT's AI Proxy API dropped). */
+  async function dropOverride(event: H3Event): Promise<Response> {
+    requireAdmin(authenticate(event));
+    const name = decodeURIComponent(event.context.params?.name ?? "");
+    if (!deps.configured.has(name) || deps.channels.rowIds([name]).length === 0)
+      throw new GatewayError(404, "channel_not_found", "No channel of config.json has that name.");
+    await deps.channels.write([{ ref: name, record: null, deleted: false }]);
+    deps.rebuild();
+    return jsonResponse({ ok: true });
+  }
+
+  return { channels, reload, dropOverride };
 }
 
 export function requireAdmin(key: KeyIdentity): void {

@@ -4,6 +4,7 @@ import { jsonResponse } from "../http/json.js";
 import type { Whole } from "../metered/spec.js";
 import type { CompletionJson } from "./attempt.js";
 import type { ChatCall, ChatPlan } from "./plan.js";
+import { addReasoningContent, readsReasoningContent } from "./reasoning.js";
 import { chatUsed, clientReport, type SettleDeps } from "./settle.js";
 
 export async function respondJson(deps: SettleDeps, call: ChatCall, plan: ChatPlan, completion: CompletionJson): Promise<Whole> {
@@ -23,6 +24,7 @@ export async function respondJson(deps: SettleDeps, call: ChatCall, plan: ChatPl
       total_tokens: settled.inputTokens + settled.outputTokens,
     },
   };
+  if (readsReasoningContent(call)) addReasoningContent(body);
   if (plan.detail) {
     body.responseData = [clientReport(call, settled)];
     body.newVariables = plan.variables;

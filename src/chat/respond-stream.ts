@@ -8,6 +8,7 @@ import { SseRelay } from "../stream/sse-relay.js";
 import { SSE_HEADERS, sseEvent, sseStream } from "../stream/sse.js";
 import type { CompletionJson } from "./attempt.js";
 import type { ChatCall, ChatPlan } from "./plan.js";
+import { readsReasoningContent, withReasoningContent } from "./reasoning.js";
 import { chatUsed, clientReport, type SettleDeps, type Settled } from "./settle.js";
 import { hasAny } from "./variables.js";
 
@@ -28,7 +29,9 @@ export function streamChat(deps: SettleDeps, call: ChatCall, plan: ChatPlan, bod
         if (relay.done && !res.writableCorked) res.cork();
         return res.write(bytes);
       };
-      relay = new SseRelay({ detail: plan.detail, includeUsage: plan.includeUsage, model: call.model.model, write, onFirstContent: firstContent, answerModel: plan.answerModel });
+      // FastGPT reads a model's reasoning as reasoning_content (docs/fastgpt.md#reasoning)
+      const rewrite = readsReasoningContent(call) ? withReasoningContent : undefined;
+      relay = new SseRelay({ detail: plan.detail, includeUsage: plan.includeUsage, model: call.model.model, write, onFirstContent: firstContent, answerModel: plan.answerModel, rewrite });
       return relay;
     },
     async used(cut) {

@@ -108,6 +108,8 @@ export function createMemoryClusterState(breakerOptions: BreakerSettings): Clust
     // no other instance to tell, nothing to reach or close
     publishReload: async () => {},
     onReload: () => () => {},
+    publishChannelChange: async () => {},
+    onChannelChange: () => () => {},
     ping: async () => {},
     reachable: async () => {},
     close: async () => {},

@@ -43,7 +43,7 @@ const PROBE_MS = 500;
 export function createRedisClusterState(opts: RedisClusterOptions): ClusterState {
   const log = opts.log ?? ((message: string) => console.error(`[sluice] ${message}`));
   const ns = `sluice:${opts.prefix ?? ""}`;
-  const topics = { keys: `${ns}keys`, reload: `${ns}reload`, breakers: `${ns}breakers` };
+  const topics = { keys: `${ns}keys`, reload: `${ns}reload`, breakers: `${ns}breakers`, channels: `${ns}channels` };
   const instance = randomUUID();
   const startedAt = Date.now();
 
@@ -123,6 +123,7 @@ export function createRedisClusterState(opts: RedisClusterOptions): ClusterState
   // 2. Notices: key changes and reloads of other instances, breaker views.
   const keyListeners = new Set<(change: KeyChange) => void>();
   const reloadListeners = new Set<() => void>();
+  const channelListeners = new Set<() => void>();
   let missedPublish = false;
   const tellKeys = (change: KeyChange) => keyListeners.forEach((listener) => listener(change));
   async function publish(topic: string, message: object): Promise<void> {
@@ -140,6 +141,7 @@ export function createRedisClusterState(opts: RedisClusterOptions): ClusterState
       const change = topic === topics.keys ? readKeyChange(message.change) : undefined;
       if (change) tellKeys(change);
       if (topic === topics.reload) reloadListeners.forEach((listener) => listener());
+      if (topic === topics.channels) channelListeners.forEach((listener) => listener());
     } catch {
       // not one of ours: ignored
     }
@@ -155,6 +157,7 @@ export function createRedisClusterState(opts: RedisClusterOptions): ClusterState
     if (missedPublish) {
       missedPublish = false;
       void publish(topics.keys, { change: { change: "resync" } });
+      void publish(topics.channels, {});
     }
   });
   sub.on("ready", () => {
@@ -165,6 +168,7 @@ export function createRedisClusterState(opts: RedisClusterOptions): ClusterState
         subscribed = true;
         noteUp();
         tellKeys({ change: "resync" });
+        channelListeners.forEach((listener) => listener());
         breakers.resync();
       },
       () => sub.disconnect(true),
@@ -204,6 +208,12 @@ export function createRedisClusterState(opts: RedisClusterOptions): ClusterState
       return () => void reloadListeners.delete(listener);
     },
 
+    publishChannelChange: () => publish(topics.channels, {}),
+    onChannelChange(listener) {
+      channelListeners.add(listener);
+      return () => void channelListeners.delete(listener);
+    },
+
     async ping() {
       await call(() => redis.ping());
       if (!subscribed) throw storeUnavailable();
@@ -221,6 +231,7 @@ export function createRedisClusterState(opts: RedisClusterOptions): ClusterState
       slots.close();
       keyListeners.clear();
       reloadListeners.clear();
+      channelListeners.clear();
       await budgets.close();
       await Promise.all([redis, sub].map((client) => client.quit().catch(() => client.disconnect())));
     },

@@ -94,6 +94,12 @@ export interface ClusterState {
   publishReload(): Promise<void>;
   /** Hears the reloads of the other instances; returns the function that stops listening. */
   onReload(listener: () => void): () => void;
+  /** Tells the other instances that channels were written through FastGPT's AI Proxy API (records
+   *  or statuses, docs/fastgpt.md#channels): each reads the store's channel records again. */
+  publishChannelChange(): Promise<void>;
+  /** Hears the channel changes of the other instances, and a resync after a reconnect (changes may
+   *  have been missed); returns the function that stops listening. */
+  onChannelChange(listener: () => void): () => void;
   /** Resolves when the shared state answers a round trip (for /readyz); rejects otherwise. */
   ping(): Promise<void>;
   /** Resolves at once while this instance is connected to the shared state (no round trip; asked by

@@ -25,6 +25,13 @@ function checkNames(c: ReferencedConfig, ctx: z.RefinementCtx): void {
     if (i >= c.llmModels.length) issue(["vectorModels", i - c.llmModels.length, "model"], "duplicate model (also in llmModels or vectorModels)");
   });
   duplicates(c.channels.map((ch) => ch.name)).forEach((i) => issue(["channels", i, "name"], "duplicate channel name"));
+  const ids = c.channels.map((ch, i) => [ch.id, i] as const).filter(([id]) => id !== undefined);
+  duplicates(ids.map(([id]) => String(id))).forEach((j) => issue(["channels", ids[j]![1], "id"], "duplicate channel id"));
+  c.channels.forEach((ch, i) =>
+    Object.keys(ch.modelMapping).forEach((m) => {
+      if (!ch.models.includes(m)) issue(["channels", i, "modelMapping", m], `"${m}" is not one of the channel's models`);
+    }),
+  );
   duplicates(c.apps.map((a) => a.id)).forEach((i) => issue(["apps", i, "id"], "duplicate app id"));
   duplicates(c.apiKeys.map((k) => k.name)).forEach((i) => issue(["apiKeys", i, "name"], "duplicate key name"));
   duplicates(c.shareLinks.map((s) => s.shareId)).forEach((i) => issue(["shareLinks", i, "shareId"], "duplicate shareId"));
@@ -127,7 +134,7 @@ interface Named {
 /** What the checks read of a config (the schema's output has all of it). */
 interface ReferencedConfig {
   aliases: Record<string, string>;
-  channels: Array<{ name: string; models: string[] }>;
+  channels: Array<{ name: string; id?: number; models: string[]; modelMapping: Record<string, string> }>;
   llmModels: Array<Named & { passThrough: string[]; maxResponse: number; maxContext: number }>;
   vectorModels: Named[];
   reRankModels: Array<Named & { requestUrl?: string }>;

@@ -37,11 +37,16 @@ const apiKeySchema = z
     if ((k.key === undefined) === (k.sha256 === undefined))
       ctx.addIssue({ code: "custom", message: "give exactly one of key or sha256", path: ["key"] });
     if (k.kind === "app" && !k.appId) ctx.addIssue({ code: "custom", message: "an app key needs appId", path: ["appId"] });
-    if (k.kind !== "app" && k.appId) ctx.addIssue({ code: "custom", message: `a ${k.kind} key carries no appId`, path: ["appId"] });
+    // an admin key may serve one app's model calls: FastGPT's AI Proxy token (docs/fastgpt.md#model-calls)
+    if (k.kind === "global" && k.appId) ctx.addIssue({ code: "custom", message: `a ${k.kind} key carries no appId`, path: ["appId"] });
   });
 
 export const channelSchema = z.strictObject({
   name,
+  /** FastGPT's AI Proxy API names channels by number (docs/fastgpt.md#channels); absent: the store assigns one */
+  id: z.number().int().positive().optional(),
+  /** the name each of its models has on this model server (aiproxy's model_mapping) */
+  modelMapping: z.record(name, name).default({}),
   /** `openai`: an OpenAI-compatible upstream; `echo`: answers locally (demo and tests). */
   type: z.enum(["openai", "echo"]).default("openai"),
   baseUrl: z.url({ protocol: /^https?$/ }).default("http://127.0.0.1:6006"),
@@ -164,6 +169,8 @@ const appSchema = z.strictObject({
   qpm,
   priority: priority.default(0),
   maxConcurrent,
+  /** what FastGPT's log detail shows of this app's calls: their bodies, redacted (docs/fastgpt.md#bodies) */
+  logBodies: z.enum(["off", "errors", "all"]).default("off"),
 });
 
 const shareLinkSchema = z.strictObject({
@@ -228,6 +235,14 @@ const serverSchema = z.strictObject({
   shareApiQpm: z.number().int().min(0).default(60),
   /** Processes serving the port (one is the primary when more). */
   workers: z.number().int().min(1).default(1),
+  /** Request and answer bodies kept for FastGPT's log detail (apps[].logBodies): each cut at
+   *  maxBytes, all purged after retentionHours (docs/fastgpt.md#bodies). */
+  bodyLog: z
+    .strictObject({
+      maxBytes: z.number().int().min(256).max(MIB).default(8192),
+      retentionHours: z.number().positive().max(24 * 365).default(72),
+    })
+    .prefault({}),
   /** The share window page: who may show it in a frame (its CSP's frame-ancestors). */
   sharePage: z
     .strictObject({
@@ -300,6 +315,8 @@ export const configSchema = z
         maxBytesPerApp: z.number().int().positive().default(256 * MIB),
       })
       .prefault({}),
+    /** false: FastGPT's AI Proxy API may not create, change or delete channels (docs/fastgpt.md#channels) */
+    channelWrites: z.boolean().default(true),
   })
   .superRefine(checkReferences);
 

@@ -71,7 +71,9 @@ export function identifyCaller(
     };
   }
   if (!key) throw missingApiKey();
-  if (key.kind !== "app" || !key.appId) {
+  // an admin key with an app serves that app's calls: FastGPT calls models with its AI Proxy token
+  // (docs/fastgpt.md#model-calls)
+  if (key.kind === "global" || !key.appId) {
     throw new GatewayError(403, "app_key_required", `${what} needs an application key: this is a global key. Use the API key of the application you want to ${what === "Chat" ? "chat with" : "use"}.`);
   }
   const app = deps.apps.get(key.appId);

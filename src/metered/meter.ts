@@ -30,8 +30,9 @@ export interface MeterDeps {
 }
 
 export class Meter {
-  /** the channel of the current attempt ("" until one began) */
+  /** the channel of the current attempt ("" until one began), and its number */
   channel = "";
+  channelId: number | null = null;
   #ended = false;
 
   /** settled or failed */
@@ -45,7 +46,7 @@ export class Meter {
     private readonly model: string,
     private readonly reservation: Reservation,
     private readonly facts: RequestFacts,
-    private readonly at: { time: number; started: number; chatId?: string },
+    private readonly at: { time: number; started: number; chatId?: string; endpoint?: string },
   ) {}
 
   /** The answer was given or cut: its usage row (with `also`, writes that share its commit), the
@@ -60,21 +61,22 @@ export class Meter {
     const points = Math.min(t.points, this.reservation.held);
     if (points < t.points) this.facts.pointsOverHold = t.points - points;
     Object.assign(this.facts, { inputTokens: t.inputTokens, outputTokens: t.outputTokens, points, finishReason: t.finishReason });
-    await Promise.all([this.#row(t.cut?.status ?? 200, { ...t, points }), ...also]);
+    await Promise.all([this.#row(t.cut?.status ?? 200, { ...t, points }, t.cut), ...also]);
     this.reservation.settle(points);
   }
 
   /** Nothing was generated: the hold released, and a usage row with `status` once a channel was
    *  reached (a failed row write never hides the request's own error). */
-  async fail(status: number): Promise<void> {
+  async fail(status: number, error?: GatewayError): Promise<void> {
     if (this.#ended) return;
     this.#ended = true;
     this.reservation.release();
-    if (this.channel) await this.#row(status, { inputTokens: 0, points: 0 }).catch(() => {});
+    if (this.channel) await this.#row(status, { inputTokens: 0, points: 0 }, error).catch(() => {});
   }
 
-  #row(status: number, t: Pick<Tally, "inputTokens" | "outputTokens" | "points" | "finishReason">): Promise<void> {
+  #row(status: number, t: Pick<Tally, "inputTokens" | "outputTokens" | "points" | "finishReason">, error?: GatewayError): Promise<void> {
     const { caller } = this;
+    const durationMs = Math.round(performance.now() - this.at.started);
     return this.deps.store.recordUsage(
       {
         time: this.at.time,
@@ -87,11 +89,24 @@ export class Meter {
         outputTokens: t.outputTokens ?? 0,
         points: t.points,
         status,
-        durationMs: Math.round(performance.now() - this.at.started),
+        durationMs,
         chatId: this.at.chatId ?? null,
         finishReason: t.finishReason ?? null,
+        requestId: this.facts.requestId ?? null,
+        endpoint: this.at.endpoint ?? null,
+        channelId: this.channelId,
+        attempts: this.facts.attempts ?? null,
+        // a whole answer's first byte is sent with its last
+        ttfbMs: this.facts.ttftMs === undefined ? durationMs : Math.round(this.facts.ttftMs),
+        error: error ? cut(`${error.code}: ${error.message}`) : null,
       },
       caller.limits.map((l) => l.scope),
     );
   }
+}
+
+const MAX_ERROR_CHARS = 1024;
+
+function cut(text: string): string {
+  return text.length <= MAX_ERROR_CHARS ? text : `${text.slice(0, MAX_ERROR_CHARS - 3)}...`;
 }

@@ -6,7 +6,7 @@ import type { H3Event } from "h3";
 import { missingApiKey, type Keyring, type KeyIdentity } from "../auth/keys.js";
 import { readJsonBody, type BodyLimits } from "../http/body.js";
 import type { Cancel } from "../http/cancel.js";
-import { GatewayError } from "../http/errors.js";
+import { GatewayError, toGatewayError } from "../http/errors.js";
 import { UpstreamError } from "../upstream/errors.js";
 import { clientAddress } from "../http/client-address.js";
 import { factsOf, type RequestFacts } from "../http/facts.js";
@@ -19,6 +19,8 @@ import type { ChannelRouter } from "../upstream/router.js";
 import type { ClusterState } from "../cluster/types.js";
 import { identifyCaller, mayNameShareLink, type Caller, type CallerDeps, type ShareFields } from "./caller.js";
 import { takeSlots, type FreeSlots } from "./concurrency.js";
+import { captureBodies, type BodyLogDeps } from "./body-capture.js";
+import { pinnedChannel } from "./channel-pin.js";
 import { Meter } from "./meter.js";
 import type { Quota } from "./quota.js";
 import { answer } from "./respond.js";
@@ -37,6 +39,8 @@ export interface MeteredDeps extends CallerDeps {
   maxAttempts: number;
   /** proxies in front whose X-Forwarded-For is believed (server.trustProxy) */
   trustProxy: number;
+  /** where the bodies of apps with `logBodies` go */
+  bodyLog?: BodyLogDeps;
 }
 
 const bearer = (headers: Headers) => headers.get("authorization");
@@ -83,6 +87,8 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     facts.stream = spec.streams?.(req) ?? false;
     const model = spec.model(req, caller);
     facts.model = model.model;
+    const pinned = pinnedChannel(event, caller, deps.router, model.model);
+    if (caller.app.logBodies !== "off" && deps.bodyLog) captureBodies(event, deps.bodyLog, caller.app.logBodies, requestText(body, spec, event), facts, time);
     const call: Call<Req, Model> = { event, req, caller, model, time, started, cancel, facts };
     // its calls in flight: a slot in every capped scope, until the request is over
     freeSlots = await takeSlots(deps.state, caller.concurrency, caller.share !== undefined, time);
@@ -97,7 +103,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     // 6. Budgets: the worst case (or what is left of it) is held before the call and settled to the
     //    actual after; a plan the budgets cannot pay in full shrinks to what they hold.
     const reservation = await deps.quota.admit(caller.limits, plan.worstCase, time, { ratesCounted: true });
-    meter = new Meter(deps, caller, model.model, reservation, facts, { time, started, chatId: plan.chatId });
+    meter = new Meter(deps, caller, model.model, reservation, facts, { time, started, chatId: plan.chatId, endpoint: event.url.pathname });
     const m = meter;
     await spec.afford?.(plan, call, reservation.held);
 
@@ -109,10 +115,12 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
         model: model.model,
         cancel,
         maxAttempts: deps.maxAttempts,
+        pinned,
         // share-link users are anonymous: one is told from another by the address they call from
         caller: caller.share ? `share:${caller.share.link.shareId}:${clientAddress(event, deps.trustProxy)}` : `key:${caller.key?.name}`,
         onAttempt: (entry) => {
           m.channel = facts.channel = entry.config.name;
+          m.channelId = entry.config.id ?? null;
           facts.attempts = (facts.attempts ?? 0) + 1;
           clearTimeout(deadline);
           deadline = setTimeout(() => cancel.abort("timeout"), entry.config.totalTimeoutMs);
@@ -127,7 +135,8 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   } catch (err) {
     // The failure path: nothing generated reached the client.
     if (err instanceof UpstreamError && err.detail) facts.upstreamMessage = err.detail;
-    await meter?.fail(err instanceof GatewayError ? err.status : 500);
+    const error = toGatewayError(err);
+    await meter?.fail(error.status, error);
     throw err;
   } finally {
     clearTimeout(deadline);
@@ -137,6 +146,12 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     // a request over with its hold neither settled nor released is the pipeline's bug: never silent
     if (meter && !meter.ended) await unsettled(meter);
   }
+}
+
+/** The request as received, for a log's detail: its JSON, or what an upload was. */
+function requestText(body: unknown, spec: { read?: unknown }, event: H3Event): string {
+  if (!spec.read) return JSON.stringify(body);
+  return `<multipart upload, ${event.req.headers.get("content-length") ?? "?"} bytes>`;
 }
 
 export function readBody<Body, Model extends { model: string } = never>(

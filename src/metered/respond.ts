@@ -57,7 +57,7 @@ async function stream(a: Answering, s: Streamed, res: import("node:http").Server
     await settle(a.meter, cut ? { ...used, finishReason } : used, cut);
   } catch (err) {
     failed ??= toGatewayError(err);
-    await a.meter.fail(failed.status);
+    await a.meter.fail(failed.status, failed);
   }
   // 3. The closing events, or the error event that ends a failed stream.
   if (!failed) {

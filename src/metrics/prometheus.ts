@@ -8,6 +8,8 @@ import type {
   AttemptOutcome,
   Observer,
   ProcessErrorKind,
+  ChannelWriteOp,
+  ChannelWriteOutcome,
   RequestRecord,
   ShareCallbackKind,
   ShareCallbackOutcome,
@@ -51,6 +53,8 @@ const ATTEMPT_OUTCOMES: AttemptOutcome[] = ["ok", "retried", "timeout", "rate_li
 const SCOPE_KINDS = ["app", "key", "share"];
 const PROCESS_ERROR_KINDS: ProcessErrorKind[] = ["uncaught_exception", "unhandled_rejection"];
 const SHARE_KINDS: ShareCallbackKind[] = ["init", "start", "finish"];
+const CHANNEL_WRITE_OPS: ChannelWriteOp[] = ["create", "update", "delete", "status"];
+const CHANNEL_WRITE_OUTCOMES: ChannelWriteOutcome[] = ["ok", "refused", "error"];
 const SHARE_OUTCOMES: ShareCallbackOutcome[] = ["success", "rejected", "error", "retry", "dropped"];
 
 export function createMetrics(opts: MetricsOptions): Metrics {
@@ -134,6 +138,14 @@ export function createMetrics(opts: MetricsOptions): Metrics {
 
     processError(kind: ProcessErrorKind) {
       f.processErrors.inc({ kind });
+    },
+
+    channelWrite(op: ChannelWriteOp, outcome: ChannelWriteOutcome) {
+      f.channelWrites.inc({ op, outcome });
+    },
+
+    channelEnabled(channel: string, enabled: boolean) {
+      f.channelEnabled.set({ channel: label.channel(channel) }, enabled ? 1 : 0);
     },
   };
 }
@@ -266,6 +278,19 @@ function defineFamilies(registers: Registry, tally: Tallies, inflight: () => num
       labelNames: ["kind"] as const,
       ...reg,
     }),
+    channelWrites: new Counter({
+      name: "sluice_channel_writes_total",
+      help: "Channel writes and status changes through FastGPT's AI Proxy API, by op and outcome (ok, refused, error).",
+      labelNames: ["op", "outcome"] as const,
+      ...reg,
+    }),
+    channelEnabled: new Gauge({
+      name: "sluice_channel_enabled",
+      help: "1 when the channel may be picked; 0 when it was disabled through FastGPT's AI Proxy API.",
+      labelNames: ["channel"] as const,
+      aggregator: "min",
+      ...reg,
+    }),
     channelUp: new Gauge({
       name: "sluice_channel_up",
       help: "1 when the channel's last health check or request succeeded; 0 when it failed or the channel was not contacted yet.",
@@ -287,6 +312,7 @@ function initialiseSeries(f: Families, opts: MetricsOptions): void {
   for (const kind of PROCESS_ERROR_KINDS) f.processErrors.inc({ kind }, 0);
   for (const outcome of ["ok", "error"]) f.reloads.inc({ outcome }, 0);
   for (const kind of SCOPE_KINDS) f.budgetRefusals.inc({ scope_kind: kind }, 0);
+  for (const op of CHANNEL_WRITE_OPS) for (const outcome of CHANNEL_WRITE_OUTCOMES) f.channelWrites.inc({ op, outcome }, 0);
 }
 
 /** The series of newly configured channels and models (a reload leaves existing ones as they are). */

@@ -55,6 +55,10 @@ export interface Observer {
   configReloaded(ok: boolean, notes: string[]): void;
   /** an error that reached the process's last resort (the gateway carries on) */
   processError(kind: ProcessErrorKind): void;
+  /** a channel write or status change through FastGPT's AI Proxy API (docs/fastgpt.md#channels) */
+  channelWrite(op: ChannelWriteOp, outcome: ChannelWriteOutcome): void;
+  /** whether a channel is enabled, as its status says (docs/fastgpt.md#channels) */
+  channelEnabled(channel: string, enabled: boolean): void;
 }
 
 /** What went wrong on an upstream attempt, as the metrics and the request log name it. */
@@ -71,6 +75,10 @@ export type UpstreamOutcome =
   | "busy"
   | "too_large"
   | "shutdown";
+
+export type ChannelWriteOp = "create" | "update" | "delete" | "status";
+/** `refused`: bad input, writes off, a taken name; `error`: the store failed */
+export type ChannelWriteOutcome = "ok" | "refused" | "error";
 
 export type AttemptOutcome = "ok" | "retried" | "timeout" | "rate_limited" | "error" | "circuit_open" | "queue_full";
 export type ProcessErrorKind = "uncaught_exception" | "unhandled_rejection";
@@ -89,6 +97,8 @@ export function combineObservers(observers: Observer[]): Observer {
     queueWait: (c, p, s) => observers.forEach((o) => o.queueWait(c, p, s)),
     configReloaded: (ok, notes) => observers.forEach((o) => o.configReloaded(ok, notes)),
     processError: (kind) => observers.forEach((o) => o.processError(kind)),
+    channelWrite: (op, outcome) => observers.forEach((o) => o.channelWrite(op, outcome)),
+    channelEnabled: (c, enabled) => observers.forEach((o) => o.channelEnabled(c, enabled)),
   };
 }
 
@@ -104,4 +114,6 @@ export const silentObserver: Observer = {
   queueWait() {},
   configReloaded() {},
   processError() {},
+  channelWrite() {},
+  channelEnabled() {},
 };

@@ -73,6 +73,12 @@ export function createRequestLog(logger: Logger): Observer {
 
     // src/main.ts logs these itself, with the error's name and stack
     processError() {},
+
+    channelWrite(op, outcome) {
+      if (outcome === "ok") logger.info({ op }, "channel written through the AI Proxy API");
+    },
+
+    channelEnabled() {},
   };
 }
 

@@ -162,6 +162,38 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX responses_by_previous ON responses (app_id, previous_id);
   CREATE INDEX responses_by_app ON responses (app_id, expires_at, bytes);
   `,
+  // issue 32: channel records for FastGPT's AI Proxy API (docs/fastgpt.md#channels): a number per
+  //           channel, its status, and what the API wrote over config.json's channel; and what its
+  //           call logs show of a usage row (docs/fastgpt.md#call-logs)
+  `
+  CREATE TABLE channel_records (
+    id         INTEGER PRIMARY KEY,
+    ref        TEXT    NOT NULL UNIQUE,
+    record     TEXT,
+    deleted    INTEGER NOT NULL DEFAULT 0,
+    status     INTEGER NOT NULL DEFAULT 1,
+    created_at INTEGER NOT NULL
+  );
+
+  CREATE TABLE usage_bodies (
+    request_id         TEXT    NOT NULL,
+    time               INTEGER NOT NULL,
+    request            TEXT    NOT NULL,
+    response           TEXT    NOT NULL,
+    request_truncated  INTEGER NOT NULL,
+    response_truncated INTEGER NOT NULL,
+    expires_at         INTEGER NOT NULL,
+    PRIMARY KEY (request_id, time)
+  );
+  CREATE INDEX usage_bodies_by_expiry ON usage_bodies (expires_at);
+
+  ALTER TABLE usage ADD COLUMN request_id TEXT;
+  ALTER TABLE usage ADD COLUMN endpoint TEXT;
+  ALTER TABLE usage ADD COLUMN channel_id INTEGER;
+  ALTER TABLE usage ADD COLUMN attempts INTEGER;
+  ALTER TABLE usage ADD COLUMN ttfb_ms INTEGER;
+  ALTER TABLE usage ADD COLUMN error TEXT;
+  `,
 ];
 
 /** Brings the database to the latest schema version; refuses a database made by a newer build. */

@@ -112,6 +112,34 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE INDEX responses_by_previous ON responses (app_id, previous_id);
   CREATE INDEX responses_by_app ON responses (app_id, expires_at) INCLUDE (bytes);
   `,
+  // issue 32: channel records for FastGPT's AI Proxy API (docs/fastgpt.md#channels): a number per
+  //           channel, its status, and what the API wrote over config.json's channel; and what its
+  //           call logs show of a usage row (docs/fastgpt.md#call-logs)
+  `
+  CREATE TABLE channel_records (
+    id         bigint  PRIMARY KEY,
+    ref        text    NOT NULL UNIQUE,
+    record     text,
+    deleted    boolean NOT NULL DEFAULT false,
+    status     integer NOT NULL DEFAULT 1,
+    created_at bigint  NOT NULL
+  );
+
+  CREATE TABLE usage_bodies (
+    request_id         text    NOT NULL,
+    time               bigint  NOT NULL,
+    request            text    NOT NULL,
+    response           text    NOT NULL,
+    request_truncated  boolean NOT NULL,
+    response_truncated boolean NOT NULL,
+    expires_at         bigint  NOT NULL,
+    PRIMARY KEY (request_id, time)
+  );
+  CREATE INDEX usage_bodies_by_expiry ON usage_bodies (expires_at);
+
+  ALTER TABLE usage ADD COLUMN request_id text, ADD COLUMN endpoint text, ADD COLUMN channel_id bigint,
+    ADD COLUMN attempts integer, ADD COLUMN ttfb_ms bigint, ADD COLUMN error text;
+  `,
 ];
 
 /** Any constant: the advisory lock every Sluice instance takes around its migration. */

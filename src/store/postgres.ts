@@ -12,7 +12,9 @@
 // checking a cached history for staleness costs the same round trip as reading the chat's last
 // rounds through their primary key, so every read goes to the database.
 import { createPgChatOps, planCreates, planRounds, type RoundWrite } from "./postgres-chats.js";
+import { createPgChannelOps } from "./postgres-channels.js";
 import { createPgKeyOps } from "./postgres-keys.js";
+import { createPgLogOps } from "./postgres-logs.js";
 import { createPgPool, type PgWrite } from "./postgres-pool.js";
 import { createPgRecordOps, responsesWrites, type ResponseWrite } from "./postgres-records.js";
 import { createPgUsageOps, usageWrite, type UsageWrite } from "./postgres-usage.js";
@@ -31,6 +33,8 @@ export function createPostgresStore(url: string): Store {
     ...createPgChatOps(db, writes.write, creates.write),
     ...createPgUsageOps(db, writes.write),
     ...createPgKeyOps(db),
+    ...createPgChannelOps(db),
+    ...createPgLogOps(db),
     ...createPgRecordOps(db, writes.write),
     ping: () => db.ping(),
     async close() {

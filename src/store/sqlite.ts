@@ -5,7 +5,9 @@ import Database from "better-sqlite3";
 import { CACHED_MESSAGES, createChatCache, type ChatHead } from "./chat-cache.js";
 import { migrate } from "./migrations.js";
 import { chatInfoOf, mayUse, newestMessages, ownerColumns, ownerOf, titleFrom, type ChatRow, type StoredRound } from "./rows.js";
+import { createChannelOps } from "./sqlite-channels.js";
 import { createKeyOps } from "./sqlite-keys.js";
+import { createBodyOps, createLogOps } from "./sqlite-logs.js";
 import { createPrivateFile } from "./private-file.js";
 import { createRecordOps } from "./sqlite-records.js";
 import { createUsageGatherer, createUsageOps } from "./sqlite-usage.js";
@@ -26,6 +28,9 @@ export function createSqliteStore(path: string): Store {
     ...createChatOps(db, batched),
     ...createUsageOps(db, batched, usage),
     ...createKeyOps(db),
+    ...createChannelOps(db),
+    ...createLogOps(db),
+    ...createBodyOps(db, batched),
     ...createRecordOps(db, batched),
     async ping() {
       ping.get();

@@ -90,6 +90,19 @@ export interface UsageRow {
   chatId: string | null;
   /** why the answer ended (`stop`, `length`, `client_abort`, …); null when there was none */
   finishReason: string | null;
+  // what FastGPT's call logs show (docs/fastgpt.md#call-logs); absent on rows written before them
+  /** the answer's x-request-id */
+  requestId?: string | null;
+  /** the path called, no query */
+  endpoint?: string | null;
+  /** the channel's number (channels[].id or the store's) */
+  channelId?: number | null;
+  /** channels tried */
+  attempts?: number | null;
+  /** ms from arrival to the answer's first byte */
+  ttfbMs?: number | null;
+  /** the client's error, `code: message`, at most 1 KB; null on success */
+  error?: string | null;
 }
 
 export interface UsageTotals {
@@ -114,6 +127,63 @@ export interface UsageQuery {
   to?: number;
   appId?: string;
   groupBy?: "finishReason";
+}
+
+/** A usage row as FastGPT's call logs read it (docs/fastgpt.md#call-logs). */
+export interface UsageRecord extends UsageRow {
+  id: number;
+}
+
+/** Usage rows matching every given field; `time` in [from, to], both inclusive. */
+export interface UsageSearch {
+  from: number;
+  to: number;
+  requestId?: string;
+  /** a channel by its number, or (rows written before numbers) by its name */
+  channel?: { id: number; name: string };
+  model?: string;
+  /** exact status; `success`: 200; `error`: any other */
+  status?: number | "success" | "error";
+  appId?: string;
+  keyName?: string;
+  order: { by: "time" | "request_at" | "id"; desc: boolean };
+  limit: number;
+  offset: number;
+}
+
+/** What a request sent and was answered, kept for FastGPT's log detail (docs/fastgpt.md#bodies):
+ *  redacted and cut before it reaches the store. Found by its usage row's request id and time. */
+export interface LoggedBodies {
+  requestId: string;
+  /** the usage row's time */
+  time: number;
+  request: string;
+  response: string;
+  requestTruncated: boolean;
+  responseTruncated: boolean;
+  /** epoch ms: from then on the bodies are gone (purged a few at a time) */
+  expiresAt: number;
+}
+
+/** Usage rows of one minute, one channel and one model, summed (the dashboard's unit). */
+export interface MinuteUsage {
+  /** epoch ms of the minute's start */
+  minute: number;
+  channelId: number | null;
+  channel: string;
+  model: string;
+  requests: number;
+  /** status ≠ 200 */
+  exceptions: number;
+  /** attempts > 1 */
+  retries: number;
+  status4xx: number;
+  status5xx: number;
+  inputTokens: number;
+  outputTokens: number;
+  points: number;
+  durationMs: number;
+  ttfbMs: number;
 }
 
 /** A key created through the operations API (docs/operations.md#keys-api): never the key, only its digest. */
@@ -152,6 +222,37 @@ export interface StoredResponse {
   input: string;
   /** JSON text of the response object */
   output: string;
+}
+
+/** What the store keeps of a channel for FastGPT's AI Proxy API (docs/fastgpt.md#channels): its
+ *  number, whether it is enabled, and the record written through the API over config.json's. */
+export interface ChannelRecord {
+  id: number;
+  /** a config.json channel's name, or `api:<uuid>` for one created through the API (renames keep it) */
+  ref: string;
+  /** JSON text of the channel as written through the API; null: config.json's channel as it is */
+  record: string | null;
+  /** deleted through the API (a config channel's tombstone) */
+  deleted: boolean;
+  /** 1 enabled, 2 disabled */
+  status: number;
+  /** epoch milliseconds: first seen in config.json, or created through the API */
+  createdAt: number;
+}
+
+/** A channel the store has not seen yet: `id` when config.json gives one, else the store's next. */
+export interface NewChannelRecord {
+  ref: string;
+  id?: number;
+  record: string | null;
+  status: number;
+  createdAt: number;
+}
+
+export interface ChannelWrite {
+  ref: string;
+  record: string | null;
+  deleted: boolean;
 }
 
 export interface Store {
@@ -203,6 +304,24 @@ export interface Store {
   deleteResponse(appId: string, id: string, now?: number, keyName?: string): Promise<boolean>;
   /** The app's live responses at `now`: how many, and their UTF-8 bytes (input and output). */
   responseUsage(appId: string, now: number): Promise<{ rows: number; bytes: number }>;
+  /** The usage rows of a search, one page of them, and how many match in all. */
+  searchUsage(query: UsageSearch): Promise<{ rows: UsageRecord[]; total: number }>;
+  /** The usage rows with `time` in [from, to] (both inclusive), summed per minute, channel and model. */
+  usageByMinute(query: Pick<UsageSearch, "from" | "to" | "channel" | "model">): Promise<MinuteUsage[]>;
+  /** Keeps a request's bodies; those past their time are purged now and then. */
+  saveBodies(bodies: LoggedBodies): Promise<void>;
+  /** The bodies of the usage row with this id, or undefined when none were kept or they expired at `now`. */
+  getBodies(usageId: number, now: number): Promise<LoggedBodies | undefined>;
+  /** Every channel record, by id. */
+  listChannelRecords(): Promise<ChannelRecord[]>;
+  /** Adds the records whose ref the store has not seen, each with its given id or the next one
+   *  past every id used so far; a given id already taken leaves that record out. The records added. */
+  addChannelRecords(rows: NewChannelRecord[]): Promise<ChannelRecord[]>;
+  /** Replaces channels' records and tombstones (null, false: config.json's again), all in one
+   *  transaction; refs the store does not know are left out. */
+  writeChannelRecords(writes: ChannelWrite[]): Promise<void>;
+  /** Sets the status of the channels with these ids; the ids that exist. */
+  setChannelStatus(ids: number[], status: number): Promise<number[]>;
   /** Resolves when the store answers; rejects otherwise (used by /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;

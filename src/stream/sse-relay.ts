@@ -41,6 +41,8 @@ export interface RelayOptions {
   answerModel?: string;
   /** where the answer text is (default: a chat's) */
   text?: StreamText;
+  /** rewrites each region before it is relayed (FastGPT's reasoning_content, chat/reasoning.ts) */
+  rewrite?: (region: Buffer) => Buffer;
 }
 
 export interface ChunkChoice {
@@ -128,6 +130,7 @@ export class SseRelay implements AnswerSink {
   #relay(region: Buffer): boolean {
     // an alias's answer names the alias (docs/configuration.md#aliases): rewritten only then
     if (this.#opts.answerModel !== undefined) region = Buffer.from(region.toString("utf8").replace(MODEL_FIELD, `"model":${JSON.stringify(this.#opts.answerModel)}`));
+    if (this.#opts.rewrite) region = this.#opts.rewrite(region);
     // one byte per character: positions in `view` are byte offsets in `region`
     const view = region.toString("latin1");
     const bad = firstMalformed(view);

@@ -62,15 +62,15 @@ export function upstreamStatus(model: string, status: number, message: string | 
   const detail = message;
   if (status === 429) {
     const headers: Record<string, string> = retryAfter && /^\d{1,6}$/.test(retryAfter.trim()) ? { "Retry-After": retryAfter.trim() } : {};
-    return new UpstreamError(429, "upstream_rate_limited", `The model server for ${model} is rate limiting requests; retry later.`, "rate_limited", { headers, detail });
+    return new UpstreamError(429, "upstream_rate_limited", `The model server for ${model} is rate limiting requests; retry later.`, "rate_limited", { headers, detail, upstreamStatus: status });
   }
   if (status === 401 || status === 403) {
     // the channel's key is wrong, not the client's: the client must not think its own key failed
-    return new UpstreamError(502, "upstream_auth_failed", `The gateway's credentials for the model server of ${model} were refused.`, "auth_failed", { detail });
+    return new UpstreamError(502, "upstream_auth_failed", `The gateway's credentials for the model server of ${model} were refused.`, "auth_failed", { detail, upstreamStatus: status });
   }
   if (status === 400 || status === 404 || status === 413 || status === 422) {
     const said = message ? `: ${message}` : ".";
-    return new UpstreamError(400, "upstream_rejected", `The model server for ${model} rejected the request${said}`, "rejected", { detail });
+    return new UpstreamError(400, "upstream_rejected", `The model server for ${model} rejected the request${said}`, "rejected", { detail, upstreamStatus: status });
   }
   return new UpstreamError(502, "upstream_error", `The model server for ${model} answered with HTTP ${status}.`, "http_error", { detail, upstreamStatus: status });
 }

@@ -22,6 +22,8 @@ export interface AttemptOptions {
   maxAttempts: number;
   /** who is asking (a key, or a share link's client address): a plain 500 is judged by how many callers meet it */
   caller: string;
+  /** the one channel to try, whatever its status or breaker (FastGPT's Aiproxy-Channel, docs/fastgpt.md#model-calls) */
+  pinned?: ChannelEntry;
   /** called as each attempt starts: the channel now in use (for billing and logs) */
   onAttempt: (entry: ChannelEntry) => void;
   /** the caller's place in a channel's queue: its priority and app (docs/routing.md#priority-and-fairness) */
@@ -35,12 +37,12 @@ export async function withFailover<T>(
   req: AttemptOptions,
   call: (client: ChannelClient) => Promise<T>,
 ): Promise<{ result: T; entry: ChannelEntry; attempts: number }> {
-  const candidates = router.candidates(req.model);
+  const candidates = req.pinned ? [req.pinned] : router.candidates(req.model);
   let lastError: GatewayError | undefined;
   let attempts = 0;
   for (const entry of candidates) {
     if (attempts >= req.maxAttempts) break;
-    if (!router.admit(entry)) {
+    if (!req.pinned && !router.admit(entry)) {
       observer.upstreamAttempt(entry.config.name, "circuit_open");
       continue;
     }
@@ -73,7 +75,8 @@ function withTicket(client: ChannelClient, ticket: Ticket): ChannelClient {
 
 /** Every channel of the model has its breaker open: 503 at once, Retry-After = seconds to the next probe. */
 function allOpen(router: ChannelRouter, candidates: ChannelEntry[], model: string): GatewayError {
-  if (candidates.length === 0) return new GatewayError(404, "model_not_found", `No channel serves ${model}.`);
+  // every channel of the model disabled, or deleted, through FastGPT's AI Proxy API (docs/fastgpt.md#channels)
+  if (candidates.length === 0) return new UpstreamError(503, "model_unavailable", `no available channel for model ${model}`, "busy");
   const next = Math.min(...candidates.map((c) => router.breaker(c).retryAt));
   const seconds = Math.max(1, Math.ceil((next - Date.now()) / 1000));
   return new UpstreamError(503, "model_unavailable", `Every model server for ${model} is failing; retry in ${seconds} s.`, "busy", {

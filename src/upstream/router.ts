@@ -19,6 +19,8 @@ export interface RouterOptions {
   previous?: ChannelEntry[];
   /** a client other than an OpenAI-compatible server's for a channel (the demo's echo), or undefined */
   clientFor?: (config: UpstreamChannelConfig) => ChannelClient | undefined;
+  /** a channel disabled through FastGPT's AI Proxy API is never a candidate (docs/fastgpt.md#channels) */
+  enabled?: (channel: string) => boolean;
 }
 
 export function createChannelRouter(channels: UpstreamChannelConfig[], observer: Observer, state: ClusterState, opts: RouterOptions = {}) {
@@ -37,9 +39,12 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
   const byModel = new Map<string, ChannelEntry[]>();
   for (const e of entries) for (const m of e.config.models) byModel.set(m, [...(byModel.get(m) ?? []), e]);
 
-  /** Candidates in the order to try them; empty when no channel serves the model. */
+  const enabled = opts.enabled ?? (() => true);
+
+  /** Candidates in the order to try them; empty when no enabled channel serves the model. */
   function candidates(model: string): ChannelEntry[] {
-    const list = byModel.get(model);
+    const all = byModel.get(model);
+    const list = all?.every((e) => enabled(e.config.name)) ? all : all?.filter((e) => enabled(e.config.name));
     if (!list || list.length <= 1) return list ?? [];
     const remaining = [...list];
     const ordered: ChannelEntry[] = [];
@@ -54,6 +59,7 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
   /** The outcome of a request or health check: `up`, the breaker, and (on failure) the last error. */
   function report(entry: ChannelEntry, ok: boolean, outcome = "ok", retryAfterMs?: number): void {
     const at = now();
+    entry.accessedAt = at;
     if (ok) entry.serverErrorCallers?.clear();
     state.channelResult(entry.config.name, ok, at, retryAfterMs);
     if (!ok) entry.lastError = { at, outcome };

@@ -61,6 +61,8 @@ export interface ChannelEntry {
   client: ChannelClient;
   /** last request or health check succeeded; undefined until the channel was first contacted */
   up: boolean | undefined;
+  /** epoch ms of this instance's last request or health check on the channel */
+  accessedAt?: number;
   /** the last failure, in words, for the operations API */
   lastError?: { at: number; outcome: string };
   /** the last health check failed */

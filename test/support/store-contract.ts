@@ -3,6 +3,7 @@
 // empty store per test. Chats are read through openChat, as production reads them.
 import { afterEach, beforeEach, describe } from "vitest";
 import type { Store } from "../../src/store/types.js";
+import { describeChannelContract, describeLogContract } from "./store-contract-channels.js";
 import { describeChatContract } from "./store-contract-chats.js";
 import { describeRecordContract } from "./store-contract-records.js";
 
@@ -19,5 +20,7 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
     });
     describeChatContract(() => store);
     describeRecordContract(() => store);
+    describeChannelContract(() => store);
+    describeLogContract(() => store);
   });
 }

@@ -1,0 +1,104 @@
+// The bodies FastGPT's log detail shows (docs/fastgpt.md#bodies): kept per app (`apps[].logBodies`),
+// the request as received and the answer as sent, whole or streamed, with every secret redacted,
+// cut at server.bodyLog.maxBytes (retention: the Store contract, test/support/store-contract-channels.ts).
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { APP_KEY, CHANNEL_KEY, HASHED_KEY, chat, coreConfig, userMessage } from "./support/core-config.js";
+import { startGateway, type StartedGateway } from "./support/gateway.js";
+import { startUpstream, type Upstream } from "./support/upstream.js";
+
+const ADMIN_KEY = "sk-aiproxy-bodies-admin-01";
+const STRAY_KEY = "sk-someoneelsesKey0123456789";
+
+let upstream: Upstream;
+let g: StartedGateway;
+beforeAll(async () => {
+  upstream = await startUpstream();
+  const config = coreConfig(upstream.url) as { apiKeys: unknown[]; channels: Array<Record<string, unknown>>; apps: Array<Record<string, unknown>> };
+  config.apiKeys.push({ name: "fastgpt", kind: "admin", key: ADMIN_KEY });
+  for (const c of config.channels) c.healthCheck = { intervalMs: 0 };
+  config.apps[0]!.logBodies = "all";
+  config.apps[1] = { id: "a2", model: "m1", logBodies: "errors" };
+  g = await startGateway({ ...config, routing: { maxAttempts: 1 }, server: { bodyLog: { maxBytes: 512 } } });
+});
+afterAll(async () => {
+  await g?.close();
+  await upstream?.close();
+});
+
+async function admin<T>(path: string): Promise<{ status: number; success: boolean; message?: string; data: T }> {
+  const res = await fetch(g.url + path, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+  return { status: res.status, ...((await res.json()) as { success: boolean; message?: string; data: T }) };
+}
+interface Detail {
+  id: number;
+  log_id: number;
+  request_body: string;
+  response_body: string;
+  request_body_truncated: boolean;
+  response_body_truncated: boolean;
+}
+/** The log id of the request with this x-request-id, once its usage row is written. */
+async function logIdOf(requestId: string): Promise<number> {
+  let id = 0;
+  await vi.waitFor(async () => {
+    const logs = (await admin<{ logs: Array<{ id: number }> }>(`/api/logs/search?request_id=${requestId}`)).data.logs;
+    expect(logs).toHaveLength(1);
+    id = logs[0]!.id;
+  });
+  return id;
+}
+/** The log's bodies, once written (after the answer is over, after the usage row). */
+async function detailOf(requestId: string): Promise<{ status: number; success: boolean; message?: string; data: Detail }> {
+  const id = await logIdOf(requestId);
+  let detail: Awaited<ReturnType<typeof admin<Detail>>> | undefined;
+  await vi.waitFor(async () => {
+    detail = await admin<Detail>(`/api/logs/detail/${id}`);
+    expect(detail.status).toBe(200);
+  });
+  return detail!;
+}
+
+describe("apps[].logBodies: all", () => {
+  it("keeps a whole answer's request and answer, with the caller's key, channel keys, secret members and sk- keys redacted", async () => {
+    const res = await chat(g.url, { model: "m1", api_key: "member-secret-value", messages: [userMessage(`my keys: ${APP_KEY} ${CHANNEL_KEY} ${STRAY_KEY}`)], metadata: { Password: "hunter2-secret" } });
+    expect(res.status).toBe(200);
+    await res.text();
+    const detail = await detailOf(res.headers.get("x-request-id")!);
+    expect(detail).toMatchObject({ status: 200, success: true, data: { request_body_truncated: false, response_body_truncated: false } });
+    const { request_body, response_body } = detail.data;
+    for (const secret of [APP_KEY, CHANNEL_KEY, STRAY_KEY, "member-secret-value", "hunter2-secret"]) expect(request_body).not.toContain(secret);
+    expect(request_body).toContain(`"api_key":"[redacted]"`);
+    expect(request_body).toContain(`my keys: [redacted] [redacted] [redacted]`);
+    expect(JSON.parse(response_body)).toMatchObject({ object: "chat.completion", choices: [{ message: { content: expect.stringContaining("Hello from the test upstream") } }] });
+  });
+
+  it("keeps a stream's SSE text as sent, and cuts a long body at server.bodyLog.maxBytes, marked", async () => {
+    const res = await chat(g.url, { model: "m1", stream: true, messages: [userMessage("é".repeat(600))] });
+    expect(res.status).toBe(200);
+    await res.text();
+    const { data } = await detailOf(res.headers.get("x-request-id")!);
+    expect(data.response_body).toMatch(/^data: /);
+    expect(data.request_body_truncated).toBe(true);
+    expect(Buffer.byteLength(data.request_body)).toBeLessThanOrEqual(512);
+    expect(data.request_body.endsWith("...")).toBe(true);
+    expect(data.request_body).not.toContain("\uFFFD");
+  });
+});
+
+describe("apps[].logBodies: errors", () => {
+  it("keeps the bodies of a failed call only", async () => {
+    const ok = await chat(g.url, { model: "m1", messages: [userMessage("fine")] }, HASHED_KEY);
+    expect(ok.status).toBe(200);
+    await ok.text();
+    const okId = await logIdOf(ok.headers.get("x-request-id")!);
+    upstream.behave({ status: 503 });
+    const failed = await chat(g.url, { model: "m1", messages: [userMessage("breaks")] }, HASHED_KEY);
+    upstream.behave({ status: 200 });
+    expect(failed.status).toBe(502);
+    const detail = await detailOf(failed.headers.get("x-request-id")!);
+    expect(detail.data.response_body).toContain('"code":"upstream_error"');
+    expect(detail.data.request_body).toContain("breaks");
+    // bodies are written in the order the answers ended: the success before it kept none
+    expect(await admin(`/api/logs/detail/${okId}`)).toMatchObject({ status: 404, success: false, message: "record not found" });
+  });
+});
