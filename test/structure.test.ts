@@ -19,6 +19,7 @@ const LAYERS = [
   ["http"],
   ["cluster", "store", "tokens", "metrics"],
   ["auth", "upstream", "share"],
+  ["aiproxy"],
   ["stream", "admin", "usage", "demo"],
   ["metered"],
   ["chat", "embeddings", "rerank", "catalog"],
