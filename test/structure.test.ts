@@ -130,4 +130,10 @@ describe("the structure of src/", () => {
     const pipelines = [...graph.keys()].filter((f) => /quota\.admit\(/.test(readFileSync(f, "utf8")) && /withFailover\(/.test(readFileSync(f, "utf8")));
     expect(pipelines.map((f) => relative(SRC, f))).toEqual(["metered/pipeline.ts"]);
   });
+
+  it("has the pipeline settle, never a kind: no meter.settle( outside src/metered/", () => {
+    const settling = [...graph.keys()].filter((f) => /\bmeter\.settle\(/.test(readFileSync(f, "utf8"))).map((f) => relative(SRC, f));
+    expect(settling.filter((f) => !f.startsWith("metered/"))).toEqual([]);
+    expect(settling.length).toBeGreaterThan(0);
+  });
 });
