@@ -21,8 +21,8 @@ const LAYERS = [
   ["auth", "upstream", "share"],
   ["stream", "admin", "usage", "demo"],
   ["metered"],
-  ["chat", "embeddings", "rerank", "catalog"],
-  ["audio", "completions", "dialects"],
+  ["chat", "embeddings", "rerank", "audio", "completions", "catalog"],
+  ["dialects"],
 ];
 
 function sources(dir: string): string[] {
