@@ -22,8 +22,8 @@ const LAYERS = [
   ["aiproxy"],
   ["stream", "admin", "usage", "demo"],
   ["metered"],
-  ["chat", "embeddings", "rerank", "catalog"],
-  ["audio", "completions", "dialects"],
+  ["chat", "embeddings", "rerank", "audio", "completions", "catalog"],
+  ["dialects"],
 ];
 
 function sources(dir: string): string[] {
@@ -130,5 +130,11 @@ describe("the structure of src/", () => {
     // one pipeline: nothing else reads a body, admits a budget and walks the channels
     const pipelines = [...graph.keys()].filter((f) => /quota\.admit\(/.test(readFileSync(f, "utf8")) && /withFailover\(/.test(readFileSync(f, "utf8")));
     expect(pipelines.map((f) => relative(SRC, f))).toEqual(["metered/pipeline.ts"]);
+  });
+
+  it("has the pipeline settle, never a kind: no meter.settle( outside src/metered/", () => {
+    const settling = [...graph.keys()].filter((f) => /\bmeter\.settle\(/.test(readFileSync(f, "utf8"))).map((f) => relative(SRC, f));
+    expect(settling.filter((f) => !f.startsWith("metered/"))).toEqual([]);
+    expect(settling.length).toBeGreaterThan(0);
   });
 });
