@@ -5,6 +5,7 @@ import type { Readable } from "node:stream";
 import { Pool, request } from "undici";
 import { channelBusy, mapTransportError, redactUpstreamMessage, upstreamStatus } from "./errors.js";
 import { ConnectionGate, GateRefused } from "./gate.js";
+import { mapRequestModel, unmapAnswerModel } from "./model-mapping.js";
 import { readLimited } from "./read.js";
 import type { ChannelClient, PostRequest, UpstreamChannelConfig, UpstreamReply } from "./types.js";
 
@@ -57,7 +58,9 @@ export function createOpenAIChannel(channel: UpstreamChannelConfig, onQueueDepth
     });
     let res;
     try {
-      const body = typeof req.body === "function" ? req.body() : req.body;
+      const mapped = channel.modelMapping[model];
+      const given = typeof req.body === "function" ? req.body() : req.body;
+      const body = mapped === undefined ? given : mapRequestModel(given, model, mapped);
       const headers = req.headers ? { ...headersFor(req.contentType), ...req.headers } : headersFor(req.contentType);
       res = await pool.request({ path: pathOf(req.path), method: "POST", headers, body, signal });
     } catch (err) {
@@ -72,7 +75,9 @@ export function createOpenAIChannel(channel: UpstreamChannelConfig, onQueueDepth
       const retryAfter = res.headers["retry-after"];
       throw upstreamStatus(model, res.statusCode, redactUpstreamMessage(error, secrets), Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
     }
-    return { status: res.statusCode, headers: res.headers, body, maxBytes: channel.maxAnswerBytes };
+    const mapped = channel.modelMapping[model];
+    const answer = mapped === undefined ? body : unmapAnswerModel(body, mapped, model);
+    return { status: res.statusCode, headers: res.headers, body: answer, maxBytes: channel.maxAnswerBytes };
   }
 
   const modelsUrl = new URL(`${basePath}/models`, base.origin);
