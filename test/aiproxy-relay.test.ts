@@ -2,7 +2,10 @@
 // with its AI Proxy token, an admin key, which serves the app it names; `Aiproxy-Channel` pins its
 // "test model" probe to one channel (packages/service/core/ai/modelStatus/test.ts); the member-model
 // headers are accepted, and none of them reaches a model server.
+import { Readable } from "node:stream";
+import { text } from "node:stream/consumers";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { unmapAnswerModel } from "../src/upstream/model-mapping.js";
 import { APP_KEY, CHANNEL_KEY, chat, coreConfig, userMessage } from "./support/core-config.js";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
 import { startUpstream, type Upstream } from "./support/upstream.js";
@@ -18,7 +21,7 @@ beforeAll(async () => {
   upstream = await startUpstream();
   second = await startUpstream();
   const config = coreConfig(upstream.url) as { apiKeys: unknown[]; channels: Array<Record<string, unknown>> };
-  config.channels.push({ name: "second", id: 9, baseUrl: second.url, key: SECOND_KEY, models: ["m1"] });
+  config.channels.push({ name: "second", id: 9, baseUrl: second.url, key: SECOND_KEY, models: ["m1"], modelMapping: { m1: "vendor/m1-awq" } });
   for (const c of config.channels) c.healthCheck = { intervalMs: 0 };
   config.apiKeys.push({ name: "fastgpt", kind: "admin", appId: "a1", key: FASTGPT_KEY }, { name: "bare-admin", kind: "admin", key: BARE_ADMIN_KEY });
   g = await startGateway(config);
@@ -59,6 +62,30 @@ describe("an admin key with appId", () => {
 
   it("keeps 403 app_key_required for an admin key without appId", async () => {
     expect(await errorOf(await fastgptCall({ model: "m1", messages: [userMessage("hi")] }, {}, BARE_ADMIN_KEY))).toEqual({ status: 403, code: "app_key_required" });
+  });
+});
+
+describe("channels[].modelMapping", () => {
+  it("sends the model's name on that server, and answers, whole and streamed, with the configured name", async () => {
+    const whole = await fastgptCall({ model: "m1", messages: [userMessage("mapped")] }, { "Aiproxy-Channel": "9" });
+    expect(((await whole.json()) as { model: string }).model).toBe("m1");
+    const streamed = await fastgptCall({ model: "m1", stream: true, messages: [userMessage("mapped")] }, { "Aiproxy-Channel": "9" });
+    const text = await streamed.text();
+    expect(text).toContain('"model":"m1"');
+    expect(text).not.toContain("vendor/m1-awq");
+    expect(second.requests.map((r) => r.body.model)).toEqual(["vendor/m1-awq", "vendor/m1-awq"]);
+    // the other channel of the model has no mapping ("up": numbered past the 9 config.json gives)
+    await (await fastgptCall({ model: "m1", messages: [userMessage("plain")] }, { "Aiproxy-Channel": "10" })).text();
+    expect(upstream.requests.at(-1)!.body.model).toBe("m1");
+  });
+});
+
+describe("an answer's model name mapped back", () => {
+  it("is found across chunk boundaries, one byte a chunk, a non-ASCII name too", async () => {
+    const answer = '{"model":"vendor/模型-awq","x":1}data: {"model": "vendor/模型-awq"}';
+    const bytes = Buffer.from(answer);
+    const body = Readable.from(Array.from(bytes, (b) => Buffer.from([b])));
+    expect(await text(unmapAnswerModel(body, "vendor/模型-awq", "m1"))).toBe('{"model":"m1","x":1}data: {"model":"m1"}');
   });
 });
 

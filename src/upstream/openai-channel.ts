@@ -6,6 +6,7 @@ import { Pool, request } from "undici";
 import { channelBusy, mapTransportError, redactUpstreamMessage, upstreamStatus } from "./errors.js";
 import { withPriorityField } from "./forward-priority.js";
 import { ConnectionGate, GateRefused, type GateOptions } from "./gate.js";
+import { mapRequestModel, unmapAnswerModel } from "./model-mapping.js";
 import { readLimited } from "./read.js";
 import type { ChannelClient, PostRequest, UpstreamChannelConfig, UpstreamReply } from "./types.js";
 
@@ -63,7 +64,9 @@ export function createOpenAIChannel(channel: UpstreamChannelConfig, hooks: Queue
     });
     let res;
     try {
-      const body = typeof req.body === "function" ? req.body() : forward(req);
+      const mapped = channel.modelMapping[model];
+      const given = typeof req.body === "function" ? req.body() : forward(req);
+      const body = mapped === undefined ? given : mapRequestModel(given, model, mapped);
       const headers = req.headers ? { ...headersFor(req.contentType), ...req.headers } : headersFor(req.contentType);
       res = await pool.request({ path: pathOf(req.path), method: "POST", headers, body, signal });
     } catch (err) {
@@ -78,7 +81,9 @@ export function createOpenAIChannel(channel: UpstreamChannelConfig, hooks: Queue
       const retryAfter = res.headers["retry-after"];
       throw upstreamStatus(model, res.statusCode, redactUpstreamMessage(error, secrets), Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
     }
-    return { status: res.statusCode, headers: res.headers, body, maxBytes: channel.maxAnswerBytes };
+    const mapped = channel.modelMapping[model];
+    const answer = mapped === undefined ? body : unmapAnswerModel(body, mapped, model);
+    return { status: res.statusCode, headers: res.headers, body: answer, maxBytes: channel.maxAnswerBytes };
   }
 
   /** The body, with vLLM's `priority` (lower runs first: the caller's negated) when the channel forwards it. */
