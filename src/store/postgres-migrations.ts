@@ -103,6 +103,11 @@ export const PG_MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX responses_by_expiry ON responses (expires_at);
   `,
+  // issue 29: usage rows keep the prompt tokens the upstream served from its prefix cache
+  //    (docs/routing.md#cached-tokens); rows written before have 0
+  `
+  ALTER TABLE usage ADD COLUMN cached_tokens bigint NOT NULL DEFAULT 0;
+  `,
 ];
 
 /** Any constant: the advisory lock every Sluice instance takes around its migration. */

@@ -90,6 +90,8 @@ export interface UsageRow {
   chatId: string | null;
   /** why the answer ended (`stop`, `length`, `client_abort`, …); null when there was none */
   finishReason: string | null;
+  /** of `inputTokens`: those the upstream served from its prefix cache (0 when it reports none) */
+  cachedTokens: number;
 }
 
 export interface UsageTotals {
