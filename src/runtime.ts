@@ -103,7 +103,11 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const aliases = createAliases(config.aliases);
   const keyring = createKeyring(config.apiKeys, shared.keys);
   // rerank models with their own requestUrl get a channel of their own (docs/fleet.md#rerank)
-  const router = createChannelRouter(upstreamChannels(config), shared.observer, shared.state, { previous: previous?.router.entries });
+  const router = createChannelRouter(upstreamChannels(config), shared.observer, shared.state, {
+    previous: previous?.router.entries,
+    affinity: config.routing.affinity,
+    spillLoad: config.routing.spillLoad,
+  });
 
   // 2. The metered kinds: specs of the one pipeline, over what every one of them needs.
   const body = { maxBytes: config.server.bodyLimitBytes, maxDepth: config.server.maxJsonDepth };

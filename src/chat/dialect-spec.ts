@@ -45,6 +45,11 @@ export function createDialectSpec<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDia
       return { ...(await planChat(deps, chatCall, { trim: false, known })), ctx, chatCall };
     },
     afford: (plan, call, held) => affordChat(plan, call.model, held),
+    affinity: (plan, call) => ({
+      session: dialect.session?.(call.req),
+      user: plan.req.user ?? (call.req as { safety_identifier?: unknown }).safety_identifier,
+      prompt: plan.limited.messages,
+    }),
     attempt: (client, plan) => attemptChat(client, plan, plan.chatCall),
     async respond(answer, plan, _call, meter) {
       if (answer.kind === "json" && !plan.stream) return respondWhole(deps, dialect, plan, meter, answer.completion);

@@ -61,7 +61,7 @@ export async function settleChat(deps: SettleDeps, call: ChatCall, plan: ChatPla
   const inputTokens = out.usage?.prompt_tokens ?? (await limited.countPrompt());
   const outputTokens = out.usage?.completion_tokens ?? (await countTextAsync(out.text(), model.tokenizer));
   const cachedTokens = cachedTokensOf(out.usage, inputTokens);
-  const points = computePoints(model, inputTokens, outputTokens);
+  const points = computePoints(model, inputTokens, outputTokens, cachedTokens);
   const durationMs = performance.now() - call.started;
   let report: ReportItem | undefined;
   const settled: Settled = {

@@ -31,6 +31,13 @@ export function createChatSpec(deps: ChatSpecDeps): MeteredSpec<ChatRequest, Mod
     least: (model) => computePoints(model, 0, 1),
     prepare: (call) => planChat(deps, call),
     afford: (plan, call, held) => affordChat(plan, call.model, held),
+    affinity: (plan, call) => ({
+      session: call.req.prompt_cache_key,
+      chatId: plan.chatId,
+      shareUid: "uid" in plan.owner ? plan.owner.uid : undefined,
+      user: plan.req.user ?? call.req.safety_identifier,
+      prompt: plan.limited.messages,
+    }),
     attempt: attemptChat,
     async respond(answer, plan, call, meter) {
       // a whole answer was read whole by the attempt (attemptChat)

@@ -42,8 +42,8 @@ export async function settleCompletion(call: CompletionsCall, plan: CompletionsP
   const reported: Usage | undefined = reportedUsage(out.usage);
   const inputTokens = reported?.prompt_tokens ?? (await plan.limited.countPrompt());
   const outputTokens = reported?.completion_tokens ?? (await countChoices(out.texts(), req, model));
-  const points = computePoints(model, inputTokens, outputTokens);
   const cachedTokens = cachedTokensOf(out.usage, inputTokens);
+  const points = computePoints(model, inputTokens, outputTokens, cachedTokens);
   await meter.settle({ inputTokens, outputTokens, cachedTokens, points, finishReason: out.finishReason, cut: out.cut });
   return { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
 }

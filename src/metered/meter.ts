@@ -52,6 +52,7 @@ export class Meter {
     this.#ended = true;
     const outcome = !t.cut ? "ok" : t.cut instanceof UpstreamError ? t.cut.outcome : "http_error";
     this.deps.observer.upstreamFinished(this.channel, this.model, outcome);
+    if (t.cachedTokens) this.deps.observer.cachedTokens(this.channel, this.model, t.cachedTokens);
     Object.assign(this.facts, { inputTokens: t.inputTokens, outputTokens: t.outputTokens, points: t.points, finishReason: t.finishReason });
     await Promise.all([this.#row(t.cut?.status ?? 200, t), ...also]);
     this.reservation.settle(t.points);

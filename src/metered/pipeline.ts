@@ -16,6 +16,7 @@ import type { Observer } from "../observability/observer.js";
 import type { Store } from "../store/types.js";
 import { withFailover } from "../upstream/failover.js";
 import type { ChannelRouter } from "../upstream/router.js";
+import { affinityKey } from "./affinity.js";
 import { identifyCaller, type CallerDeps } from "./caller.js";
 import { Meter } from "./meter.js";
 import type { Quota } from "./quota.js";
@@ -83,12 +84,15 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     const m = meter;
     await spec.afford?.(plan, call, reservation.held);
 
-    // 7. An answer from some channel of the model; each attempt runs under its channel's total deadline.
+    // 7. An answer from some channel of the model — its session's replica first, where it has one
+    //    (docs/routing.md) —; each attempt runs under its channel's total deadline.
+    const signals = spec.affinity?.(plan, call);
     const { result } = await withFailover(
       deps.router,
       deps.observer,
       {
         model: model.model,
+        affinity: signals && affinityKey(signals, caller, model.model, event.req.headers),
         cancel,
         maxAttempts: deps.maxAttempts,
         // share-link users are anonymous: one is told from another by the address they call from

@@ -49,12 +49,19 @@ export interface Observer {
   budgetRefused(scopeKind: string): void;
   /** requests waiting for one of the channel's connections */
   channelQueue(channel: string, depth: number): void;
+  /** how a request's first channel was chosen (docs/routing.md) */
+  routeDecision(model: string, decision: RouteDecision): void;
+  /** a channel's load as routing sees it (docs/routing.md#load) */
+  channelLoad(channel: string, load: number): void;
+  /** prompt tokens the channel served from its prefix cache */
+  cachedTokens(channel: string, model: string, tokens: number): void;
   /** a config reload: `notes` are the problems of a refused one, or what needs a restart */
   configReloaded(ok: boolean, notes: string[]): void;
   /** an error that reached the process's last resort (the gateway carries on) */
   processError(kind: ProcessErrorKind): void;
 }
 
+export type RouteDecision = "pinned" | "spilled" | "least_loaded";
 export type AttemptOutcome = "ok" | "retried" | "timeout" | "rate_limited" | "error" | "circuit_open" | "queue_full";
 export type ProcessErrorKind = "uncaught_exception" | "unhandled_rejection";
 
@@ -69,6 +76,9 @@ export function combineObservers(observers: Observer[]): Observer {
     upstreamAttempt: (c, out) => observers.forEach((o) => o.upstreamAttempt(c, out)),
     budgetRefused: (kind) => observers.forEach((o) => o.budgetRefused(kind)),
     channelQueue: (c, depth) => observers.forEach((o) => o.channelQueue(c, depth)),
+    routeDecision: (m, d) => observers.forEach((o) => o.routeDecision(m, d)),
+    channelLoad: (c, load) => observers.forEach((o) => o.channelLoad(c, load)),
+    cachedTokens: (c, m, n) => observers.forEach((o) => o.cachedTokens(c, m, n)),
     configReloaded: (ok, notes) => observers.forEach((o) => o.configReloaded(ok, notes)),
     processError: (kind) => observers.forEach((o) => o.processError(kind)),
   };
@@ -83,6 +93,9 @@ export const silentObserver: Observer = {
   upstreamAttempt() {},
   budgetRefused() {},
   channelQueue() {},
+  routeDecision() {},
+  channelLoad() {},
+  cachedTokens() {},
   configReloaded() {},
   processError() {},
 };

@@ -62,6 +62,9 @@ export function createRequestLog(logger: Logger): Observer {
     budgetRefused() {},
 
     channelQueue() {},
+    routeDecision() {},
+    channelLoad() {},
+    cachedTokens() {},
 
     configReloaded(ok, notes) {
       if (!ok) logger.error({ problems: notes }, "config refused, the running one is kept");

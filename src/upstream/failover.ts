@@ -19,6 +19,8 @@ export interface AttemptOptions {
   model: string;
   cancel: Cancel;
   maxAttempts: number;
+  /** the request's affinity key, a digest (docs/routing.md#affinity-key): its session's channel first */
+  affinity?: string;
   /** who is asking (a key, or a share link's client address): a plain 500 is judged by how many callers meet it */
   caller: string;
   /** called as each attempt starts: the channel now in use (for billing and logs) */
@@ -32,7 +34,7 @@ export async function withFailover<T>(
   req: AttemptOptions,
   call: (client: ChannelClient) => Promise<T>,
 ): Promise<{ result: T; entry: ChannelEntry; attempts: number }> {
-  const candidates = router.candidates(req.model);
+  const candidates = router.candidates(req.model, req.affinity);
   let lastError: GatewayError | undefined;
   let attempts = 0;
   for (const entry of candidates) {

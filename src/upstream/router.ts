@@ -1,23 +1,37 @@
-// Chooses the channels for a model (docs/api.md#upstream-failures): by priority (higher first), weighted at random
-// inside a priority, channels seen down tried after the others. Keeps each channel's `up` (its last
-// request or health check succeeded; unknown = down) and its breaker in the cluster state.
+// Chooses the channels for a model (docs/api.md#upstream-failures): by priority (higher first), a
+// session on its replica and the rest least loaded inside a priority (./pick.ts, docs/routing.md),
+// channels seen down tried after the others. Keeps each channel's `up` (its last request or health
+// check succeeded; unknown = down), its breaker in the cluster state, and its engine's load.
 import type { ClusterState } from "../cluster/types.js";
 import type { Observer } from "../observability/observer.js";
 import { createEchoChannel } from "./echo-channel.js";
+import { STALE_INTERVALS, startEngineScrapes } from "./engine-load.js";
 import { startHealthChecks } from "./health-check.js";
 import { createOpenAIChannel } from "./openai-channel.js";
+import { orderChannels, type ChannelView } from "./pick.js";
 import type { ChannelEntry, UpstreamChannelConfig } from "./types.js";
 
 export type { ChannelEntry };
 
 /** Distinct callers whose 500s make a channel failing: one caller's content cannot trip it for all. */
 const SERVER_ERROR_CALLERS = 2;
+/** An engine whose KV cache is this full counts as at spill load (docs/routing.md#spill). */
+const KV_FULL = 0.95;
 
 export interface RouterOptions {
   random?: () => number;
   now?: () => number;
   /** a reload: channels whose config did not change keep their entry (pool, gate, up) */
   previous?: ChannelEntry[];
+  /** `routing.affinity` and `routing.spillLoad` (docs/configuration.md#routing) */
+  affinity?: "session" | "off";
+  spillLoad?: number;
+}
+
+/** The engine's figures are used while younger than STALE_INTERVALS scrape intervals. */
+function freshEngine(e: ChannelEntry, at: number): { queue: number; kv: number } | undefined {
+  const interval = e.config.engineMetrics?.intervalMs;
+  return e.engine && interval !== undefined && at - e.engine.at <= STALE_INTERVALS * interval ? e.engine : undefined;
 }
 
 export function createChannelRouter(channels: UpstreamChannelConfig[], observer: Observer, state: ClusterState, opts: RouterOptions = {}) {
@@ -36,17 +50,33 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
   const byModel = new Map<string, ChannelEntry[]>();
   for (const e of entries) for (const m of e.config.models) byModel.set(m, [...(byModel.get(m) ?? []), e]);
 
-  /** Candidates in the order to try them; empty when no channel serves the model. */
-  function candidates(model: string): ChannelEntry[] {
+  /** A channel's load (docs/routing.md#load): its calls in flight, or its engine's running +
+   *  waiting when that is more and fresh. */
+  function loadOf(e: ChannelEntry): number {
+    const local = e.client.load?.();
+    const inflight = local ? local.active + local.queued : 0;
+    const engine = freshEngine(e, now());
+    return engine ? Math.max(inflight, engine.queue) : inflight;
+  }
+  const view: ChannelView = {
+    load: loadOf,
+    kvFull: (e) => (freshEngine(e, now())?.kv ?? 0) >= KV_FULL,
+    gateFull: (e) => (e.client.load?.().active ?? 0) >= e.config.connections,
+    breakerOpen: (e) => {
+      const b = state.breaker(e.config.name);
+      return b.phase === "open" && b.retryAt > now();
+    },
+  };
+  const pickOptions = { spillLoad: opts.spillLoad ?? 2, random };
+
+  /** Candidates in the order to try them; empty when no channel serves the model. `affinity`: the
+   *  request's key (a digest), which keeps its session on one channel while routing.affinity is on. */
+  function candidates(model: string, affinity?: string): ChannelEntry[] {
     const list = byModel.get(model);
     if (!list || list.length <= 1) return list ?? [];
-    const remaining = [...list];
-    const ordered: ChannelEntry[] = [];
-    while (remaining.length > 0) {
-      const pick = pickNext(remaining, random);
-      ordered.push(pick);
-      remaining.splice(remaining.indexOf(pick), 1);
-    }
+    const { ordered, decision } = orderChannels(list, view, { ...pickOptions, affinity: opts.affinity === "off" ? undefined : affinity });
+    observer.routeDecision(model, decision);
+    for (const e of list) observer.channelLoad(e.config.name, loadOf(e));
     return ordered;
   }
 
@@ -74,6 +104,7 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
   }
 
   const health = startHealthChecks(entries, { report });
+  const scrapes = startEngineScrapes(entries, now, (e) => observer.channelLoad(e.config.name, loadOf(e)));
 
   return {
     entries,
@@ -84,30 +115,19 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
     admit: (entry: ChannelEntry) => state.admitChannel(entry.config.name, now()),
     breaker: (entry: ChannelEntry) => state.breaker(entry.config.name),
     serves: (model: string) => byModel.has(model),
+    load: loadOf,
     close: async () => {
       health.stop();
+      scrapes.stop();
       await Promise.all(entries.map((e) => e.client.close()));
     },
     /** Stops this router's health checks and closes the pools the `next` router no longer uses. */
     retire: async (next: ChannelEntry[]) => {
       health.stop();
+      scrapes.stop();
       await Promise.all(entries.filter((e) => !next.includes(e)).map((e) => e.client.close()));
     },
   };
 }
 
 export type ChannelRouter = ReturnType<typeof createChannelRouter>;
-
-function pickNext(list: ChannelEntry[], random: () => number): ChannelEntry {
-  const up = list.filter((e) => e.up !== false);
-  const pool = up.length > 0 ? up : list;
-  const top = Math.max(...pool.map((e) => e.config.priority));
-  const group = pool.filter((e) => e.config.priority === top);
-  const total = group.reduce((s, e) => s + e.config.weight, 0);
-  let r = random() * total;
-  for (const e of group) {
-    r -= e.config.weight;
-    if (r < 0) return e;
-  }
-  return group[group.length - 1]!;
-}
