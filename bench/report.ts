@@ -5,6 +5,7 @@ import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { median, type LoadResult } from "./autocannon-case.js";
 import type { LagResult } from "./event-loop-lag.js";
 import type { FailoverLatency } from "./failover.js";
+import { fleetLines, type FleetResult } from "./fleet/bench.js";
 import type { CaseResult, TargetName } from "./interleave.js";
 import type { LatencyResult } from "./latency.js";
 import type { QpmResult } from "./long-qpm.js";
@@ -37,6 +38,7 @@ export interface BenchResults {
   lag?: LagResult;
   memory?: MemoryResult[];
   qpm?: QpmResult;
+  fleet?: FleetResult;
   /** sections skipped or failed, one line each */
   notes: string[];
   /** what else the run measured against (the PostgreSQL and Redis of --store postgres), one line each */
@@ -163,6 +165,7 @@ function printDetails(r: BenchResults): void {
     const series = r.qpm.slices.map((s) => `${num(s.cpuUs, 0)}`).join(" ");
     lines.push(`budgeted+QPM key, ${r.qpm.seconds} s in 10 s slices, CPU us/req: ${series}; RPS ${r.qpm.slices.map((s) => num(s.rps, 0)).join(" ")}`);
   }
+  if (r.fleet) lines.push(...fleetLines(r.fleet));
   if (lines.length > 0) console.log(`\n${lines.join("\n")}`);
 }
 
@@ -206,6 +209,9 @@ function checks(r: BenchResults): string[][] {
     info("PostgreSQL+Redis/SQLite RPS, stateless", ratioText(find("store", "sluice", "PostgreSQL+Redis stateless"), find("store", "sluice", "SQLite stateless"), rps)),
     info("PostgreSQL+Redis/SQLite RPS, chatId", ratioText(find("store", "sluice", "PostgreSQL+Redis chatId"), find("store", "sluice", "SQLite chatId"), rps)),
     ratio("2 workers/1 worker RPS, PostgreSQL+Redis, stateless", find("workers", "sluice", "2 workers stateless"), find("workers", "sluice", "1 worker stateless"), rps, ">=", 1.3),
+    limit("fleet: Sluice/random TTFT p50", r.fleet ? r.fleet.even.sluice.ttftP50 / r.fleet.even.random.ttftP50 : undefined, "<=", 0.5, "x"),
+    limit("fleet: Sluice token cache hit ratio", r.fleet?.even.sluice.cacheHitRatio, ">=", 0.85, "x"),
+    limit("fleet, one replica slow: Sluice/random TTFT p95", r.fleet ? r.fleet.slowed.sluice.ttftP95 / r.fleet.slowed.random.ttftP95 : undefined, "<=", 1, "x"),
     info("2 workers/1 worker RPS, PostgreSQL+Redis, chatId", ratioText(find("workers", "sluice", "2 workers chatId"), find("workers", "sluice", "1 worker chatId"), rps)),
   ];
   return rows;

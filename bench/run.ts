@@ -24,6 +24,9 @@
 //                the SQLite Sluice against one on PostgreSQL + Redis (bench/shared-store.ts: durable
 //                PostgreSQL defaults, Redis without AOF), with the CPU of PostgreSQL's and Redis's
 //                processes per request
+//   fleet        4 simulated vLLM replicas (bench/fleet/replica.ts, each its own process), 8 agent
+//                sessions of 8 turns through a random-routing floor and through Sluice, interleaved,
+//                then with one replica 3x slow: TTFT p50/p95, token cache hit ratio, requests per replica
 //   workers      only with --store postgres: the same two loads on PostgreSQL + Redis with
 //                server.workers 1 against 2, each process's CPU (primary, each worker, upstream,
 //                PostgreSQL, Redis, the load generator)
@@ -65,8 +68,9 @@ import { machineFacts, printProfile, printReport, type BenchResults } from "./re
 import { childProcesses } from "./process-cpu.js";
 import { startSharedSluice, startSharedStore, type SharedSluice, type SharedStore } from "./shared-store.js";
 import { startSluice, type SluiceProcess } from "./sluice-process.js";
+import { measureFleet } from "./fleet/bench.js";
 
-const SECTIONS = ["non-stream", "stream", "realistic", "per-kb", "failover", "embeddings", "dialects", "lag", "memory", "qpm", "store", "workers"] as const;
+const SECTIONS = ["non-stream", "stream", "realistic", "per-kb", "failover", "embeddings", "dialects", "lag", "memory", "qpm", "store", "workers", "fleet"] as const;
 type Section = (typeof SECTIONS)[number];
 /** the sections that need PostgreSQL and Redis: only with --store postgres, and then by default */
 const STORE_SECTIONS: readonly Section[] = ["store", "workers"];
@@ -199,6 +203,10 @@ async function latencies(ctx: Context, results: BenchResults, name: string, body
 }
 
 const SECTION_RUNS: Record<Section, (ctx: Context, results: BenchResults) => Promise<void>> = {
+  async fleet(_ctx, results) {
+    results.fleet = await measureFleet();
+  },
+
   async "non-stream"(ctx, results) {
     const body = chatBody(false);
     const cases = [...targets(ctx, ["direct", "floor", "sluice"], "non-stream", body), ...targets(ctx, ["sluice"], "chatId", chatIdBody)];
