@@ -8,7 +8,8 @@ import { createHash } from "node:crypto";
 import { RawText } from "../http/raw-text.js";
 import type { Caller } from "./caller.js";
 
-const FINGERPRINT_BYTES = 64 * 1024;
+/** 64 KiB of the prompt's start, counted in UTF-16 units (docs/routing.md#affinity-key) */
+const FINGERPRINT_CHARS = 64 * 1024;
 const SESSION_HEADER = "x-session-id";
 
 /** What a kind names of its request (its spec's `affinity`); every field optional. */
@@ -43,28 +44,28 @@ function digest(kind: string, value: string): string {
   return createHash("sha256").update(kind).update("\0").update(value).digest("base64url");
 }
 
-/** The system messages and the first user turn, cut to FINGERPRINT_BYTES characters: the turns of
+/** The system messages and the first user turn, cut to FINGERPRINT_CHARS characters: the turns of
  *  one agent session share it, sessions with different tasks do not. */
 function promptStart(prompt: AffinitySignals["prompt"]): string {
-  if (typeof prompt === "string" || prompt === undefined) return (prompt ?? "").slice(0, FINGERPRINT_BYTES);
+  if (typeof prompt === "string" || prompt === undefined) return (prompt ?? "").slice(0, FINGERPRINT_CHARS);
   let start = "";
   for (const m of prompt) {
     if (m.role === "system" || m.role === "developer" || m.role === "user") start += `${m.role}\0${contentText(m.content)}\0`;
-    if (m.role === "user" || start.length >= FINGERPRINT_BYTES) break;
+    if (m.role === "user" || start.length >= FINGERPRINT_CHARS) break;
   }
-  return start.slice(0, FINGERPRINT_BYTES);
+  return start.slice(0, FINGERPRINT_CHARS);
 }
 
 function contentText(content: unknown): string {
-  if (typeof content === "string") return content.slice(0, FINGERPRINT_BYTES);
+  if (typeof content === "string") return content.slice(0, FINGERPRINT_CHARS);
   // decoded: the same text is a string in a small body and raw bytes in a large one
-  if (content instanceof RawText) return content.text().slice(0, FINGERPRINT_BYTES);
+  if (content instanceof RawText) return content.text().slice(0, FINGERPRINT_CHARS);
   if (!Array.isArray(content)) return "";
   let out = "";
   for (const part of content) {
     const t = (part as { text?: unknown } | null)?.text;
     out += typeof t === "string" ? t : JSON.stringify(part ?? null).slice(0, 256);
-    if (out.length >= FINGERPRINT_BYTES) break;
+    if (out.length >= FINGERPRINT_CHARS) break;
   }
   return out;
 }
