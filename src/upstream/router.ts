@@ -28,6 +28,15 @@ export interface RouterOptions {
   spillLoad?: number;
 }
 
+/** How often this instance tells the others its calls in flight per channel (docs/routing.md#load). */
+const LOAD_SHARE_MS = 500;
+
+/** This instance's calls on the channel: holding a connection or waiting for one. */
+function localLoad(e: ChannelEntry): number {
+  const local = e.client.load?.();
+  return local ? local.active + local.queued : 0;
+}
+
 /** The engine's figures are used while younger than STALE_INTERVALS scrape intervals. */
 function freshEngine(e: ChannelEntry, at: number): { queue: number; kv: number } | undefined {
   const interval = e.config.engineMetrics?.intervalMs;
@@ -53,8 +62,7 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
   /** A channel's load (docs/routing.md#load): its calls in flight, or its engine's running +
    *  waiting when that is more and fresh. */
   function loadOf(e: ChannelEntry): number {
-    const local = e.client.load?.();
-    const inflight = local ? local.active + local.queued : 0;
+    const inflight = localLoad(e) + (othersLoad.get(e.config.name) ?? 0);
     const engine = freshEngine(e, now());
     return engine ? Math.max(inflight, engine.queue) : inflight;
   }
@@ -68,6 +76,20 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
     },
   };
   const pickOptions = { spillLoad: opts.spillLoad ?? 2, random };
+  // the other instances' calls in flight (with a cluster state), told every LOAD_SHARE_MS
+  let othersLoad = new Map<string, number>();
+  const shareLoads = () => {
+    const own = Object.fromEntries(entries.map((e) => [e.config.name, localLoad(e)]));
+    state.shareChannelLoads(own, now()).then(
+      (others) => {
+        othersLoad = others;
+        for (const e of entries) observer.channelLoad(e.config.name, loadOf(e));
+      },
+      () => {},
+    );
+  };
+  const sharing = setInterval(shareLoads, LOAD_SHARE_MS);
+  sharing.unref();
 
   /** Candidates in the order to try them; empty when no channel serves the model. `affinity`: the
    *  request's key (a digest), which keeps its session on one channel while routing.affinity is on. */
@@ -119,12 +141,14 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
     close: async () => {
       health.stop();
       scrapes.stop();
+      clearInterval(sharing);
       await Promise.all(entries.map((e) => e.client.close()));
     },
     /** Stops this router's health checks and closes the pools the `next` router no longer uses. */
     retire: async (next: ChannelEntry[]) => {
       health.stop();
       scrapes.stop();
+      clearInterval(sharing);
       await Promise.all(entries.filter((e) => !next.includes(e)).map((e) => e.client.close()));
     },
   };
