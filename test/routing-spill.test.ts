@@ -83,6 +83,32 @@ describe("spill", () => {
   });
 });
 
+describe("least loaded", () => {
+  it("with routing.affinity off, sends no request to a replica busier than the others", async () => {
+    gw = await startGateway(fleetConfig(replicas, { extra: { routing: { affinity: "off" } } }));
+    for (const r of replicas) r.behave({ hang: true });
+    const held = new AbortController();
+    const holding = fetch(`${gw.url}/v1/chat/completions`, {
+      method: "POST",
+      signal: held.signal,
+      headers: { "content-type": "application/json", authorization: "Bearer sk-routing-app-key-0001" },
+      body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "held" }] }),
+    }).catch(() => undefined);
+    const busy = await Promise.race(replicas.map((r, i) => r.waitForRequests(1).then(() => i)));
+    for (const r of replicas) r.behave({ hang: false });
+    try {
+      const served = new Set<number>();
+      for (let i = 0; i < 12; i++) served.add(await replicaOf(replicas, turn("ignored")));
+      expect(served.has(busy)).toBe(false);
+      expect(served.size).toBeGreaterThan(1);
+      expect(await decisions("least_loaded")).toBeGreaterThanOrEqual(13);
+    } finally {
+      held.abort();
+      await holding;
+    }
+  });
+});
+
 describe("engine /metrics that cannot be read", () => {
   const answers: Array<[string, () => { text: string } | { hang: true }]> = [
     ["garbage", () => ({ text: "\u0000\u0001 not prometheus {{{\nvllm:num_requests_waiting{ 99\nvllm:num_requests_waiting NaN\n".repeat(50) })],
