@@ -5,6 +5,7 @@ import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { median, type LoadResult } from "./autocannon-case.js";
 import type { LagResult } from "./event-loop-lag.js";
 import type { FailoverLatency } from "./failover.js";
+import { fleetLines, type FleetResult } from "./fleet/bench.js";
 import type { CaseResult, TargetName } from "./interleave.js";
 import type { LatencyResult } from "./latency.js";
 import type { QpmResult } from "./long-qpm.js";
@@ -41,6 +42,7 @@ export interface BenchResults {
   startUp?: StartUpResult;
   qpm?: QpmResult;
   scheduling?: SchedulingCase[];
+  fleet?: FleetResult;
   /** sections skipped or failed, one line each */
   notes: string[];
   /** what else the run measured against (the PostgreSQL and Redis of --store postgres), one line each */
@@ -170,6 +172,7 @@ function printDetails(r: BenchResults): void {
     const series = r.qpm.slices.map((s) => `${num(s.cpuUs, 0)}`).join(" ");
     lines.push(`budgeted+QPM key, ${r.qpm.seconds} s in 10 s slices, CPU us/req: ${series}; RPS ${r.qpm.slices.map((s) => num(s.rps, 0)).join(" ")}`);
   }
+  if (r.fleet) lines.push(...fleetLines(r.fleet));
   if (lines.length > 0) console.log(`\n${lines.join("\n")}`);
 }
 
@@ -218,6 +221,9 @@ function checks(r: BenchResults): string[][] {
     info("scheduling: interactive/flood median wait, engine FIFO", num(sched("engine FIFO", "priority"), 2)),
     limit("scheduling: app B/app A median wait (30 of A queued), gateway queue", sched("gateway queue", "fairness"), "<=", 0.33, "x"),
     info("scheduling: app B/app A median wait, engine FIFO", num(sched("engine FIFO", "fairness"), 2)),
+    limit("fleet: Sluice/random TTFT p50", r.fleet ? r.fleet.even.sluice.ttftP50 / r.fleet.even.random.ttftP50 : undefined, "<=", 0.5, "x"),
+    limit("fleet: Sluice token cache hit ratio", r.fleet?.even.sluice.cacheHitRatio, ">=", 0.85, "x"),
+    limit("fleet, one replica slow: Sluice/random TTFT p95", r.fleet ? r.fleet.slowed.sluice.ttftP95 / r.fleet.slowed.random.ttftP95 : undefined, "<=", 1, "x"),
     info("2 workers/1 worker RPS, PostgreSQL+Redis, chatId", ratioText(find("workers", "sluice", "2 workers chatId"), find("workers", "sluice", "1 worker chatId"), rps)),
   ];
   return rows;

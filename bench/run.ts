@@ -30,6 +30,9 @@
 //                the SQLite Sluice against one on PostgreSQL + Redis (bench/shared-store.ts: durable
 //                PostgreSQL defaults, Redis without AOF), with the CPU of PostgreSQL's and Redis's
 //                processes per request
+//   fleet        4 simulated vLLM replicas (bench/fleet/replica.ts, each its own process), 8 agent
+//                sessions of 8 turns through a random-routing floor and through Sluice, interleaved,
+//                then with one replica 3x slow: TTFT p50/p95, token cache hit ratio, requests per replica
 //   workers      only with --store postgres: the same two loads on PostgreSQL + Redis with
 //                server.workers 1 against 2, each process's CPU (primary, each worker, upstream,
 //                PostgreSQL, Redis, the load generator)
@@ -73,8 +76,9 @@ import { startSharedSluice, startSharedStore, type SharedSluice, type SharedStor
 import { measureScheduling } from "./scheduling.js";
 import { BODIES_KEY, startSluice, type SluiceProcess } from "./sluice-process.js";
 import { measureStartUp } from "./start-up.js";
+import { measureFleet } from "./fleet/bench.js";
 
-const SECTIONS = ["non-stream", "bodies", "stream", "realistic", "per-kb", "failover", "embeddings", "dialects", "lag", "memory", "scheduling", "start", "qpm", "store", "workers"] as const;
+const SECTIONS = ["non-stream", "bodies", "stream", "realistic", "per-kb", "failover", "embeddings", "dialects", "lag", "memory", "scheduling", "start", "qpm", "store", "workers", "fleet"] as const;
 type Section = (typeof SECTIONS)[number];
 /** the sections that need PostgreSQL and Redis: only with --store postgres, and then by default */
 const STORE_SECTIONS: readonly Section[] = ["store", "workers"];
@@ -208,6 +212,10 @@ async function latencies(ctx: Context, results: BenchResults, name: string, body
 }
 
 const SECTION_RUNS: Record<Section, (ctx: Context, results: BenchResults) => Promise<void>> = {
+  async fleet(_ctx, results) {
+    results.fleet = await measureFleet();
+  },
+
   async "non-stream"(ctx, results) {
     const body = chatBody(false);
     const cases = [...targets(ctx, ["direct", "floor", "sluice"], "non-stream", body), ...targets(ctx, ["sluice"], "chatId", chatIdBody)];

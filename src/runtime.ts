@@ -102,6 +102,8 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
     previous: previous?.router.entries,
     clientFor: (channel) => (channel.type === "echo" ? createEchoChannel(channel) : undefined),
     enabled: shared.channels.enabled,
+    affinity: config.routing.affinity,
+    spillLoad: config.routing.spillLoad,
   });
 
   // 2. The metered kinds: specs of the one pipeline, over what every one of them needs.

@@ -182,7 +182,7 @@ describe("config: hardening fields", () => {
       concurrency: 0,
       forwardPriority: false,
     });
-    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 5, cooldownMs: 30_000, maxCooldownMs: 300_000 }, agingMs: 10_000 });
+    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 5, cooldownMs: 30_000, maxCooldownMs: 300_000 }, agingMs: 10_000, affinity: "session", spillLoad: 2 });
     expect(c.cluster).toBeUndefined();
   });
 
@@ -193,7 +193,7 @@ describe("config: hardening fields", () => {
     expect(c.server.cors.origins).toEqual([]);
     expect(c.server.headersTimeoutMs).toBe(10_000);
     expect(c.channels[0]!.healthCheck).toEqual({ intervalMs: 0, timeoutMs: 5_000 });
-    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 2, cooldownMs: 30_000, maxCooldownMs: 300_000 }, agingMs: 10_000 });
+    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 2, cooldownMs: 30_000, maxCooldownMs: 300_000 }, agingMs: 10_000, affinity: "session", spillLoad: 2 });
   });
 
   it("accepts a postgres store and a cluster redisUrl", () => {

@@ -21,7 +21,7 @@ describe("CORS", () => {
       expect(res.status).toBe(204);
       expect(res.headers.get("access-control-allow-origin")).toBe("*");
       expect(res.headers.get("access-control-allow-methods")).toBe("GET, POST, DELETE, OPTIONS");
-      expect(res.headers.get("access-control-allow-headers")).toBe("Authorization, Content-Type, X-Api-Key, Anthropic-Version, Anthropic-Beta");
+      expect(res.headers.get("access-control-allow-headers")).toBe("Authorization, Content-Type, X-Api-Key, Anthropic-Version, Anthropic-Beta, X-Session-Id");
       expect(res.headers.get("access-control-max-age")).toBe("600");
       expect(res.headers.get("access-control-allow-credentials")).toBeNull();
     }

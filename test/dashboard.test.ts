@@ -85,7 +85,7 @@ describe("grafana dashboard file", () => {
     }
   });
 
-  it("has panels for failover attempts, channel state, queue depth, budget refusals, process errors, reloads, embeddings and the other kinds", () => {
+  it("has panels for failover attempts, channel state, queue depth, budget refusals, process errors, reloads, embeddings, the other kinds and routing", () => {
     const exprs = panelQueries(dashboard).map((q) => q.expr);
     const wanted = [
       /sluice_upstream_attempts_total\{[^}]*outcome=~"retried\|circuit_open"/,
@@ -101,6 +101,10 @@ describe("grafana dashboard file", () => {
       /sum by \(route, status\) \(rate\(sluice_requests_total\{[^}]*route=~"rerank\|speech\|transcription\|completions"/,
       /sum by \(le, route\) \(rate\(sluice_request_duration_seconds_bucket\{[^}]*route=~"rerank\|speech\|transcription\|completions"/,
       /sum by \(route\) \(rate\(sluice_route_points_total\{/,
+      // routing across replicas: the prefix cache's hit ratio, route decisions, load per channel
+      /sluice_upstream_cached_tokens_total\{[^}]*\}.*\/ sum by \(model\) \(rate\(sluice_tokens_total\{[^}]*type="input"/,
+      /sum by \(model, decision\) \(rate\(sluice_route_decisions_total\{/,
+      /sluice_channel_load\{/,
       /up\{/,
     ];
     for (const pattern of wanted) expect(exprs.some((e) => pattern.test(e)), String(pattern)).toBe(true);

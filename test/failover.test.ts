@@ -95,12 +95,13 @@ describe("failover before the first byte", () => {
     expect(b.requests).toHaveLength(0);
   });
 
-  it("spreads traffic by weight within a priority", async () => {
+  it("spreads sessions by weight within a priority", async () => {
     gw = await startGateway(config([
       { name: "a", baseUrl: a.url, weight: 3 },
       { name: "b", baseUrl: b.url, weight: 1 },
     ]));
-    for (let i = 0; i < 200; i++) expect((await ask()).status).toBe(200);
+    // 200 sessions, each on its replica (weighted rendezvous: docs/routing.md#pick)
+    for (let i = 0; i < 200; i++) expect((await chat(gw.url, { messages: [userMessage(`task ${i}`)] })).status).toBe(200);
     // 150 expected on a; 6 standard deviations (±37) keep this from ever flaking
     expect(a.requests.length).toBeGreaterThan(113);
     expect(a.requests.length).toBeLessThan(187);

@@ -12,6 +12,7 @@ import { wholeOrStream } from "../stream/answer.js";
 import { SSE_HEADERS } from "../stream/sse.js";
 import { TranslatedRelay } from "../stream/translated-relay.js";
 import { computePoints } from "../tokens/points.js";
+import { usageDetail } from "../tokens/usage-details.js";
 import { attemptChat, type ChatAnswer, type CompletionJson, type Usage } from "./attempt.js";
 import type { ChatDialect, DialectUsage } from "./dialect.js";
 import { affordChat, planChat, type ChatCall, type ChatPlan } from "./plan.js";
@@ -44,6 +45,11 @@ export function createDialectSpec<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDia
       return { ...(await planChat(deps, chatCall, { trim: false, known })), ctx, chatCall };
     },
     afford: (plan, call, held) => affordChat(plan, call.model, held),
+    affinity: (plan, call) => ({
+      session: dialect.session?.(call.req),
+      user: plan.req.user ?? (call.req as { safety_identifier?: unknown }).safety_identifier,
+      prompt: plan.limited.messages,
+    }),
     attempt: (client, plan) => attemptChat(client, plan, plan.chatCall),
     respond: async (answer, plan) =>
       wholeOrStream(answer, plan.stream, {
@@ -57,15 +63,9 @@ export function createDialectSpec<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDia
 const usageOf = (t: { inputTokens: number; outputTokens: number }, usage: Usage | null | undefined): DialectUsage => ({
   input: t.inputTokens,
   output: t.outputTokens,
-  reasoning: detail(usage?.completion_tokens_details, "reasoning_tokens"),
-  cached: detail(usage?.prompt_tokens_details, "cached_tokens"),
+  reasoning: usageDetail(usage?.completion_tokens_details, "reasoning_tokens"),
+  cached: usageDetail(usage?.prompt_tokens_details, "cached_tokens"),
 });
-
-/** A count of the upstream's usage details, when it is one (the details are not validated upstream). */
-function detail(details: unknown, name: string): number | undefined {
-  const n = (details as Record<string, unknown> | null | undefined)?.[name];
-  return typeof n === "number" && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
-}
 
 async function respondWhole<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDialect<Req, Ctx>, plan: DialectPlan<Ctx>, completion: CompletionJson): Promise<Whole> {
   const choice = completion.choices[0];

@@ -43,6 +43,9 @@ export interface ChatDialect<Req, Ctx> {
   toChat(req: Req, caller: Caller): Promise<{ chat: ChatRequest; ctx: Ctx }>;
   answer(completion: CompletionJson, usage: DialectUsage, ctx: Ctx): unknown;
   stream(ctx: Ctx): StreamTranslator;
+  /** the dialect's own session field (Responses `prompt_cache_key`, Anthropic `metadata.user_id`):
+   *  what keeps a session on one replica first (docs/routing.md#affinity-key) */
+  session?(req: Req): unknown;
   /** what the dialect keeps of an answered request, written with its usage row (the Responses API's `store`) */
   keep?(ctx: Ctx, answer: unknown, caller: Caller): Promise<unknown> | undefined;
 }

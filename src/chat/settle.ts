@@ -7,6 +7,7 @@ import type { Used } from "../metered/spec.js";
 import type { Store } from "../store/types.js";
 import { countTextAsync, lastUserText } from "../tokens/counter.js";
 import { computePoints } from "../tokens/points.js";
+import { cachedTokensOf } from "../tokens/usage-details.js";
 import type { Usage } from "./attempt.js";
 import type { ChatCall, ChatPlan } from "./plan.js";
 import { buildReport, type ReportItem } from "./report.js";
@@ -26,6 +27,8 @@ export interface AnswerOutcome {
 export interface Settled {
   inputTokens: number;
   outputTokens: number;
+  /** of `inputTokens`: served from the upstream's prefix cache */
+  cachedTokens: number;
   points: number;
   /** built on first use: only detail answers and share-link finish callbacks need it */
   report(): ReportItem;
@@ -57,12 +60,14 @@ export async function chatUsed(deps: SettleDeps, call: ChatCall, plan: ChatPlan,
   // counted in slices that yield to the event loop: an answer may be up to maxAnswerBytes long
   const inputTokens = out.usage?.prompt_tokens ?? (await limited.countPrompt());
   const outputTokens = out.usage?.completion_tokens ?? (await countTextAsync(out.text(), model.tokenizer));
-  const points = computePoints(model, inputTokens, outputTokens);
+  const cachedTokens = cachedTokensOf(out.usage, inputTokens);
+  const points = computePoints(model, inputTokens, outputTokens, cachedTokens);
   const durationMs = performance.now() - call.started;
   let report: ReportItem | undefined;
   const settled: Settled = {
     inputTokens,
     outputTokens,
+    cachedTokens,
     points,
     report: () =>
       (report ??= buildReport({
@@ -102,7 +107,7 @@ export async function chatUsed(deps: SettleDeps, call: ChatCall, plan: ChatPlan,
   const finish = () => {
     if (share?.link.authHost) deps.shareAuth.finish(share.link, share.token, caller.app.name ?? caller.app.id, [settled.report()]);
   };
-  return { used: { inputTokens, outputTokens, points, finishReason: out.finishReason(), writes: [round, kept], settled: finish }, settled };
+  return { used: { inputTokens, outputTokens, cachedTokens, points, finishReason: out.finishReason(), writes: [round, kept], settled: finish }, settled };
 }
 
 /** The report a client sees with `detail`: share-link users never see the operator's system prompt

@@ -32,6 +32,13 @@ export function createChatSpec(deps: ChatSpecDeps): MeteredSpec<ChatRequest, Mod
     least: (model) => computePoints(model, 0, 1),
     prepare: (call) => planChat(deps, call),
     afford: (plan, call, held) => affordChat(plan, call.model, held),
+    affinity: (plan, call) => ({
+      session: call.req.prompt_cache_key,
+      chatId: plan.chatId,
+      shareUid: "uid" in plan.owner ? plan.owner.uid : undefined,
+      user: plan.req.user ?? call.req.safety_identifier,
+      prompt: plan.limited.messages,
+    }),
     attempt: attemptChat,
     respond: async (answer, plan, call) =>
       wholeOrStream(answer, plan.stream, {

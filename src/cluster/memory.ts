@@ -95,6 +95,7 @@ export function createMemoryClusterState(breakerOptions: BreakerSettings): Clust
     admitChannel: (channel, now) => breakerOf(channel).admit(now),
     channelResult: (channel, ok, now, retryAfterMs) => breakerOf(channel).record(ok, now, retryAfterMs),
     breaker: (channel) => breakerOf(channel).view,
+    shareChannelLoads: async () => new Map(),
 
     // one instance: a change reaches every listener before the publish resolves
     async publishKeyChange(change) {

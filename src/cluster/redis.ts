@@ -193,6 +193,7 @@ export function createRedisClusterState(opts: RedisClusterOptions): ClusterState
     admitChannel: (channel, now) => breakers.admit(channel, now),
     channelResult: (channel, ok, now, retryAfterMs) => breakers.record(channel, ok, now, retryAfterMs),
     breaker: (channel) => breakers.view(channel),
+    shareChannelLoads: (own, now) => shareLoads(redis, `${ns}channel-load`, instance, own, now),
 
     async publishKeyChange(change) {
       tellKeys(change);
@@ -253,4 +254,29 @@ function storeUnavailable(): GatewayError {
     type: "api_error",
     headers: { "Retry-After": "1" },
   });
+}
+
+/** A load told longer ago than this is an instance's that stopped (docs/routing.md#load). */
+const LOAD_FRESH_MS = 3_000;
+
+/** One hash of `instance\0channel` → `calls:at`: this instance's written, the others' fresh ones
+ *  summed per channel, stale ones removed; expires when no instance writes any more. */
+async function shareLoads(redis: RedisClient, key: string, instance: string, own: Record<string, number>, now: number): Promise<Map<string, number>> {
+  const multi = redis.multi();
+  const fields = Object.entries(own).flatMap(([channel, calls]) => [`${instance}\0${channel}`, `${calls}:${now}`]);
+  if (fields.length > 0) multi.hset(key, ...fields);
+  multi.pexpire(key, LOAD_FRESH_MS * 10).hgetall(key);
+  const results = await multi.exec();
+  const all = (results?.at(-1)?.[1] ?? {}) as Record<string, string>;
+  const others = new Map<string, number>();
+  const stale: string[] = [];
+  for (const [field, value] of Object.entries(all)) {
+    const [who, channel] = field.split("\0");
+    const [calls, at] = value.split(":").map(Number);
+    if (who === instance || channel === undefined || !Number.isFinite(calls) || !Number.isFinite(at)) continue;
+    if (now - at! > LOAD_FRESH_MS) stale.push(field);
+    else others.set(channel, (others.get(channel) ?? 0) + Math.max(0, calls!));
+  }
+  if (stale.length > 0) redis.hdel(key, ...stale).catch(() => {});
+  return others;
 }

@@ -85,6 +85,10 @@ export interface ClusterState {
   /** The outcome of an attempt or health check on the channel. `retryAfterMs`: the upstream's. */
   channelResult(channel: string, ok: boolean, now: number, retryAfterMs?: number): void;
   breaker(channel: string): BreakerView;
+  /** Tells the other instances this one's calls in flight per channel (`own`, at `now`), and
+   *  resolves to theirs, summed per channel: what each has told within the last few seconds
+   *  (docs/routing.md#load). One instance: nobody else, an empty map. */
+  shareChannelLoads(own: Record<string, number>, now: number): Promise<Map<string, number>>;
   /** Tells every instance, this one included, of a change the store already holds: each drops a
    *  revoked key at once (within a second across instances) and re-reads created keys. */
   publishKeyChange(change: KeyChange): Promise<void>;

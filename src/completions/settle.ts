@@ -6,6 +6,7 @@ import type { Usage } from "../stream/chunk.js";
 import type { ModelConfig } from "../config/schema.js";
 import type { Call, PlanBase, Used } from "../metered/spec.js";
 import { computePoints } from "../tokens/points.js";
+import { cachedTokensOf } from "../tokens/usage-details.js";
 import { countChoices, reportedUsage } from "./answer.js";
 import type { LimitedCompletion } from "./limits.js";
 import type { CompletionsRequest } from "./request-schema.js";
@@ -40,7 +41,8 @@ export async function completionUsed(call: CompletionsCall, plan: CompletionsPla
   const reported: Usage | undefined = reportedUsage(out.usage);
   const inputTokens = reported?.prompt_tokens ?? (await plan.limited.countPrompt());
   const outputTokens = reported?.completion_tokens ?? (await countChoices(out.texts(), req, model));
-  const points = computePoints(model, inputTokens, outputTokens);
+  const cachedTokens = cachedTokensOf(out.usage, inputTokens);
+  const points = computePoints(model, inputTokens, outputTokens, cachedTokens);
   const usage = { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
-  return { used: { inputTokens, outputTokens, points, finishReason: out.finishReason }, usage };
+  return { used: { inputTokens, outputTokens, cachedTokens, points, finishReason: out.finishReason }, usage };
 }

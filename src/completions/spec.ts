@@ -48,6 +48,7 @@ export function createCompletionsSpec(deps: CompletionsSpecDeps): MeteredSpec<Co
       };
     },
     afford: (plan, call, held) => affordCompletion(plan, call.req, call.model, held),
+    affinity: (_plan, { req }) => ({ session: req.prompt_cache_key, user: req.user ?? req.safety_identifier, prompt: promptText(req.prompt) }),
     async attempt(client, plan, { model, cancel }) {
       const reply = await client.post({ path: "/completions", body: plan.body, signal: cancel, model: model.model });
       if (plan.stream && contentTypeOf(reply).includes("text/event-stream")) return { kind: "stream", body: reply.body, maxBytes: reply.maxBytes };
@@ -82,4 +83,10 @@ async function affordCompletion(plan: CompletionsPlan, req: CompletionsRequest, 
   limited.maxTokens = maxTokens;
   limited.outputBound = limited.generations * maxTokens;
   plan.body = JSON.stringify(upstreamBody(req, model, limited.maxTokens, limited.temperature));
+}
+
+/** The prompt's start as text, for the fingerprint: the first prompt of several; token ids as numbers. */
+function promptText(prompt: CompletionsRequest["prompt"]): string {
+  const first = Array.isArray(prompt) && typeof prompt[0] !== "number" ? prompt[0] : prompt;
+  return typeof first === "string" ? first : Array.isArray(first) ? first.slice(0, 16_384).join(",") : "";
 }

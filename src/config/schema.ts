@@ -67,6 +67,14 @@ export const channelSchema = z.strictObject({
   queueTimeoutMs: z.number().int().positive().default(10_000),
   /** An upstream answer larger than this is cut with an error. */
   maxAnswerBytes: z.number().int().positive().default(16 * MIB),
+  /** The engine's Prometheus text (vLLM, SGLang), read every intervalMs for its queue and KV cache
+   *  (docs/routing.md#load); `"auto"` = `{baseUrl}/metrics`. Off when absent. */
+  engineMetrics: z
+    .strictObject({
+      url: z.union([z.literal("auto"), z.url({ protocol: /^https?$/ })]),
+      intervalMs: z.number().int().min(100).default(1_000),
+    })
+    .optional(),
   /** `GET {baseUrl}/v1/models` every intervalMs (0 = off) with the channel key. */
   healthCheck: z
     .strictObject({
@@ -100,6 +108,8 @@ const modelSchema = z.strictObject({
   maxFileTokens: z.number().int().nonnegative().default(8192),
   defaultSystemChatPrompt: z.string().default(""),
   inputPrice: z.number().nonnegative().default(0),
+  /** the price of input tokens the upstream served from its prefix cache (default: inputPrice) */
+  cachedInputPrice: z.number().nonnegative().optional(),
   outputPrice: z.number().nonnegative().default(0),
   charsPointsPrice: z.number().nonnegative().default(0),
   tokenizer: z.enum(["cl100k_base", "o200k_base"]).default("cl100k_base"),
@@ -270,6 +280,10 @@ const routingSchema = z.strictObject({
     .prefault({}),
   /** A queued call gains one priority for each agingMs it has waited, so none starves. */
   agingMs: z.number().int().positive().default(10_000),
+  /** `session`: a request with a session stays on its replica (docs/routing.md); `off`: every request goes least-loaded. */
+  affinity: z.enum(["session", "off"]).default("session"),
+  /** A pinned channel whose load is at least spillLoad × (the least other load + 1) spills the request. */
+  spillLoad: z.number().min(1).default(2),
 });
 
 const storeSchema = z.discriminatedUnion("driver", [

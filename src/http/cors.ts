@@ -5,10 +5,11 @@ import { setAnswerHeader } from "./node.js";
 
 const API_PATH = /^\/(api\/)?v1\//;
 
-// DELETE: /v1/responses/{id}; x-api-key and anthropic-*: the Anthropic SDK in a browser (/v1/messages)
+// DELETE: /v1/responses/{id}; x-api-key and anthropic-*: the Anthropic SDK in a browser (/v1/messages);
+// x-session-id: a browser app naming its session (docs/routing.md#affinity-key)
 export const PREFLIGHT_HEADERS = {
   "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
-  "access-control-allow-headers": "Authorization, Content-Type, X-Api-Key, Anthropic-Version, Anthropic-Beta",
+  "access-control-allow-headers": "Authorization, Content-Type, X-Api-Key, Anthropic-Version, Anthropic-Beta, X-Session-Id",
   "access-control-max-age": "600",
 };
 

@@ -16,6 +16,8 @@ export interface Tally {
   inputTokens: number;
   /** absent for kinds that generate no tokens (embeddings, rerank) */
   outputTokens?: number;
+  /** of `inputTokens`: served from the upstream's prefix cache; absent: none reported */
+  cachedTokens?: number;
   points: number;
   /** the upstream's, or client_abort / upstream_error / shutdown for a cut answer; absent where
    *  answers have none */
@@ -56,6 +58,7 @@ export class Meter {
     this.#ended = true;
     const outcome = !t.cut ? "ok" : t.cut instanceof UpstreamError ? t.cut.outcome : "http_error";
     this.deps.observer.upstreamFinished(this.channel, this.model, outcome);
+    if (t.cachedTokens) this.deps.observer.cachedTokens(this.channel, this.model, t.cachedTokens);
     // never past the hold: a budget spends at most what it held (docs/api.md#budgets); what the
     // upstream's usage says beyond it goes on the request log for the operator
     const points = Math.min(t.points, this.reservation.held);
@@ -74,7 +77,7 @@ export class Meter {
     if (this.channel) await this.#row(status, { inputTokens: 0, points: 0 }, error).catch(() => {});
   }
 
-  #row(status: number, t: Pick<Tally, "inputTokens" | "outputTokens" | "points" | "finishReason">, error?: GatewayError): Promise<void> {
+  #row(status: number, t: Pick<Tally, "inputTokens" | "outputTokens" | "cachedTokens" | "points" | "finishReason">, error?: GatewayError): Promise<void> {
     const { caller } = this;
     const durationMs = Math.round(performance.now() - this.at.started);
     return this.deps.store.recordUsage(
@@ -99,6 +102,7 @@ export class Meter {
         // a whole answer's first byte is sent with its last
         ttfbMs: this.facts.ttftMs === undefined ? durationMs : Math.round(this.facts.ttftMs),
         error: error ? cut(`${error.code}: ${error.message}`) : null,
+        cachedTokens: t.cachedTokens ?? 0,
       },
       caller.limits.map((l) => l.scope),
     );

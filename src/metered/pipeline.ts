@@ -21,6 +21,7 @@ import { identifyCaller, mayNameShareLink, type Caller, type CallerDeps, type Sh
 import { takeSlots, type FreeSlots } from "./concurrency.js";
 import { captureBodies, type BodyLogDeps } from "./body-capture.js";
 import { pinnedChannel } from "./channel-pin.js";
+import { affinityKey } from "./affinity.js";
 import { Meter } from "./meter.js";
 import type { Quota } from "./quota.js";
 import { answer } from "./respond.js";
@@ -107,12 +108,15 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     const m = meter;
     await spec.afford?.(plan, call, reservation.held);
 
-    // 7. An answer from some channel of the model; each attempt runs under its channel's total deadline.
+    // 7. An answer from some channel of the model — its session's replica first, where it has one
+    //    (docs/routing.md) —; each attempt runs under its channel's total deadline.
+    const signals = spec.affinity?.(plan, call);
     const { result } = await withFailover(
       deps.router,
       deps.observer,
       {
         model: model.model,
+        affinity: signals && affinityKey(signals, caller, model.model, event.req.headers),
         cancel,
         maxAttempts: deps.maxAttempts,
         pinned,

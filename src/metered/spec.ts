@@ -13,6 +13,7 @@ import type { RequestFacts } from "../http/facts.js";
 import type { Reply } from "../http/node.js";
 import type { AnswerSink } from "../stream/pump.js";
 import type { ChannelClient } from "../upstream/types.js";
+import type { AffinitySignals } from "./affinity.js";
 import type { Caller, ShareFields } from "./caller.js";
 import type { Tally } from "./meter.js";
 import type { WorstCase } from "./quota.js";
@@ -132,6 +133,9 @@ export interface MeteredSpec<Req, Model extends { model: string }, Plan extends 
   /** the hold was made: the plan shrinks to what it pays for when the budgets held less than its
    *  worst case (serve until spent, docs/api.md#budgets) */
   afford?(plan: Plan, call: Call<Req, Model>, heldPoints: number): Promise<void>;
+  /** what keeps the request's session on one replica (docs/routing.md#affinity-key); absent: the
+   *  kind has no session (embeddings, rerank, audio), its requests go to the least loaded channel */
+  affinity?(plan: Plan, call: Call<Req, Model>): AffinitySignals;
   /** one attempt on one channel: rejects with the channel's failure to move to the next */
   attempt(client: ChannelClient, plan: Plan, call: Call<Req, Model>): Promise<Answer>;
   /** the answer: whole, with what it used, or streamed; the pipeline settles either */

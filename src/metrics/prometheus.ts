@@ -11,6 +11,7 @@ import type {
   ChannelWriteOp,
   ChannelWriteOutcome,
   RequestRecord,
+  RouteDecision,
   ShareCallbackKind,
   ShareCallbackOutcome,
   UpstreamOutcome,
@@ -51,6 +52,7 @@ const OTHER = "other";
 const TOKEN_TYPES = ["input", "output"] as const;
 const ATTEMPT_OUTCOMES: AttemptOutcome[] = ["ok", "retried", "timeout", "rate_limited", "error", "circuit_open", "queue_full"];
 const SCOPE_KINDS = ["app", "key", "share"];
+const ROUTE_DECISIONS: RouteDecision[] = ["pinned", "spilled", "least_loaded"];
 const PROCESS_ERROR_KINDS: ProcessErrorKind[] = ["uncaught_exception", "unhandled_rejection"];
 const SHARE_KINDS: ShareCallbackKind[] = ["init", "start", "finish"];
 const CHANNEL_WRITE_OPS: ChannelWriteOp[] = ["create", "update", "delete", "status"];
@@ -130,6 +132,18 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       let series = waits.get(key);
       if (!series) waits.set(key, (series = f.queueWait.labels(name, String(priority))));
       series.observe(amount(seconds));
+    },
+
+    routeDecision(model: string, decision: RouteDecision) {
+      f.routeDecisions.inc({ model: label.model(model), decision });
+    },
+
+    channelLoad(channel: string, load: number) {
+      f.channelLoad.set({ channel: label.channel(channel) }, amount(load));
+    },
+
+    cachedTokens(channel: string, model: string, tokens: number) {
+      f.cachedTokens.inc({ model: label.model(model), channel: label.channel(channel) }, amount(tokens));
     },
 
     configReloaded(ok: boolean) {
@@ -300,6 +314,25 @@ function defineFamilies(registers: Registry, tally: Tallies, inflight: () => num
       aggregator: "min",
       ...reg,
     }),
+    // docs/routing.md#metrics
+    routeDecisions: new Counter({
+      name: "sluice_route_decisions_total",
+      help: "How each request's first channel was chosen: pinned (its session's replica), spilled (the pinned one was unavailable or too loaded), least_loaded (no session).",
+      labelNames: ["model", "decision"] as const,
+      ...reg,
+    }),
+    cachedTokens: new Counter({
+      name: "sluice_upstream_cached_tokens_total",
+      help: "Prompt tokens the upstream served from its prefix cache (usage.prompt_tokens_details.cached_tokens), by model and channel.",
+      labelNames: ["model", "channel"] as const,
+      ...reg,
+    }),
+    channelLoad: new Gauge({
+      name: "sluice_channel_load",
+      help: "A channel's load as routing sees it: its calls in flight, or its engine's running + waiting requests when more.",
+      labelNames: ["channel"] as const,
+      ...reg,
+    }),
   };
 }
 
@@ -322,10 +355,13 @@ function initialiseNames(f: Families, channels: string[], models: string[]): voi
     f.channelUp.set({ channel }, 0);
     f.queueDepth.set({ channel }, 0);
     f.queueWait.zero({ channel, priority: "0" });
+    f.channelLoad.set({ channel }, 0);
+    for (const model of models) f.cachedTokens.inc({ model, channel }, 0);
     for (const outcome of ATTEMPT_OUTCOMES) f.attempts.inc({ channel, outcome }, 0);
     for (const model of models) f.upstream.inc({ channel, model, outcome: "ok" }, 0);
   }
   for (const model of models) {
+    for (const decision of ROUTE_DECISIONS) f.routeDecisions.inc({ model, decision }, 0);
     f.ttft.zero({ model });
     for (const type of TOKEN_TYPES) f.tokenUsage.zero({ gen_ai_request_model: model, gen_ai_token_type: type });
   }

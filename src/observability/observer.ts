@@ -51,6 +51,12 @@ export interface Observer {
   channelQueue(channel: string, depth: number): void;
   /** a call's wait in the channel's queue (0 when a slot was free), by the caller's configured priority */
   queueWait(channel: string, priority: number, seconds: number): void;
+  /** how a request's first channel was chosen (docs/routing.md) */
+  routeDecision(model: string, decision: RouteDecision): void;
+  /** a channel's load as routing sees it (docs/routing.md#load) */
+  channelLoad(channel: string, load: number): void;
+  /** prompt tokens the channel served from its prefix cache */
+  cachedTokens(channel: string, model: string, tokens: number): void;
   /** a config reload: `notes` are the problems of a refused one, or what needs a restart */
   configReloaded(ok: boolean, notes: string[]): void;
   /** an error that reached the process's last resort (the gateway carries on) */
@@ -80,6 +86,7 @@ export type ChannelWriteOp = "create" | "update" | "delete" | "status";
 /** `refused`: bad input, writes off, a taken name; `error`: the store failed */
 export type ChannelWriteOutcome = "ok" | "refused" | "error";
 
+export type RouteDecision = "pinned" | "spilled" | "least_loaded";
 export type AttemptOutcome = "ok" | "retried" | "timeout" | "rate_limited" | "error" | "circuit_open" | "queue_full";
 export type ProcessErrorKind = "uncaught_exception" | "unhandled_rejection";
 
@@ -95,6 +102,9 @@ export function combineObservers(observers: Observer[]): Observer {
     budgetRefused: (kind) => observers.forEach((o) => o.budgetRefused(kind)),
     channelQueue: (c, depth) => observers.forEach((o) => o.channelQueue(c, depth)),
     queueWait: (c, p, s) => observers.forEach((o) => o.queueWait(c, p, s)),
+    routeDecision: (m, d) => observers.forEach((o) => o.routeDecision(m, d)),
+    channelLoad: (c, load) => observers.forEach((o) => o.channelLoad(c, load)),
+    cachedTokens: (c, m, n) => observers.forEach((o) => o.cachedTokens(c, m, n)),
     configReloaded: (ok, notes) => observers.forEach((o) => o.configReloaded(ok, notes)),
     processError: (kind) => observers.forEach((o) => o.processError(kind)),
     channelWrite: (op, outcome) => observers.forEach((o) => o.channelWrite(op, outcome)),
@@ -112,6 +122,9 @@ export const silentObserver: Observer = {
   budgetRefused() {},
   channelQueue() {},
   queueWait() {},
+  routeDecision() {},
+  channelLoad() {},
+  cachedTokens() {},
   configReloaded() {},
   processError() {},
   channelWrite() {},

@@ -64,6 +64,9 @@ export function createRequestLog(logger: Logger): Observer {
 
     channelQueue() {},
     queueWait() {},
+    routeDecision() {},
+    channelLoad() {},
+    cachedTokens() {},
 
     configReloaded(ok, notes) {
       if (!ok) logger.error({ problems: notes }, "config refused, the running one is kept");

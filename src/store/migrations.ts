@@ -194,6 +194,11 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE usage ADD COLUMN ttfb_ms INTEGER;
   ALTER TABLE usage ADD COLUMN error TEXT;
   `,
+  // issue 29: usage rows keep the prompt tokens the upstream served from its prefix cache
+  //    (docs/routing.md#cached-tokens); rows written before have 0
+  `
+  ALTER TABLE usage ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+  `,
 ];
 
 /** Brings the database to the latest schema version; refuses a database made by a newer build. */

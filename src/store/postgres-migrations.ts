@@ -140,6 +140,11 @@ export const PG_MIGRATIONS: readonly string[] = [
   ALTER TABLE usage ADD COLUMN request_id text, ADD COLUMN endpoint text, ADD COLUMN channel_id bigint,
     ADD COLUMN attempts integer, ADD COLUMN ttfb_ms bigint, ADD COLUMN error text;
   `,
+  // issue 29: usage rows keep the prompt tokens the upstream served from its prefix cache
+  //    (docs/routing.md#cached-tokens); rows written before have 0
+  `
+  ALTER TABLE usage ADD COLUMN cached_tokens bigint NOT NULL DEFAULT 0;
+  `,
 ];
 
 /** Any constant: the advisory lock every Sluice instance takes around its migration. */

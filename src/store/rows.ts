@@ -105,15 +105,15 @@ export function newestMessages(rounds: readonly StoredRound[], limit: number, ma
 }
 
 /** The usage table's columns, in the order usageValues gives them. */
-export const USAGE_COLUMNS = 19;
+export const USAGE_COLUMNS = 20;
 
 /** A usage row's values in column order: time, app_id, key_name, share_id, model, channel,
  *  input_tokens, output_tokens, points, status, duration_ms, chat_id, finish_reason, request_id,
- *  endpoint, channel_id, attempts, ttfb_ms, error. */
+ *  endpoint, channel_id, attempts, ttfb_ms, error, cached_tokens. */
 export function usageValues(row: UsageRow): unknown[] {
-  const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason } = row;
+  const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason, cachedTokens } = row;
   const { requestId = null, endpoint = null, channelId = null, attempts = null, ttfbMs = null, error = null } = row;
-  return [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason, requestId, endpoint, channelId, attempts, ttfbMs, error];
+  return [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason, requestId, endpoint, channelId, attempts, ttfbMs, error, cachedTokens];
 }
 
 /** Adds a row's points to the spend of each budget it counts against: a scope named twice is still

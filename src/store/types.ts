@@ -90,6 +90,8 @@ export interface UsageRow {
   chatId: string | null;
   /** why the answer ended (`stop`, `length`, `client_abort`, …); null when there was none */
   finishReason: string | null;
+  /** of `inputTokens`: those the upstream served from its prefix cache (0 when it reports none) */
+  cachedTokens: number;
   // what FastGPT's call logs show (docs/fastgpt.md#call-logs); absent on rows written before them
   /** the answer's x-request-id */
   requestId?: string | null;

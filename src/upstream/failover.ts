@@ -20,6 +20,8 @@ export interface AttemptOptions {
   model: string;
   cancel: Cancel;
   maxAttempts: number;
+  /** the request's affinity key, a digest (docs/routing.md#affinity-key): its session's channel first */
+  affinity?: string;
   /** who is asking (a key, or a share link's client address): a plain 500 is judged by how many callers meet it */
   caller: string;
   /** the one channel to try, whatever its status or breaker (FastGPT's Aiproxy-Channel, docs/fastgpt.md#model-calls) */
@@ -37,7 +39,7 @@ export async function withFailover<T>(
   req: AttemptOptions,
   call: (client: ChannelClient) => Promise<T>,
 ): Promise<{ result: T; entry: ChannelEntry; attempts: number }> {
-  const candidates = req.pinned ? [req.pinned] : router.candidates(req.model);
+  const candidates = req.pinned ? [req.pinned] : router.candidates(req.model, req.affinity);
   let lastError: GatewayError | undefined;
   let attempts = 0;
   for (const entry of candidates) {

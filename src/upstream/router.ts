@@ -1,16 +1,21 @@
-// Chooses the channels for a model (docs/api.md#upstream-failures): by priority (higher first), weighted at random
-// inside a priority, channels seen down tried after the others. Keeps each channel's `up` (its last
-// request or health check succeeded; unknown = down) and its breaker in the cluster state.
+// Chooses the channels for a model (docs/api.md#upstream-failures): by priority (higher first), a
+// session on its replica and the rest least loaded inside a priority (./pick.ts, docs/routing.md),
+// channels seen down tried after the others. Keeps each channel's `up` (its last request or health
+// check succeeded; unknown = down), its breaker in the cluster state, and its engine's load.
 import type { ClusterState } from "../cluster/types.js";
 import type { Observer } from "../observability/observer.js";
+import { STALE_INTERVALS, startEngineScrapes } from "./engine-load.js";
 import { startHealthChecks } from "./health-check.js";
 import { createOpenAIChannel, type QueueHooks } from "./openai-channel.js";
+import { orderChannels, type ChannelView } from "./pick.js";
 import type { ChannelClient, ChannelEntry, UpstreamChannelConfig } from "./types.js";
 
 export type { ChannelEntry };
 
 /** Distinct callers whose 500s make a channel failing: one caller's content cannot trip it for all. */
 const SERVER_ERROR_CALLERS = 2;
+/** An engine whose KV cache is this full counts as at spill load (docs/routing.md#spill). */
+const KV_FULL = 0.95;
 
 export interface RouterOptions {
   random?: () => number;
@@ -21,6 +26,24 @@ export interface RouterOptions {
   clientFor?: (config: UpstreamChannelConfig) => ChannelClient | undefined;
   /** a channel disabled through FastGPT's AI Proxy API is never a candidate (docs/fastgpt.md#channels) */
   enabled?: (channel: string) => boolean;
+  /** `routing.affinity` and `routing.spillLoad` (docs/configuration.md#routing) */
+  affinity?: "session" | "off";
+  spillLoad?: number;
+}
+
+/** How often this instance tells the others its calls in flight per channel (docs/routing.md#load). */
+const LOAD_SHARE_MS = 500;
+
+/** This instance's calls on the channel: holding a connection or waiting for one. */
+function localLoad(e: ChannelEntry): number {
+  const local = e.client.load?.();
+  return local ? local.active + local.queued : 0;
+}
+
+/** The engine's figures are used while younger than STALE_INTERVALS scrape intervals. */
+function freshEngine(e: ChannelEntry, at: number): { queue: number; kv: number } | undefined {
+  const interval = e.config.engineMetrics?.intervalMs;
+  return e.engine && interval !== undefined && at - e.engine.at <= STALE_INTERVALS * interval ? e.engine : undefined;
 }
 
 export function createChannelRouter(channels: UpstreamChannelConfig[], observer: Observer, state: ClusterState, opts: RouterOptions = {}) {
@@ -41,18 +64,48 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
 
   const enabled = opts.enabled ?? (() => true);
 
-  /** Candidates in the order to try them; empty when no enabled channel serves the model. */
-  function candidates(model: string): ChannelEntry[] {
+  /** A channel's load (docs/routing.md#load): its calls in flight, or its engine's running +
+   *  waiting when that is more and fresh. */
+  function loadOf(e: ChannelEntry): number {
+    const inflight = localLoad(e) + (othersLoad.get(e.config.name) ?? 0);
+    const engine = freshEngine(e, now());
+    return engine ? Math.max(inflight, engine.queue) : inflight;
+  }
+  const view: ChannelView = {
+    load: loadOf,
+    kvFull: (e) => (freshEngine(e, now())?.kv ?? 0) >= KV_FULL,
+    // full: no room for one more call now (its `concurrency`, else its connections)
+    gateFull: (e) => (e.client.hasRoom ? !e.client.hasRoom() : (e.client.load?.().active ?? 0) >= e.config.connections),
+    breakerOpen: (e) => {
+      const b = state.breaker(e.config.name);
+      return b.phase === "open" && b.retryAt > now();
+    },
+  };
+  const pickOptions = { spillLoad: opts.spillLoad ?? 2, random };
+  // the other instances' calls in flight (with a cluster state), told every LOAD_SHARE_MS
+  let othersLoad = new Map<string, number>();
+  const shareLoads = () => {
+    const own = Object.fromEntries(entries.map((e) => [e.config.name, localLoad(e)]));
+    state.shareChannelLoads(own, now()).then(
+      (others) => {
+        othersLoad = others;
+        for (const e of entries) observer.channelLoad(e.config.name, loadOf(e));
+      },
+      () => {},
+    );
+  };
+  const sharing = setInterval(shareLoads, LOAD_SHARE_MS);
+  sharing.unref();
+
+  /** Candidates in the order to try them; empty when no channel serves the model. `affinity`: the
+   *  request's key (a digest), which keeps its session on one channel while routing.affinity is on. */
+  function candidates(model: string, affinity?: string): ChannelEntry[] {
     const all = byModel.get(model);
     const list = all?.every((e) => enabled(e.config.name)) ? all : all?.filter((e) => enabled(e.config.name));
     if (!list || list.length <= 1) return list ?? [];
-    const remaining = [...list];
-    const ordered: ChannelEntry[] = [];
-    while (remaining.length > 0) {
-      const pick = pickNext(remaining, random);
-      ordered.push(pick);
-      remaining.splice(remaining.indexOf(pick), 1);
-    }
+    const { ordered, decision } = orderChannels(list, view, { ...pickOptions, affinity: opts.affinity === "off" ? undefined : affinity });
+    observer.routeDecision(model, decision);
+    for (const e of list) observer.channelLoad(e.config.name, loadOf(e));
     return ordered;
   }
 
@@ -81,6 +134,7 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
   }
 
   const health = startHealthChecks(entries, { report });
+  const scrapes = startEngineScrapes(entries, now, (e) => observer.channelLoad(e.config.name, loadOf(e)));
 
   return {
     entries,
@@ -91,13 +145,18 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
     admit: (entry: ChannelEntry) => state.admitChannel(entry.config.name, now()),
     breaker: (entry: ChannelEntry) => state.breaker(entry.config.name),
     serves: (model: string) => byModel.has(model),
+    load: loadOf,
     close: async () => {
       health.stop();
+      scrapes.stop();
+      clearInterval(sharing);
       await Promise.all(entries.map((e) => e.client.close()));
     },
     /** Stops this router's health checks and closes the pools the `next` router no longer uses. */
     retire: async (next: ChannelEntry[]) => {
       health.stop();
+      scrapes.stop();
+      clearInterval(sharing);
       await Promise.all(entries.filter((e) => !next.includes(e)).map((e) => e.client.close()));
     },
   };
@@ -108,18 +167,4 @@ export type ChannelRouter = ReturnType<typeof createChannelRouter>;
 /** The channel's queue, told to the metrics: its depth, and each call's wait by the caller's priority. */
 function queueHooks(observer: Observer, channel: string): QueueHooks {
   return { onDepth: (depth) => observer.channelQueue(channel, depth), onWait: (ms, priority) => observer.queueWait(channel, priority, ms / 1000) };
-}
-
-function pickNext(list: ChannelEntry[], random: () => number): ChannelEntry {
-  const up = list.filter((e) => e.up !== false);
-  const pool = up.length > 0 ? up : list;
-  const top = Math.max(...pool.map((e) => e.config.priority));
-  const group = pool.filter((e) => e.config.priority === top);
-  const total = group.reduce((s, e) => s + e.config.weight, 0);
-  let r = random() * total;
-  for (const e of group) {
-    r -= e.config.weight;
-    if (r < 0) return e;
-  }
-  return group[group.length - 1]!;
 }

@@ -69,4 +69,6 @@ export interface ChannelEntry {
   healthFailing?: boolean;
   /** callers whose requests got a plain 500 since the channel last answered well */
   serverErrorCallers?: Set<string>;
+  /** the engine's last scraped figures (docs/routing.md#load): running + waiting, KV cache use, when */
+  engine?: { queue: number; kv: number; at: number };
 }

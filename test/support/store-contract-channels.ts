@@ -46,7 +46,7 @@ export function describeLogContract(current: () => Store): void {
   const row = (over: Partial<UsageRow>): UsageRow => ({
     time: T0, appId: "support", keyName: "web", shareId: null, model: "glm", channel: "local", inputTokens: 10, outputTokens: 5,
     points: 1.5, status: 200, durationMs: 30, chatId: null, finishReason: "stop", requestId: "r0", endpoint: "/v1/chat/completions",
-    channelId: 4, attempts: 1, ttfbMs: 12, error: null, ...over,
+    channelId: 4, attempts: 1, ttfbMs: 12, error: null, cachedTokens: 0, ...over,
   });
   const search = (over: Partial<UsageSearch> = {}): UsageSearch => ({ from: T0, to: T0 + 3 * MINUTE, order: { by: "time", desc: true }, limit: 10, offset: 0, ...over });
 

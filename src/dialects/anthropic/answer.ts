@@ -48,7 +48,7 @@ export function toAnswer(completion: CompletionJson, usage: DialectUsage, ctx: M
     model: ctx.model,
     content,
     ...stopOf(choice?.finish_reason, hadToolUse, choice?.stop_reason, ctx),
-    usage: usageOf(usage.input, usage.output),
+    usage: usageOf(usage.input, usage.output, usage.cached),
   };
 }
 

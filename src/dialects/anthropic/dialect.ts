@@ -16,6 +16,8 @@ export const anthropicDialect: ChatDialect<MessagesRequest, MessagesCtx> = {
   toChat: async (req) => buildChat(req),
   answer: toAnswer,
   stream: createStreamTranslator,
+  // Claude Code puts its session in metadata.user_id
+  session: (req) => req.metadata?.user_id,
 };
 
 /** Claude Code (and SDKs before 1.x) send `x-api-key`; the 1.x SDKs, and Claude Code given

@@ -22,8 +22,10 @@ export function stopOf(finishReason: string | null | undefined, hadToolUse: bool
   return { stop_reason: "end_turn", stop_sequence: null };
 }
 
-/** Anthropic's usage object; Sluice caches nothing, so the cache counts are 0 (never absent: clients
- *  add them up). */
-export function usageOf(input: number, output: number) {
-  return { input_tokens: input, output_tokens: output, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+/** Anthropic's usage object (never without its cache counts: clients add them up). As Anthropic
+ *  counts, `input_tokens` is the uncached rest and the engine's prefix-cache hits are
+ *  `cache_read_input_tokens` (docs/routing.md#cached-tokens); nothing is written to a cache on request. */
+export function usageOf(input: number, output: number, cached = 0) {
+  const read = Math.min(Math.max(0, cached), input);
+  return { input_tokens: input - read, output_tokens: output, cache_creation_input_tokens: 0, cache_read_input_tokens: read };
 }

@@ -148,8 +148,9 @@ export function createStreamTranslator(ctx: MessagesCtx): StreamTranslator {
       done = true;
       const out = drain(true) + close();
       const stop = stopOf(finishReason, hadToolUse, stopString, ctx);
-      const { input_tokens, output_tokens } = usageOf(usage.input, usage.output);
-      return out + event("message_delta", { type: "message_delta", delta: stop, usage: { input_tokens, output_tokens } }) + event("message_stop", { type: "message_stop" });
+      // the cached share is known only now: message_delta carries it (message_start said 0)
+      const { input_tokens, output_tokens, cache_read_input_tokens } = usageOf(usage.input, usage.output, usage.cached);
+      return out + event("message_delta", { type: "message_delta", delta: stop, usage: { input_tokens, output_tokens, cache_read_input_tokens } }) + event("message_stop", { type: "message_stop" });
     },
 
     fail(err) {

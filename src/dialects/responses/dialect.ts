@@ -40,6 +40,7 @@ export function createResponsesDialect(deps: ResponsesDialectDeps): ChatDialect<
     },
     answer: toResponse,
     stream: createResponsesStream,
+    session: (req) => req.prompt_cache_key,
     keep(ctx, answer, caller) {
       if (!answer) return undefined;
       const row = storedRow(ctx, answer as ResponseObject, { appId: caller.app.id, keyName: caller.key?.name ?? null }, { now: Date.now(), retentionDays: limits.retentionDays });
