@@ -40,6 +40,8 @@ export interface GatewayDeps {
   state?: ClusterState;
   /** reads and validates the config again (throws ConfigError): what a reload swaps in */
   loadConfig?: () => Config;
+  /** the clock of quotas by time and key expiry (tests move it through minutes and days); absent: Date.now */
+  clock?: () => number;
 }
 
 export interface Gateway {
@@ -80,6 +82,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     inflight: new Inflight(),
     reload: () => reload(),
     keys: createCreatedKeys(deps.store, state),
+    clock: deps.clock ?? Date.now,
   };
   let current: Runtime = buildRuntime(config, shared);
   breakerOptions = () => current.config.routing.breaker;

@@ -51,6 +51,8 @@ export interface Shared {
   /** the gateway's reload, for the operations API */
   reload: () => Promise<ReloadResult>;
   keys: CreatedKeys;
+  /** what time it is for quotas by time and key expiry (tests inject one) */
+  clock: () => number;
 }
 
 export type Handler = (event: H3Event) => Promise<Reply>;
@@ -101,7 +103,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
   const apps = new Map(config.apps.map((a) => [a.id, a]));
   const links = new Map(config.shareLinks.map((l) => [l.shareId, l]));
   const aliases = createAliases(config.aliases);
-  const keyring = createKeyring(config.apiKeys, shared.keys);
+  const keyring = createKeyring(config.apiKeys, shared.keys, shared.clock);
   // rerank models with their own requestUrl get a channel of their own (docs/fleet.md#rerank)
   const router = createChannelRouter(upstreamChannels(config), shared.observer, shared.state, { previous: previous?.router.entries });
 
@@ -119,6 +121,8 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
     observer: shared.observer,
     store: shared.store,
     resolveShareLink: (shareId: unknown, now: number) => resolveShareLink(links, shareId, now),
+    timezone: config.server.timezone,
+    clock: shared.clock,
   };
   const serves = router.serves;
   const chatDeps = { models, aliases, serves, store: shared.store, shareAuth: shared.shareAuth, maxBytes: body.maxBytes, maxTurnBytes: config.server.maxTurnBytes };

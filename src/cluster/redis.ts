@@ -174,7 +174,7 @@ export function createRedisClusterState(opts: RedisClusterOptions): ClusterState
 
   return {
     admit: (holds, points, rates, now, spent) => budgets.admit(holds, points, rates, now, spent),
-    settle: (scopes, held, actual) => budgets.settle(scopes, held, actual),
+    settle: (scopes, held, actual, tokens) => budgets.settle(scopes, held, actual, tokens),
 
     admitChannel: (channel, now) => breakers.admit(channel, now),
     channelResult: (channel, ok, now, retryAfterMs) => breakers.record(channel, ok, now, retryAfterMs),

@@ -12,6 +12,23 @@ const FRAME_SOURCE = /^('self'|'none'|https?:\/\/(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})
 const name = z.string().min(1);
 const points = z.number().min(-1).default(-1); // -1 = no limit
 const qpm = z.number().int().min(0).default(0); // 0 = no limit
+/** Quotas by time on apps, keys and share links (docs/configuration.md#quotas-by-time). */
+const timeQuotas = {
+  /** tokens (prompt + completion) a minute; 0 = no limit */
+  tpm: z.number().int().min(0).default(0),
+  /** points a calendar `period` in server.timezone; -1 = no limit */
+  periodPoints: points,
+  period: z.enum(["day", "week", "month"]).default("day"),
+};
+/** An IANA time zone name that this Node knows (`UTC`, `Europe/Berlin`). */
+export const timeZone = z.string().refine((tz) => {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}, "expected an IANA time zone name such as \"UTC\" or \"Europe/Berlin\"");
 
 /** A client key: exactly one of the plain value (or `${ENV}`) or its sha256 hex digest. */
 const apiKeySchema = z
@@ -26,6 +43,9 @@ const apiKeySchema = z
       .optional(),
     maxUsagePoints: points,
     qpm,
+    ...timeQuotas,
+    /** after this instant the key is refused with 401 key_expired */
+    expiresAt: z.iso.datetime({ offset: true }).nullable().default(null),
   })
   .superRefine((k, ctx) => {
     if ((k.key === undefined) === (k.sha256 === undefined))
@@ -142,6 +162,7 @@ const appSchema = z.strictObject({
   sharedChats: z.boolean().default(false),
   maxUsagePoints: points,
   qpm,
+  ...timeQuotas,
 });
 
 const shareLinkSchema = z.strictObject({
@@ -150,6 +171,7 @@ const shareLinkSchema = z.strictObject({
   authHost: z.url({ protocol: /^https?$/ }).optional(),
   qpm,
   maxUsagePoints: points,
+  ...timeQuotas,
   expiresAt: z.iso.datetime({ offset: true }).nullable().default(null),
   responseDetail: z.boolean().default(false),
   callbackTimeoutMs: z.number().int().positive().default(5_000),
@@ -195,6 +217,8 @@ const serverSchema = z.strictObject({
   trustProxy: z.number().int().min(0).default(0),
   /** Calls a minute to /api/share/init|chats|chat from one client address, all links together (0 = no limit). */
   shareApiQpm: z.number().int().min(0).default(60),
+  /** The IANA time zone of period budgets' days, weeks (from Monday) and months. */
+  timezone: timeZone.default("UTC"),
   /** Processes serving the port (one is the primary when more). */
   workers: z.number().int().min(1).default(1),
   /** The share window page: who may show it in a frame (its CSP's frame-ancestors). */

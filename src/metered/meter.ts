@@ -39,7 +39,7 @@ export class Meter {
     private readonly model: string,
     private readonly reservation: Reservation,
     private readonly facts: RequestFacts,
-    private readonly at: { time: number; started: number; chatId?: string },
+    private readonly at: { time: number; started: number; chatId?: string; user?: string },
   ) {}
 
 
@@ -52,7 +52,8 @@ export class Meter {
     this.deps.observer.upstreamFinished(this.channel, this.model, outcome);
     Object.assign(this.facts, { inputTokens: t.inputTokens, outputTokens: t.outputTokens, points: t.points, finishReason: t.finishReason });
     await Promise.all([this.#row(t.cut?.status ?? 200, t), ...also]);
-    this.reservation.settle(t.points);
+    // tokens per minute count what the kind has tokens of (speech and transcription hold none)
+    this.reservation.settle(t.points, t.inputTokens + (t.outputTokens ?? 0));
   }
 
   /** Nothing was generated: the hold released, and a usage row with `status` once a channel was
@@ -81,6 +82,7 @@ export class Meter {
         durationMs: Math.round(performance.now() - this.at.started),
         chatId: this.at.chatId ?? null,
         finishReason: t.finishReason ?? null,
+        user: this.at.user ?? null,
       },
       caller.limits.map((l) => l.scope),
     );

@@ -16,7 +16,7 @@ import type { Observer } from "../observability/observer.js";
 import type { Store } from "../store/types.js";
 import { withFailover } from "../upstream/failover.js";
 import type { ChannelRouter } from "../upstream/router.js";
-import { identifyCaller, type CallerDeps } from "./caller.js";
+import { endUser, identifyCaller, type CallerDeps } from "./caller.js";
 import { Meter } from "./meter.js";
 import type { Quota } from "./quota.js";
 import { isStreamed, type Call, type MeteredSpec, type PlanBase, type Streamed } from "./spec.js";
@@ -32,6 +32,8 @@ export interface MeteredDeps extends CallerDeps {
   maxAttempts: number;
   /** proxies in front whose X-Forwarded-For is believed (server.trustProxy) */
   trustProxy: number;
+  /** epoch ms now: the moment quotas by time are judged at */
+  clock: () => number;
 }
 
 const bearer = (headers: Headers) => headers.get("authorization");
@@ -41,7 +43,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   deps: MeteredDeps,
   spec: MeteredSpec<Req, Model, Plan, Answer>,
 ): Promise<Reply> {
-  const time = Date.now();
+  const time = deps.clock();
   const started = performance.now();
   const facts = factsOf(event);
 
@@ -79,9 +81,9 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     // 6. Budgets: the worst case (or what is left of it) is held before the call and settled to the
     //    actual after; a plan the budgets cannot pay in full shrinks to what they hold.
     const reservation = await deps.quota.admit(caller.limits, plan.worstCase, time, { ratesCounted: true });
-    meter = new Meter(deps, caller, model.model, reservation, facts, { time, started, chatId: plan.chatId });
+    meter = new Meter(deps, caller, model.model, reservation, facts, { time, started, chatId: plan.chatId, user: plan.user ?? endUser(body) });
     const m = meter;
-    await spec.afford?.(plan, call, reservation.held);
+    await spec.afford?.(plan, call, reservation);
 
     // 7. An answer from some channel of the model; each attempt runs under its channel's total deadline.
     const { result } = await withFailover(

@@ -11,7 +11,7 @@ import type { Reply } from "../http/node.js";
 import type { ChannelClient } from "../upstream/types.js";
 import type { Caller } from "./caller.js";
 import type { Meter } from "./meter.js";
-import type { WorstCase } from "./quota.js";
+import type { Held, WorstCase } from "./quota.js";
 
 /** What the pipeline knows of a request once its caller and model are known. */
 export interface Call<Req, Model> {
@@ -32,6 +32,9 @@ export interface PlanBase {
   worstCase: WorstCase | number;
   /** the conversation the usage row names */
   chatId?: string;
+  /** the end user the usage row names, when the kind knows better than the request's own fields
+   *  (a share link's uid, from the operator's callback) */
+  user?: string;
 }
 
 /** An answer streamed to the client: the head, then `pump` writes the body. A failure `pump`
@@ -67,7 +70,7 @@ export interface MeteredSpec<Req, Model extends { model: string }, Plan extends 
   prepare(call: Call<Req, Model>): Promise<Plan>;
   /** the hold was made: the plan shrinks to what it pays for when the budgets held less than its
    *  worst case (serve until spent, docs/api.md#budgets) */
-  afford?(plan: Plan, call: Call<Req, Model>, heldPoints: number): Promise<void>;
+  afford?(plan: Plan, call: Call<Req, Model>, hold: Held): Promise<void>;
   /** one attempt on one channel: rejects with the channel's failure to move to the next */
   attempt(client: ChannelClient, plan: Plan, call: Call<Req, Model>): Promise<Answer>;
   /** the answer, whole (settled through `meter` before it is returned) or streamed */

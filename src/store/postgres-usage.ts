@@ -35,11 +35,11 @@ const SQL = {
   recordUsage: {
     name: "record-usage",
     text: `WITH inserted AS (
-        INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens, points, status, duration_ms, chat_id, finish_reason)
+        INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens, points, status, duration_ms, chat_id, finish_reason, "user")
         SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
-          $9::numeric[], $10::integer[], $11::bigint[], $12::text[], $13::text[])
+          $9::numeric[], $10::integer[], $11::bigint[], $12::text[], $13::text[], $14::text[])
       )
-      INSERT INTO spend (scope, points) SELECT * FROM unnest($14::text[], $15::float8[])
+      INSERT INTO spend (scope, points) SELECT * FROM unnest($15::text[], $16::float8[])
       ON CONFLICT (scope) DO UPDATE SET points = spend.points + EXCLUDED.points`,
   },
   getSpent: { name: "get-spent", text: `SELECT points FROM spend WHERE scope = $1` },

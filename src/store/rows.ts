@@ -99,13 +99,13 @@ export function newestMessages(rounds: readonly StoredRound[], limit: number, ma
 }
 
 /** The usage table's columns, in the order usageValues gives them. */
-export const USAGE_COLUMNS = 13;
+export const USAGE_COLUMNS = 14;
 
 /** A usage row's values in column order: time, app_id, key_name, share_id, model, channel,
- *  input_tokens, output_tokens, points, status, duration_ms, chat_id, finish_reason. */
+ *  input_tokens, output_tokens, points, status, duration_ms, chat_id, finish_reason, user. */
 export function usageValues(row: UsageRow): unknown[] {
-  const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason } = row;
-  return [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason];
+  const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason, user } = row;
+  return [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason, user ?? null];
 }
 
 /** Adds a row's points to the spend of each budget it counts against: a scope named twice is still

@@ -90,6 +90,9 @@ export interface UsageRow {
   chatId: string | null;
   /** why the answer ended (`stop`, `length`, `client_abort`, …); null when there was none */
   finishReason: string | null;
+  /** the end user: a share link's uid, else the request's `user` / `safety_identifier` /
+   *  `metadata.user_id` (docs/api.md#usage); null when none was named */
+  user?: string | null;
 }
 
 export interface UsageTotals {
@@ -127,6 +130,13 @@ export interface CreatedKeyRow {
   maxUsagePoints: number;
   /** 0: no rate limit */
   qpm: number;
+  /** tokens a minute; 0 (or absent): no limit */
+  tpm?: number;
+  /** points a period; -1 (or absent): no budget */
+  periodPoints?: number;
+  period?: "day" | "week" | "month";
+  /** epoch milliseconds; null (or absent): never expires */
+  expiresAt?: number | null;
   /** epoch milliseconds */
   createdAt: number;
   revokedAt: number | null;
