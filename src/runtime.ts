@@ -160,7 +160,7 @@ export function buildRuntime(config: Config, shared: Shared, previous?: Runtime)
       responseDelete: storedResponses.delete,
       models: catalog.models,
       model: catalog.model,
-      usage: createUsageRoute({ keyring, apps, store: shared.store, kinds }),
+      usage: createUsageRoute({ keyring, apps, store: shared.store, kinds, timezone: config.server.timezone }),
       shareInit: async (e) => jsonResponse(await share.init(e)),
       shareChats: async (e) => jsonResponse(await share.chats(e)),
       shareChat: async (e) => jsonResponse(await share.chat(e)),

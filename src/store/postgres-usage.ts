@@ -3,8 +3,8 @@
 // report in one scan.
 import type { PgPool, PgWrite } from "./postgres-pool.js";
 import { asEpoch } from "./postgres-chats.js";
-import { USAGE_COLUMNS, addSpend, usageValues } from "./rows.js";
-import type { UsageQuery, UsageRow, UsageSummary, UsageTotals } from "./types.js";
+import { USAGE_COLUMNS, addSpend, usageGroupOf, usageGroupSql, usageValues } from "./rows.js";
+import type { UsageGroup, UsageGroupsQuery, UsageQuery, UsageRow, UsageSummary, UsageTotals } from "./types.js";
 
 export type UsageWrite = { kind: "usage"; row: UsageRow; scopes: string[] };
 
@@ -78,6 +78,15 @@ export function createPgUsageOps(db: PgPool, write: (usage: UsageWrite) => Promi
       };
       if (byFinishReason) summary.finishReasons = rows.filter((r) => r.level === 6).map((r) => ({ finishReason: r.finish_reason, ...totalsOf(r) }));
       return summary;
+    },
+    async groupUsage(query: UsageGroupsQuery): Promise<UsageGroup[]> {
+      const { select, groupBy } = usageGroupSql(query);
+      const text = `SELECT ${select}COUNT(*) AS requests, COALESCE(SUM(input_tokens), 0)::bigint AS "inputTokens",
+          COALESCE(SUM(output_tokens), 0)::bigint AS "outputTokens", COALESCE(SUM(points), 0)::float8 AS points
+        FROM usage WHERE time >= $1 AND time < $2 AND ($3::text IS NULL OR app_id = $3) ${groupBy}`;
+      const values = [asEpoch(query.from ?? Number.MIN_SAFE_INTEGER), asEpoch(query.to ?? Number.MAX_SAFE_INTEGER), query.appId ?? null];
+      const rows = await db.report<Record<string, unknown>>({ text }, values);
+      return rows.filter((r) => Number(r.requests) > 0).map((r) => usageGroupOf(r, query));
     },
     async getSpent(scope: string): Promise<number> {
       const [row] = await db.read<{ points: number }>(SQL.getSpent, [scope]);

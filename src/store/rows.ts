@@ -1,7 +1,7 @@
 // What both stores make of their rows the same way: a chat's title, its owner columns and who may use
 // it, the newest messages of its rounds within a count and a byte bound, a usage row's values and
 // what it adds to the budgets, and how long records last.
-import type { ChatInfo, ChatMessage, ChatOwner, UsageRow } from "./types.js";
+import type { ChatInfo, ChatMessage, ChatOwner, UsageColumn, UsageGroup, UsageGroupsQuery, UsageRow } from "./types.js";
 
 const TITLE_MAX_CHARS = 60;
 
@@ -113,4 +113,39 @@ export function usageValues(row: UsageRow): unknown[] {
 export function addSpend(spend: Map<string, number>, points: number, scopes: string[]): void {
   if (points === 0) return;
   for (const scope of new Set(scopes)) spend.set(scope, (spend.get(scope) ?? 0) + points);
+}
+
+/** The usage report's columns as both stores name them (`user` is quoted: a keyword in PostgreSQL). */
+export const USAGE_GROUP_COLUMNS: Record<UsageColumn, string> = {
+  app: "app_id",
+  model: "model",
+  key: "key_name",
+  share: "share_id",
+  user: `"user"`,
+  finishReason: "finish_reason",
+};
+
+/** A groupUsage statement's grouping part: `g0, g1, …[, bucket]` selected and grouped by. TODO(i29):
+ *  cachedTokens from the usage rows' `cached_tokens` column once they keep it (0 until then). */
+export function usageGroupSql(q: Pick<UsageGroupsQuery, "by" | "bucketMs">): { select: string; groupBy: string } {
+  const columns = q.by.map((c) => USAGE_GROUP_COLUMNS[c]);
+  // bucketMs is a whole number the route chose (never a client's text)
+  const bucket = q.bucketMs !== undefined ? [`time / ${Math.trunc(q.bucketMs)}`] : [];
+  const select = [...columns.map((c, i) => `${c} AS g${i}`), ...bucket.map((b) => `${b} AS bucket`)];
+  const groupBy = [...columns, ...bucket];
+  return { select: select.map((s) => `${s}, `).join(""), groupBy: groupBy.length > 0 ? `GROUP BY ${groupBy.join(", ")}` : "" };
+}
+
+/** A groupUsage result row as a UsageGroup. */
+export function usageGroupOf(row: Record<string, unknown>, q: Pick<UsageGroupsQuery, "by" | "bucketMs">): UsageGroup {
+  const group: UsageGroup = {
+    values: q.by.map((_, i) => (row[`g${i}`] ?? null) as string | null),
+    requests: Number(row.requests),
+    inputTokens: Number(row.inputTokens),
+    outputTokens: Number(row.outputTokens),
+    cachedTokens: 0,
+    points: Number(row.points),
+  };
+  if (q.bucketMs !== undefined) group.bucket = Number(row.bucket);
+  return group;
 }

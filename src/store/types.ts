@@ -119,6 +119,30 @@ export interface UsageQuery {
   groupBy?: "finishReason";
 }
 
+/** A usage row's columns the usage report groups by (docs/api.md#usage). */
+export type UsageColumn = "app" | "model" | "key" | "share" | "user" | "finishReason";
+
+export interface UsageGroupsQuery {
+  /** epoch milliseconds, inclusive */
+  from?: number;
+  /** epoch milliseconds, exclusive */
+  to?: number;
+  appId?: string;
+  /** the columns grouped by, in this order (none: one group of all rows) */
+  by: UsageColumn[];
+  /** also grouped by time / bucketMs (rounded down), when given */
+  bucketMs?: number;
+}
+
+export interface UsageGroup extends UsageTotals {
+  /** the group's value of each column of `by`, in its order (null: rows without one) */
+  values: Array<string | null>;
+  /** the group's time bucket (epoch ms / bucketMs, rounded down), when asked for */
+  bucket?: number;
+  /** prompt tokens the upstream served from its cache (0 until usage rows keep them) */
+  cachedTokens: number;
+}
+
 /** A key created through the operations API (docs/operations.md#keys-api): never the key, only its digest. */
 export interface CreatedKeyRow {
   name: string;
@@ -184,6 +208,9 @@ export interface Store {
   /** Inserts one usage row and adds its points to every named spend scope, in one transaction. */
   recordUsage(row: UsageRow, spendScopes: string[]): Promise<void>;
   summarizeUsage(query: UsageQuery): Promise<UsageSummary>;
+  /** The totals of the usage rows of a time range per value of the columns asked (docs/api.md#usage),
+   *  in no particular order. */
+  groupUsage(query: UsageGroupsQuery): Promise<UsageGroup[]>;
   /** Points spent so far by a scope (`app:<id>`, `key:<name>`, `share:<shareId>`). */
   getSpent(scope: string): Promise<number>;
   /** Every created key, revoked ones too, oldest first. */
