@@ -113,6 +113,17 @@ describe("group commit: concurrent writes share transactions", () => {
     });
   });
 
+  it("keeps each usage row's cached tokens", async () => {
+    const url = await postgres.createDatabase();
+    await withStores(url, 1, async ([store]) => {
+      await Promise.all([store!.recordUsage(usage({ inputTokens: 100, cachedTokens: 64 }), []), store!.recordUsage(usage({ inputTokens: 7 }), [])]);
+    });
+    expect(await sql(url, "SELECT input_tokens::int, cached_tokens::int FROM usage ORDER BY input_tokens")).toEqual([
+      { input_tokens: 7, cached_tokens: 0 },
+      { input_tokens: 100, cached_tokens: 64 },
+    ]);
+  });
+
   it("fails only the caller of a row the database refuses; the rest of its batch is written", async () => {
     await withStores(await postgres.createDatabase(), 1, async ([store]) => {
       const writes: Array<Promise<unknown>> = Array.from({ length: 20 }, (_, i) => store!.recordUsage(usage({ points: 2, inputTokens: i === 7 ? Number.NaN : 1 }), ["app:support"]));

@@ -62,7 +62,7 @@ describe("usage report", () => {
   it("reports the rows between from and to, given as ISO dates or epoch milliseconds", async () => {
     const row = (time: string, appId: string, points: number): UsageRow => ({
       time: Date.parse(time), appId, keyName: null, shareId: null, model: "m1", channel: "up",
-      inputTokens: 1, outputTokens: 1, points, status: 200, durationMs: 5, chatId: null, finishReason: "stop",
+      inputTokens: 1, outputTokens: 1, points, status: 200, durationMs: 5, chatId: null, finishReason: "stop", cachedTokens: 0,
     });
     await h.gw.store.recordUsage(row("2024-01-01T00:00:00Z", "a1", 1), []);
     await h.gw.store.recordUsage(row("2024-01-02T00:00:00Z", "a1", 2), []);
@@ -131,6 +131,38 @@ describe("usage rows", () => {
         { app_id: "a1", key_name: "k1", model: "m1", channel: "up", status: 200, input_tokens: 10, output_tokens: 20, points: 0.06, chat_id: "c1" },
         { app_id: "a1", key_name: "k1", model: "m1", channel: "up", status: 502, input_tokens: 0, output_tokens: 0, points: 0, chat_id: "c1" },
         { app_id: "a2", key_name: "k2", model: "m1", channel: "up", status: 502, input_tokens: 0, output_tokens: 0, points: 0, chat_id: null },
+      ]);
+    } finally {
+      db.close();
+    }
+  });
+
+  it("keeps the prompt tokens the upstream served from its prefix cache, and reports them to the client", async () => {
+    const path = tmp.file("cached.db");
+    const fileGw = await startGateway(gatewayConfig(h.upstream.url, { sqlitePath: path }));
+    h.upstream.behave({ usage: { prompt_tokens: 100, completion_tokens: 5, prompt_tokens_details: { cached_tokens: 64 } } });
+    const whole = (await chatOk(fileGw.url, { messages: [user("cached")] })) as { usage: Record<string, unknown> };
+    expect(whole.usage).toEqual({ prompt_tokens: 100, completion_tokens: 5, total_tokens: 105, prompt_tokens_details: { cached_tokens: 64 } });
+    const streamed = await postChat(fileGw.url, { stream: true, stream_options: { include_usage: true }, messages: [user("cached")] });
+    expect(await streamed.text()).toContain(`"prompt_tokens_details":{"cached_tokens":64}`);
+    // garbage or more than the prompt: never more cached than input
+    h.upstream.behave({ usage: { prompt_tokens: 10, completion_tokens: 5, prompt_tokens_details: { cached_tokens: 64 } } });
+    await chatOk(fileGw.url, { messages: [user("too many")] });
+    h.upstream.behave({ usage: { prompt_tokens: 10, completion_tokens: 5, prompt_tokens_details: { cached_tokens: "lots" } } });
+    await chatOk(fileGw.url, { messages: [user("garbage")] });
+    h.upstream.behave({ usage: { prompt_tokens: 10, completion_tokens: 5 } });
+    await chatOk(fileGw.url, { messages: [user("none")] });
+    await fileGw.close();
+
+    const db = new Database(path, { readonly: true });
+    try {
+      const rows = db.prepare("SELECT input_tokens, cached_tokens FROM usage ORDER BY id").all();
+      expect(rows).toEqual([
+        { input_tokens: 100, cached_tokens: 64 },
+        { input_tokens: 100, cached_tokens: 64 },
+        { input_tokens: 10, cached_tokens: 10 },
+        { input_tokens: 10, cached_tokens: 0 },
+        { input_tokens: 10, cached_tokens: 0 },
       ]);
     } finally {
       db.close();

@@ -74,6 +74,7 @@ describe("gathered writes", () => {
       durationMs: 3,
       chatId: null,
       finishReason: i % 4 ? "stop" : null,
+      cachedTokens: i % 3,
     });
     const store = createSqliteStore(":memory:");
     const rows = Array.from({ length: 75 }, (_, i) => row(i)); // more than one multi-row INSERT holds

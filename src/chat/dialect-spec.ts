@@ -9,6 +9,7 @@ import { appAllows, resolveModel } from "../metered/models.js";
 import type { MeteredSpec, Streamed } from "../metered/spec.js";
 import { historyCounts } from "../tokens/history-counts.js";
 import { computePoints } from "../tokens/points.js";
+import { usageDetail } from "../tokens/usage-details.js";
 import { cutFinishReason } from "../http/cancel.js";
 import { attemptChat, type ChatAnswer, type CompletionJson, type Usage } from "./attempt.js";
 import type { ChatDialect, DialectUsage } from "./dialect.js";
@@ -56,15 +57,9 @@ export function createDialectSpec<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDia
 const usageOf = (t: { inputTokens: number; outputTokens: number }, usage: Usage | null | undefined): DialectUsage => ({
   input: t.inputTokens,
   output: t.outputTokens,
-  reasoning: detail(usage?.completion_tokens_details, "reasoning_tokens"),
-  cached: detail(usage?.prompt_tokens_details, "cached_tokens"),
+  reasoning: usageDetail(usage?.completion_tokens_details, "reasoning_tokens"),
+  cached: usageDetail(usage?.prompt_tokens_details, "cached_tokens"),
 });
-
-/** A count of the upstream's usage details, when it is one (the details are not validated upstream). */
-function detail(details: unknown, name: string): number | undefined {
-  const n = (details as Record<string, unknown> | null | undefined)?.[name];
-  return typeof n === "number" && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
-}
 
 async function respondWhole<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDialect<Req, Ctx>, plan: DialectPlan<Ctx>, meter: Meter, completion: CompletionJson): Promise<Response> {
   const choice = completion.choices[0];

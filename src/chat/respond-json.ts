@@ -21,6 +21,8 @@ export async function respondJson(deps: SettleDeps, call: ChatCall, plan: ChatPl
       prompt_tokens: settled.inputTokens,
       completion_tokens: settled.outputTokens,
       total_tokens: settled.inputTokens + settled.outputTokens,
+      // the prefix cache's hits, when the upstream reports them (docs/routing.md#cached-tokens)
+      ...(completion.usage?.prompt_tokens_details ? { prompt_tokens_details: { cached_tokens: settled.cachedTokens } } : {}),
     },
   };
   if (plan.detail) {

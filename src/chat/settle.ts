@@ -7,6 +7,7 @@ import type { GatewayError } from "../http/errors.js";
 import type { Store } from "../store/types.js";
 import { countTextAsync, lastUserText } from "../tokens/counter.js";
 import { computePoints } from "../tokens/points.js";
+import { cachedTokensOf } from "../tokens/usage-details.js";
 import type { Usage } from "./attempt.js";
 import type { ChatCall, ChatPlan } from "./plan.js";
 import { buildReport, type ReportItem } from "./report.js";
@@ -27,6 +28,8 @@ export interface AnswerOutcome {
 export interface Settled {
   inputTokens: number;
   outputTokens: number;
+  /** of `inputTokens`: served from the upstream's prefix cache */
+  cachedTokens: number;
   points: number;
   /** built on first use: only detail answers and share-link finish callbacks need it */
   report(): ReportItem;
@@ -57,12 +60,14 @@ export async function settleChat(deps: SettleDeps, call: ChatCall, plan: ChatPla
   // counted in slices that yield to the event loop: an answer may be up to maxAnswerBytes long
   const inputTokens = out.usage?.prompt_tokens ?? (await limited.countPrompt());
   const outputTokens = out.usage?.completion_tokens ?? (await countTextAsync(out.text(), model.tokenizer));
+  const cachedTokens = cachedTokensOf(out.usage, inputTokens);
   const points = computePoints(model, inputTokens, outputTokens);
   const durationMs = performance.now() - call.started;
   let report: ReportItem | undefined;
   const settled: Settled = {
     inputTokens,
     outputTokens,
+    cachedTokens,
     points,
     report: () =>
       (report ??= buildReport({
@@ -98,7 +103,7 @@ export async function settleChat(deps: SettleDeps, call: ChatCall, plan: ChatPla
       : undefined;
   // a whole answer's finish reason is read only for the request log: found without parsing when streamed
   const kept = out.keep?.({ inputTokens, outputTokens });
-  await meter.settle({ inputTokens, outputTokens, points, finishReason: out.finishReason(), cut: out.cut }, [round, kept].filter((w) => w !== undefined));
+  await meter.settle({ inputTokens, outputTokens, cachedTokens, points, finishReason: out.finishReason(), cut: out.cut }, [round, kept].filter((w) => w !== undefined));
 
   // 3. The operator's finish report: queued, never awaited.
   const share = caller.share;

@@ -7,6 +7,7 @@ import type { GatewayError } from "../http/errors.js";
 import type { Meter } from "../metered/meter.js";
 import type { Call, PlanBase } from "../metered/spec.js";
 import { computePoints } from "../tokens/points.js";
+import { cachedTokensOf } from "../tokens/usage-details.js";
 import { countChoices, reportedUsage } from "./answer.js";
 import type { LimitedCompletion } from "./limits.js";
 import type { CompletionsRequest } from "./request-schema.js";
@@ -42,6 +43,7 @@ export async function settleCompletion(call: CompletionsCall, plan: CompletionsP
   const inputTokens = reported?.prompt_tokens ?? (await plan.limited.countPrompt());
   const outputTokens = reported?.completion_tokens ?? (await countChoices(out.texts(), req, model));
   const points = computePoints(model, inputTokens, outputTokens);
-  await meter.settle({ inputTokens, outputTokens, points, finishReason: out.finishReason, cut: out.cut });
+  const cachedTokens = cachedTokensOf(out.usage, inputTokens);
+  await meter.settle({ inputTokens, outputTokens, cachedTokens, points, finishReason: out.finishReason, cut: out.cut });
   return { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
 }

@@ -15,6 +15,8 @@ export interface Tally {
   inputTokens: number;
   /** absent for kinds that generate no tokens (embeddings, rerank) */
   outputTokens?: number;
+  /** of `inputTokens`: served from the upstream's prefix cache; absent: none reported */
+  cachedTokens?: number;
   points: number;
   /** the upstream's, or client_abort / upstream_error / shutdown for a cut answer; absent where
    *  answers have none */
@@ -65,7 +67,7 @@ export class Meter {
     if (this.channel) await this.#row(status, { inputTokens: 0, points: 0 }).catch(() => {});
   }
 
-  #row(status: number, t: Pick<Tally, "inputTokens" | "outputTokens" | "points" | "finishReason">): Promise<void> {
+  #row(status: number, t: Pick<Tally, "inputTokens" | "outputTokens" | "cachedTokens" | "points" | "finishReason">): Promise<void> {
     const { caller } = this;
     return this.deps.store.recordUsage(
       {
@@ -82,6 +84,7 @@ export class Meter {
         durationMs: Math.round(performance.now() - this.at.started),
         chatId: this.at.chatId ?? null,
         finishReason: t.finishReason ?? null,
+        cachedTokens: t.cachedTokens ?? 0,
         user: this.at.user ?? null,
       },
       caller.limits.map((l) => l.scope),

@@ -153,6 +153,11 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX responses_by_expiry ON responses (expires_at);
   `,
+  // issue 29: usage rows keep the prompt tokens the upstream served from its prefix cache
+  //    (docs/routing.md#cached-tokens); rows written before have 0
+  `
+  ALTER TABLE usage ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+  `,
   // issue 31: quotas by time (docs/configuration.md#quotas-by-time): created keys carry tokens per
   //    minute, a period budget and an expiry; usage rows name the end user (docs/api.md#usage)
   `

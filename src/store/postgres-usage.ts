@@ -35,11 +35,11 @@ const SQL = {
   recordUsage: {
     name: "record-usage",
     text: `WITH inserted AS (
-        INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens, points, status, duration_ms, chat_id, finish_reason, "user")
+        INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens, points, status, duration_ms, chat_id, finish_reason, cached_tokens, "user")
         SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
-          $9::numeric[], $10::integer[], $11::bigint[], $12::text[], $13::text[], $14::text[])
+          $9::numeric[], $10::integer[], $11::bigint[], $12::text[], $13::text[], $14::bigint[], $15::text[])
       )
-      INSERT INTO spend (scope, points) SELECT * FROM unnest($15::text[], $16::float8[])
+      INSERT INTO spend (scope, points) SELECT * FROM unnest($16::text[], $17::float8[])
       ON CONFLICT (scope) DO UPDATE SET points = spend.points + EXCLUDED.points`,
   },
   getSpent: { name: "get-spent", text: `SELECT points FROM spend WHERE scope = $1` },
@@ -82,7 +82,8 @@ export function createPgUsageOps(db: PgPool, write: (usage: UsageWrite) => Promi
     async groupUsage(query: UsageGroupsQuery): Promise<UsageGroup[]> {
       const { select, groupBy } = usageGroupSql(query);
       const text = `SELECT ${select}COUNT(*) AS requests, COALESCE(SUM(input_tokens), 0)::bigint AS "inputTokens",
-          COALESCE(SUM(output_tokens), 0)::bigint AS "outputTokens", COALESCE(SUM(points), 0)::float8 AS points
+          COALESCE(SUM(output_tokens), 0)::bigint AS "outputTokens", COALESCE(SUM(points), 0)::float8 AS points,
+          COALESCE(SUM(cached_tokens), 0)::bigint AS "cachedTokens"
         FROM usage WHERE time >= $1 AND time < $2 AND ($3::text IS NULL OR app_id = $3) ${groupBy}`;
       const values = [asEpoch(query.from ?? Number.MIN_SAFE_INTEGER), asEpoch(query.to ?? Number.MAX_SAFE_INTEGER), query.appId ?? null];
       const rows = await db.report<Record<string, unknown>>({ text }, values);

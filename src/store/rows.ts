@@ -99,13 +99,13 @@ export function newestMessages(rounds: readonly StoredRound[], limit: number, ma
 }
 
 /** The usage table's columns, in the order usageValues gives them. */
-export const USAGE_COLUMNS = 14;
+export const USAGE_COLUMNS = 15;
 
 /** A usage row's values in column order: time, app_id, key_name, share_id, model, channel,
- *  input_tokens, output_tokens, points, status, duration_ms, chat_id, finish_reason, user. */
+ *  input_tokens, output_tokens, points, status, duration_ms, chat_id, finish_reason, cached_tokens, user. */
 export function usageValues(row: UsageRow): unknown[] {
-  const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason, user } = row;
-  return [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason, user ?? null];
+  const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason, cachedTokens, user } = row;
+  return [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason, cachedTokens, user ?? null];
 }
 
 /** Adds a row's points to the spend of each budget it counts against: a scope named twice is still
@@ -125,8 +125,7 @@ export const USAGE_GROUP_COLUMNS: Record<UsageColumn, string> = {
   finishReason: "finish_reason",
 };
 
-/** A groupUsage statement's grouping part: `g0, g1, …[, bucket]` selected and grouped by. TODO(i29):
- *  cachedTokens from the usage rows' `cached_tokens` column once they keep it (0 until then). */
+/** A groupUsage statement's grouping part: `g0, g1, …[, bucket]` selected and grouped by. */
 export function usageGroupSql(q: Pick<UsageGroupsQuery, "by" | "bucketMs">): { select: string; groupBy: string } {
   const columns = q.by.map((c) => USAGE_GROUP_COLUMNS[c]);
   // bucketMs is a whole number the route chose (never a client's text)
@@ -143,7 +142,7 @@ export function usageGroupOf(row: Record<string, unknown>, q: Pick<UsageGroupsQu
     requests: Number(row.requests),
     inputTokens: Number(row.inputTokens),
     outputTokens: Number(row.outputTokens),
-    cachedTokens: 0,
+    cachedTokens: Number(row.cachedTokens),
     points: Number(row.points),
   };
   if (q.bucketMs !== undefined) group.bucket = Number(row.bucket);

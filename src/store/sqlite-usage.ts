@@ -33,7 +33,7 @@ export function createUsageGatherer(db: Database.Database): UsageGatherer {
       const values = Array.from({ length: rows }, () => `(${Array(USAGE_COLUMNS).fill("?").join(", ")})`).join(", ");
       statement = db.prepare<unknown[]>(
         `INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens,
-           points, status, duration_ms, chat_id, finish_reason, user) VALUES ${values}`,
+           points, status, duration_ms, chat_id, finish_reason, cached_tokens, user) VALUES ${values}`,
       );
       inserts.set(rows, statement);
     }
@@ -81,7 +81,7 @@ export function createUsageOps(db: Database.Database, batched: Batched, usage: U
   const groupStatements = new Map<string, Database.Statement<UsageFilter, Record<string, unknown>>>();
   const groupStatement = (q: UsageGroupsQuery) => {
     const { select, groupBy } = usageGroupSql(q);
-    const text = `SELECT ${select}${totals} FROM usage ${filter} ${groupBy}`;
+    const text = `SELECT ${select}${totals}, COALESCE(SUM(cached_tokens), 0) AS cachedTokens FROM usage ${filter} ${groupBy}`;
     let statement = groupStatements.get(text);
     if (!statement) groupStatements.set(text, (statement = db.prepare<UsageFilter, Record<string, unknown>>(text)));
     return statement;

@@ -90,6 +90,8 @@ export interface UsageRow {
   chatId: string | null;
   /** why the answer ended (`stop`, `length`, `client_abort`, …); null when there was none */
   finishReason: string | null;
+  /** of `inputTokens`: those the upstream served from its prefix cache (0 when it reports none) */
+  cachedTokens: number;
   /** the end user: a share link's uid, else the request's `user` / `safety_identifier` /
    *  `metadata.user_id` (docs/api.md#usage); null when none was named */
   user?: string | null;
@@ -139,7 +141,7 @@ export interface UsageGroup extends UsageTotals {
   values: Array<string | null>;
   /** the group's time bucket (epoch ms / bucketMs, rounded down), when asked for */
   bucket?: number;
-  /** prompt tokens the upstream served from its cache (0 until usage rows keep them) */
+  /** of inputTokens: those the upstream served from its prefix cache */
   cachedTokens: number;
 }
 

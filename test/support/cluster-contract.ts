@@ -19,7 +19,7 @@ const key = (maxUsagePoints: number, qpm = 0): QuotaLimit => ({ scope: "key:web"
 function usage(points: number): UsageRow {
   return {
     time: T0, appId: "support", keyName: "web", shareId: null, model: "glm", channel: "local",
-    inputTokens: 1, outputTokens: 1, points, status: 200, durationMs: 1, chatId: null, finishReason: "stop",
+    inputTokens: 1, outputTokens: 1, points, status: 200, durationMs: 1, chatId: null, finishReason: "stop", cachedTokens: 0,
   };
 }
 

@@ -15,7 +15,7 @@ export function round(over: Partial<AppendRoundInput> & { user: string }): Appen
 export function usage(over: Partial<UsageRow>): UsageRow {
   return {
     time: T0, appId: "support", keyName: "web", shareId: null, model: "glm", channel: "local",
-    inputTokens: 10, outputTokens: 5, points: 1, status: 200, durationMs: 30, chatId: null, finishReason: "stop", ...over,
+    inputTokens: 10, outputTokens: 5, points: 1, status: 200, durationMs: 30, chatId: null, finishReason: "stop", cachedTokens: 0, ...over,
   };
 }
 

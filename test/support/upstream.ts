@@ -11,6 +11,8 @@ export const UPSTREAM_SECRET = "upstream-secret-XYZ";
 export interface UpstreamUsage {
   prompt_tokens: number;
   completion_tokens: number;
+  /** vLLM's and SGLang's prefix-cache hits, when reported */
+  prompt_tokens_details?: { cached_tokens: unknown };
 }
 
 export interface UpstreamBehaviour {
