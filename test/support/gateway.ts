@@ -29,6 +29,8 @@ export interface StartOptions {
   /** a store to use instead of a fresh in-memory one (not closed by close()) */
   store?: Store;
   env?: NodeJS.ProcessEnv;
+  /** the clock of quotas by time and key expiry */
+  clock?: () => number;
 }
 
 /**
@@ -47,7 +49,7 @@ export async function startGateway(rawConfig: unknown, opts: StartOptions = {}):
   };
   const config = parseConfig(withDefaults, opts.env ?? process.env);
   const store = opts.store ?? createStore(config.store);
-  const gateway = createGateway(config, { store, observer: opts.observerExtra, shareAuth: opts.shareAuth });
+  const gateway = createGateway(config, { store, observer: opts.observerExtra, shareAuth: opts.shareAuth, clock: opts.clock });
   const server = createHttpServer(toNodeHandler(gateway.app), config.server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
