@@ -288,7 +288,7 @@ export function describeClusterContract(name: string, open: () => Promise<Cluste
         const storeRead = async () => {
           throw new Error("a minute's tokens are not in the store");
         };
-        const admit = (tokens: { min: number; max: number }) => state.admit([points, minute], { min: 1, max: 2, tokens }, [], T0, (s) => (s === "key:web" ? noSpent(s) : storeRead()));
+        const admit = (tokens: { min: number; max: number }) => state.admit([points, minute], { min: 1, max: 2, tokens }, [], T0, (s) => (s === "key:web" ? noSpent() : storeRead()));
         expect(await admit({ min: 10, max: 60 })).toEqual({ ok: true, held: 2, heldTokens: 60 });
         // 40 tokens left: served until spent in tokens, points whole
         expect(await admit({ min: 10, max: 60 })).toEqual({ ok: true, held: 2, heldTokens: 40 });
