@@ -85,7 +85,7 @@ describe("grafana dashboard file", () => {
     }
   });
 
-  it("has panels for failover attempts, channel state, queue depth, budget refusals, process errors, reloads, embeddings and the other kinds", () => {
+  it("has panels for failover attempts, channel state, queue depth, budget refusals, process errors, reloads, embeddings, the other kinds and quotas by time", () => {
     const exprs = panelQueries(dashboard).map((q) => q.expr);
     const wanted = [
       /sluice_upstream_attempts_total\{[^}]*outcome=~"retried\|circuit_open"/,
@@ -101,6 +101,11 @@ describe("grafana dashboard file", () => {
       /sum by \(route, status\) \(rate\(sluice_requests_total\{[^}]*route=~"rerank\|speech\|transcription\|completions"/,
       /sum by \(le, route\) \(rate\(sluice_request_duration_seconds_bucket\{[^}]*route=~"rerank\|speech\|transcription\|completions"/,
       /sum by \(route\) \(rate\(sluice_route_points_total\{/,
+      // quotas by time: tokens a minute against tpm, a period's spend against periodPoints
+      /rate\(sluice_quota_tokens_total\{[^}]*\}\[\$__rate_interval\]\)\) \* 60/,
+      /sluice_quota_tpm\{/,
+      /sluice_quota_period_spent_points\{/,
+      /sluice_quota_period_points\{/,
       /up\{/,
     ];
     for (const pattern of wanted) expect(exprs.some((e) => pattern.test(e)), String(pattern)).toBe(true);
@@ -269,7 +274,10 @@ function gatewayConfig(upstreamUrl: string, fleet: FleetUpstreams) {
     reRankModels: [{ model: "bge-reranker", charsPointsPrice: 1 }],
     audioSpeechModels: [{ model: "cosyvoice", charsPointsPrice: 1 }],
     whisperModel: { model: "whisper-1", charsPointsPrice: 1 },
-    apps: [{ id: "support", name: "Support bot", model: "glm", models: ["glm", "text-embed", "glm-coder", "bge-reranker", "cosyvoice", "whisper-1"] }],
+    apps: [
+      // quotas by time (tokens per minute, a day's points) large enough never to refuse the traffic
+      { id: "support", name: "Support bot", model: "glm", models: ["glm", "text-embed", "glm-coder", "bge-reranker", "cosyvoice", "whisper-1"], tpm: 10_000_000, periodPoints: 1_000_000 },
+    ],
     apiKeys: [{ name: "support-web", kind: "app", appId: "support", key: APP_KEY }],
   };
 }

@@ -4,6 +4,7 @@
 // up its requests per minute; otherwise holds the worst case until the request settles to its actual
 // points and tokens (answered or cut) or releases it (nothing generated). Holds live in the cluster
 // state, so concurrent requests — on one instance or several — cannot overshoot a budget together.
+import { LRUCache } from "lru-cache";
 import type { AdmitResult, BudgetHold, ClusterState, PointRange } from "../cluster/types.js";
 import { GatewayError, rateLimited } from "../http/errors.js";
 import type { Observer } from "../observability/observer.js";
@@ -72,6 +73,8 @@ interface Budget {
 }
 
 const MINUTE_MS = 60_000;
+/** a period's spend is read back from the store for the dashboard at most this often per scope */
+const PERIOD_GAUGE_MS = 1_000;
 
 export function createQuota(store: Store, state: ClusterState, observer: Observer): Quota {
   const spent = (scope: string) => store.getSpent(scope);
@@ -85,6 +88,21 @@ export function createQuota(store: Store, state: ClusterState, observer: Observe
       .filter((l) => (l.tpm ?? 0) > 0)
       .map((l) => ({ hold: { scope: `${l.scope}@minute:${minute}`, max: l.tpm!, tokens: true }, limit: l, resetsAt: (minute + 1) * MINUTE_MS }));
   };
+
+  // what the dashboard draws: tokens against each tpm, and each period's spend (the store's, shared
+  // by every instance) against its periodPoints
+  const gaugeRead = new LRUCache<string, number>({ max: 10_000 });
+  function report(budgets: Budget[], tokens: number): void {
+    for (const { hold, limit } of budgets) {
+      if (hold.tokens) observer.tokensUsed(scopeKind(limit.scope), scopeName(limit), tokens, limit.tpm!);
+      if (!limit.period) continue;
+      const now = Date.now();
+      if (now - (gaugeRead.get(limit.scope) ?? 0) < PERIOD_GAUGE_MS) continue;
+      gaugeRead.set(limit.scope, now);
+      const period = limit.period.name;
+      store.getSpent(limit.scope).then((spent) => observer.periodSpent(scopeKind(limit.scope), scopeName(limit), period, spent, limit.maxUsagePoints), () => {});
+    }
+  }
 
   /** The 429 for a refusal; share-link users are the public: what they are told names no app and no configured number. */
   function refused(limits: QuotaLimit[], budgets: Budget[], admitted: Exclude<AdmitResult, { ok: true }>, now: number): GatewayError {
@@ -112,7 +130,7 @@ export function createQuota(store: Store, state: ClusterState, observer: Observe
       const budgets = [...pointBudgets(limits), ...(wc.tokens ? tokenBudgets(limits, now) : [])];
       const rates = opts.ratesCounted ? [] : windows(limits);
       // no budget: nothing is held, and nothing limits what the request may spend
-      if (budgets.length === 0 && rates.length === 0) return hold(state, [], Infinity, Infinity);
+      if (budgets.length === 0 && rates.length === 0) return hold(state, [], Infinity, Infinity, report);
       const holds = budgets.map((b) => b.hold);
       let range: PointRange = { min: wc.least ?? wc.bound, max: wc.bound, tokens: wc.tokens && { min: wc.tokens.least ?? wc.tokens.bound, max: wc.tokens.bound } };
       // one step: every budget and every rate window, all or nothing (a refused request uses neither)
@@ -127,27 +145,34 @@ export function createQuota(store: Store, state: ClusterState, observer: Observe
       if (!admitted.ok) throw refused(limits, budgets, admitted, now);
       const held = budgets.some((b) => !b.hold.tokens) ? admitted.held : Infinity;
       const heldTokens = budgets.some((b) => b.hold.tokens) ? admitted.heldTokens : Infinity;
-      return hold(state, holds, held, heldTokens);
+      return hold(state, budgets, held, heldTokens, report);
     },
   };
 }
 
-function hold(state: ClusterState, holds: BudgetHold[], held: number, heldTokens: number): Reservation {
-  const points = holds.filter((h) => !h.tokens).map((h) => h.scope);
-  const minutes = holds.filter((h) => h.tokens).map((h) => h.scope);
+function hold(state: ClusterState, budgets: Budget[], held: number, heldTokens: number, report: (budgets: Budget[], tokens: number) => void): Reservation {
+  const points = budgets.filter((b) => !b.hold.tokens).map((b) => b.hold.scope);
+  const minutes = budgets.filter((b) => b.hold.tokens).map((b) => b.hold.scope);
   let open = true;
-  const end = (actual: number, tokens: number) => {
+  const end = (actual: number, tokens: number, settled: boolean) => {
     if (!open) return;
     open = false;
     if (points.length > 0) void state.settle(points, held, Math.max(0, actual));
     if (minutes.length > 0) void state.settle(minutes, heldTokens, Math.max(0, tokens), true);
+    if (settled && budgets.length > 0) report(budgets, Math.max(0, tokens));
   };
-  return { held, heldTokens, settle: (actual, tokens = 0) => end(actual, tokens), release: () => end(0, 0) };
+  return { held, heldTokens, settle: (actual, tokens = 0) => end(actual, tokens, true), release: () => end(0, 0, false) };
 }
 
 /** `app`, `key` or `share`: the bounded label of the refusals metric. */
 function scopeKind(scope: string): string {
   return scope.slice(0, scope.indexOf(":"));
+}
+
+/** The app's id, the key's name or the link's shareId of a limit's scope (a period's, less its period). */
+function scopeName(limit: QuotaLimit): string {
+  const start = limit.scope.indexOf(":") + 1;
+  return limit.period ? limit.scope.slice(start, limit.scope.lastIndexOf("@")) : limit.scope.slice(start);
 }
 
 const retrySeconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));

@@ -71,6 +71,8 @@ export function createRequestLog(logger: Logger): Observer {
 
     // src/main.ts logs these itself, with the error's name and stack
     processError() {},
+    tokensUsed() {},
+    periodSpent() {},
   };
 }
 
