@@ -55,7 +55,7 @@ export function createUsageRoute(deps: UsageDeps) {
 
 /** `groupBy`: one or more of GROUP_BY, comma-separated, each once. */
 function parseGroupBy(value: string | null): GroupBy[] {
-  if (!value) return [];
+  if (value === null) return [];
   const by = value.split(",").map((b) => b.trim());
   for (const b of by) {
     if (!(GROUP_BY as readonly string[]).includes(b)) {
