@@ -98,6 +98,53 @@ describe("tokens per minute", () => {
   });
 });
 
+describe("every kind", () => {
+  it("holds embeddings' and the Messages dialect's tokens in the key's minute too, refusing each in its own shape", async () => {
+    const { url, store } = await start({
+      app: { models: ["m1", "m2", "emb"] },
+      key: { tpm: 1000 },
+      extra: {
+        channels: [
+          { name: "up", baseUrl: upstream.url, key: "channel-key-123", models: ["m1", "m2"] },
+          { name: "echo", type: "echo", models: ["emb"] },
+        ],
+        vectorModels: [{ model: "emb", charsPointsPrice: 2 }],
+      },
+    });
+    const embed = () =>
+      fetch(`${url}/v1/embeddings`, { method: "POST", headers: { authorization: `Bearer ${APP_KEY}`, "content-type": "application/json" }, body: JSON.stringify({ model: "emb", input: "lorem ipsum ".repeat(150) }) });
+    const answers: number[] = [];
+    for (let i = 0; i < 6; i++) answers.push((await embed()).status);
+    // whole inputs or nothing: some answered, then refused until the next minute
+    expect(answers.filter((s) => s === 200).length).toBeGreaterThan(0);
+    expect(answers.at(-1)).toBe(429);
+    const refused = await embed();
+    expect((await expectError(refused, 429, "tpm_exceeded")).message).toContain("1000 tokens per minute");
+
+    const messages = () =>
+      fetch(`${url}/v1/messages`, {
+        method: "POST",
+        headers: { "x-api-key": APP_KEY, "anthropic-version": "2023-06-01", "content-type": "application/json" },
+        body: JSON.stringify({ model: "m1", max_tokens: 900, messages: [{ role: "user", content: PROMPT }] }),
+      });
+    // what embeddings left of the minute pays for a shorter answer, written whole: then nothing is left
+    const served = await messages();
+    expect(served.status).toBe(200);
+    expect(sentMaxTokens()).toBeLessThan(900);
+    expect(((await served.json()) as { stop_reason: string }).stop_reason).toBe("max_tokens");
+    const anthropic = await messages();
+    expect(anthropic.status).toBe(429);
+    expect(await anthropic.json()).toMatchObject({ type: "error", error: { type: "rate_limit_error" } });
+    expect(anthropic.headers.get("retry-after")).toBe("45");
+
+    now += 45_000;
+    expect((await messages()).status).toBe(200);
+    // what the minute held: the usage rows of the first minute never pass its tpm
+    const minute = await store.summarizeUsage({ from: NOON - 15_000, to: NOON + 45_000 });
+    expect(minute.totals.inputTokens + minute.totals.outputTokens).toBeLessThanOrEqual(1000);
+  });
+});
+
 describe("period budgets", () => {
   // Europe/Berlin is UTC+1 in January: its midnight is 23:00 UTC
   const BERLIN = { server: { timezone: "Europe/Berlin" } };
