@@ -7,8 +7,6 @@ import { RateWindow } from "./rate-window.js";
 import type { AdmitResult, ClusterState, KeyChange } from "./types.js";
 
 const MAX_SCOPES = 100_000;
-/** a minute's token ledger outlives its minute by a little (requests admitted in it settle later) */
-const MINUTE_TTL_MS = 3 * 60_000;
 /** points are decimals: sums of 0.05 must not refuse the request that exactly fills a budget */
 const EPSILON = 1e-9;
 
@@ -22,7 +20,8 @@ interface Ledger {
 export function createMemoryClusterState(breakerOptions: BreakerSettings): ClusterState {
   const windows = new LRUCache<string, RateWindow>({ max: MAX_SCOPES });
   const ledgers = new LRUCache<string, Ledger>({ max: MAX_SCOPES });
-  const minutes = new LRUCache<string, Ledger>({ max: MAX_SCOPES, ttl: MINUTE_TTL_MS });
+  // a minute's token ledgers: those of past minutes are the least recently used, evicted first
+  const minutes = new LRUCache<string, Ledger>({ max: MAX_SCOPES });
   const minuteOf = (scope: string) => minutes.get(scope) ?? minutes.set(scope, { spent: 0, held: 0 }).get(scope)!;
   const loading = new Map<string, Promise<void>>();
   const breakers = new Map<string, Breaker>();
@@ -50,7 +49,8 @@ export function createMemoryClusterState(breakerOptions: BreakerSettings): Clust
     async admit(holds, points, rates, now, spent): Promise<AdmitResult> {
       const range = typeof points === "number" ? { min: points, max: points } : points;
       const ranges = { points: range, tokens: range.tokens ?? { min: 0, max: 0 } };
-      await Promise.all(holds.map((h) => (h.tokens ? undefined : load(h.scope, spent))));
+      // known scopes (the usual case) take no turn of the event loop
+      if (holds.some((h) => !h.tokens && !ledgers.has(h.scope))) await Promise.all(holds.map((h) => (h.tokens ? undefined : load(h.scope, spent))));
       // from here on synchronous: every check, then every change, is one step in this process
       const room = { points: Number.POSITIVE_INFINITY, tokens: Number.POSITIVE_INFINITY };
       const held = holds.map((h) => (h.tokens ? minuteOf(h.scope) : ledgers.get(h.scope)!));

@@ -4,7 +4,6 @@
 // up its requests per minute; otherwise holds the worst case until the request settles to its actual
 // points and tokens (answered or cut) or releases it (nothing generated). Holds live in the cluster
 // state, so concurrent requests — on one instance or several — cannot overshoot a budget together.
-import { LRUCache } from "lru-cache";
 import type { AdmitResult, BudgetHold, ClusterState, PointRange } from "../cluster/types.js";
 import { GatewayError, rateLimited } from "../http/errors.js";
 import type { Observer } from "../observability/observer.js";
@@ -75,6 +74,7 @@ interface Budget {
 const MINUTE_MS = 60_000;
 /** a period's spend is read back from the store for the dashboard at most this often per scope */
 const PERIOD_GAUGE_MS = 1_000;
+const MAX_GAUGE_SCOPES = 10_000;
 
 export function createQuota(store: Store, state: ClusterState, observer: Observer): Quota {
   const spent = (scope: string) => store.getSpent(scope);
@@ -91,13 +91,15 @@ export function createQuota(store: Store, state: ClusterState, observer: Observe
 
   // what the dashboard draws: tokens against each tpm, and each period's spend (the store's, shared
   // by every instance) against its periodPoints
-  const gaugeRead = new LRUCache<string, number>({ max: 10_000 });
+  const gaugeRead = new Map<string, number>();
   function report(budgets: Budget[], tokens: number): void {
     for (const { hold, limit } of budgets) {
       if (hold.tokens) observer.tokensUsed(scopeKind(limit.scope), scopeName(limit), tokens, limit.tpm!);
       if (!limit.period) continue;
       const now = Date.now();
       if (now - (gaugeRead.get(limit.scope) ?? 0) < PERIOD_GAUGE_MS) continue;
+      // bounded: past periods' scopes are forgotten together now and then
+      if (gaugeRead.size >= MAX_GAUGE_SCOPES) gaugeRead.clear();
       gaugeRead.set(limit.scope, now);
       const period = limit.period.name;
       store.getSpent(limit.scope).then((spent) => observer.periodSpent(scopeKind(limit.scope), scopeName(limit), period, spent, limit.maxUsagePoints), () => {});
