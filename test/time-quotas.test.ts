@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type StartedGateway, type StartOptions } from "./support/gateway.js";
 import { APP_KEY, GLOBAL_KEY, expectError, gatewayConfig, postChat, useTempDir, user, type ConfigParts } from "./support/fixtures.js";
 import { startUpstream, type Upstream } from "./support/upstream.js";
+import { ConfigError, parseConfig } from "../src/config/load.js";
 import { countMessages } from "../src/tokens/counter.js";
 
 const PROMPT = "how many tokens?";
@@ -226,3 +227,19 @@ describe("key expiry", () => {
   });
 });
 
+
+describe("quotas by time in config.json", () => {
+  it("refuses an unknown time zone, a period other than day, week or month and a bad expiresAt, naming each path", () => {
+    const raw = gatewayConfig("http://127.0.0.1:9", { key: { period: "year", expiresAt: "tomorrow" }, app: { tpm: -1 }, extra: { server: { timezone: "Mars/Olympus" } } });
+    let problems: string[] = [];
+    try {
+      parseConfig(raw);
+    } catch (err) {
+      problems = err instanceof ConfigError ? err.problems : [];
+    }
+    expect(problems.join("\n")).toMatch(/server\.timezone: expected an IANA time zone name/);
+    expect(problems.join("\n")).toMatch(/apiKeys\[0\]\.period:/);
+    expect(problems.join("\n")).toMatch(/apiKeys\[0\]\.expiresAt:/);
+    expect(problems.join("\n")).toMatch(/apps\[0\]\.tpm:/);
+  });
+});
