@@ -174,6 +174,17 @@ describe("period budgets", () => {
     expect(await store.getSpent("key:k1@day:2026-01-06")).toBeCloseTo(ASK_POINTS, 9);
   });
 
+  it("spends a share link's day for all its users together, telling them when it resets and naming no app or number", async () => {
+    const { url } = await start({ extra: { shareLinks: [{ shareId: "pub", appId: "a1", periodPoints: 3, period: "day" }] } });
+    const visit = (who: string) => postChat(url, { shareId: "pub", outLinkUid: who, messages: [user(PROMPT)] }, null);
+    expect((await visit("ann")).status).toBe(200);
+    expect((await visit("bob")).status).toBe(200);
+    const refused = await visit("cy");
+    const error = await expectError(refused, 429, "period_budget_exhausted");
+    expect(error.message).toBe("This chat link has used up its allowance for this day; it resets at 2026-01-06T00:00:00.000Z.");
+    expect(refused.headers.get("retry-after")).toBe(String(12 * 3600 - 15));
+  });
+
   it("keeps a period's spend across a restart, and a month's budget spans its days", async () => {
     const parts = { app: { periodPoints: 3, period: "month" }, sqlitePath: temp.file("restart.db") };
     now = Date.UTC(2026, 0, 30, 10);
