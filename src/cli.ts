@@ -58,7 +58,8 @@ output and cached tokens and points per group.
   --csv          print CSV; --json the API's answer as JSON`,
   list: `Usage: sluice keys list [--json]
 
-Lists every key: name, kind, app, source (config or api), created, revoked, last used. Never a key.
+Lists every key: name, kind, app, source (config or api), created, revoked, last used, expires.
+Never a key.
   --json   print the API's answer as JSON instead`,
   revoke: `Usage: sluice keys revoke NAME
 
@@ -149,6 +150,7 @@ interface ListedKey {
   createdAt: string | null;
   revokedAt: string | null;
   lastUsedAt: string | null;
+  expiresAt?: string | null;
 }
 
 async function listKeys(args: string[]): Promise<void> {
@@ -157,8 +159,8 @@ async function listKeys(args: string[]): Promise<void> {
   if (parsed.positionals.length > 0) throw new UsageError(`keys list takes no NAME\n\n${HELP.list}`);
   const answer = (await callApi("GET", "/api/admin/keys")) as { keys: ListedKey[] };
   if (parsed.values.json) return console.log(JSON.stringify(answer, null, 2));
-  const rows = answer.keys.map((k) => [k.name, k.kind, k.appId ?? "-", k.source, k.createdAt ?? "-", k.revokedAt ?? "-", k.lastUsedAt ?? "-"]);
-  console.log(table(["NAME", "KIND", "APP", "SOURCE", "CREATED", "REVOKED", "LAST USED"], rows));
+  const rows = answer.keys.map((k) => [k.name, k.kind, k.appId ?? "-", k.source, k.createdAt ?? "-", k.revokedAt ?? "-", k.lastUsedAt ?? "-", k.expiresAt ?? "-"]);
+  console.log(table(["NAME", "KIND", "APP", "SOURCE", "CREATED", "REVOKED", "LAST USED", "EXPIRES"], rows));
 }
 
 async function revokeKey(args: string[]): Promise<void> {

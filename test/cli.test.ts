@@ -120,6 +120,8 @@ describe("sluice keys", () => {
     expect(created.code, created.stderr).toBe(0);
     const made = JSON.parse(created.stdout) as { key: string; expiresAt: string };
     expect(made.expiresAt).toBe("2099-01-31T00:00:00.000Z");
+    const listed = await sluice(["keys", "list"]);
+    expect(listed.stdout).toMatch(/^cli-team\s+app\s+a1\s+api\s+\S+\s+-\s+-\s+2099-01-31T00:00:00\.000Z$/m);
     await chatOk(gw.url, { messages: [user("from the team key")] }, made.key);
     const bad = await sluice(["keys", "create", "cli-late", "--app", "a1", "--expires", "someday"]);
     expect(bad.code).toBe(1);
