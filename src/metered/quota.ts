@@ -93,10 +93,11 @@ export function createQuota(store: Store, state: ClusterState, observer: Observe
   // by every instance) against its periodPoints
   const gaugeRead = new Map<string, number>();
   function report(budgets: Budget[], tokens: number): void {
+    let now: number | undefined;
     for (const { hold, limit } of budgets) {
       if (hold.tokens) observer.tokensUsed(scopeKind(limit.scope), scopeName(limit), tokens, limit.tpm!);
       if (!limit.period) continue;
-      const now = Date.now();
+      now ??= Date.now();
       if (now - (gaugeRead.get(limit.scope) ?? 0) < PERIOD_GAUGE_MS) continue;
       // bounded: past periods' scopes are forgotten together now and then
       if (gaugeRead.size >= MAX_GAUGE_SCOPES) gaugeRead.clear();
