@@ -1,6 +1,6 @@
 // The `sluice` command line (docs/operations.md#the-sluice-command): `check-config [PATH]` checks a config file offline with
 // the loader the gateway starts with; `keys create|list|revoke` call the keys API of a running
-// gateway (SLUICE_URL, SLUICE_ADMIN_KEY). `--help` on every command. Exit status: 0 done, 1 failed
+// gateway (SLUICE_URL, SLUICE_ADMIN_KEY), and `usage` its usage report. `--help` on every command. Exit status: 0 done, 1 failed
 // (an invalid config, an error answer, no gateway), 2 the command line itself is wrong.
 import { resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
@@ -17,6 +17,7 @@ Commands:
   keys create NAME      create an API key (shown once)
   keys list             list every key: from config.json and created through the API
   keys revoke NAME      revoke a key created through the API
+  usage                 the usage report, grouped (--by key,day)
 
 Run \`sluice <command> --help\` for a command's options. The keys commands call a running gateway:
   SLUICE_URL         the gateway's address (default ${DEFAULT_URL})
@@ -28,7 +29,8 @@ Checks PATH (default: env SLUICE_CONFIG, else ./config.json) with the gateway's 
 cross-references. Prints every problem by its path and exits 1, or exits 0 when the file is valid.`,
   keys: `Usage: sluice keys <create|list|revoke> [options]
 
-  keys create NAME (--app ID | --kind global) [--max-usage-points N] [--qpm N] [--json]
+  keys create NAME (--app ID | --kind global) [--max-usage-points N] [--qpm N] [--tpm N]
+              [--period-points N] [--period day|week|month] [--expires TIME] [--json]
   keys list [--json]
   keys revoke NAME
 
@@ -40,10 +42,24 @@ Creates a key and prints it on stdout: it is shown this once only (the gateway k
   --kind app|global       the key's kind; a global key may list models and read usage, not chat
   --max-usage-points N    the key's points budget (default -1: none)
   --qpm N                 requests per minute (default 0: no limit)
+  --tpm N                 tokens per minute (default 0: no limit)
+  --period-points N       points per period (default -1: none)
+  --period day|week|month the period of --period-points, in server.timezone (default day)
+  --expires TIME          refused after this ISO 8601 time, e.g. 2027-01-31T00:00:00Z
   --json                  print the API's answer as JSON instead`,
+  usage: `Usage: sluice usage [--by COLUMNS] [--from TIME] [--to TIME] [--tz ZONE] [--app ID] [--csv | --json]
+
+Prints the usage report of the gateway at SLUICE_URL (with SLUICE_ADMIN_KEY): requests, input,
+output and cached tokens and points per group.
+  --by COLUMNS   comma-separated: app, model, kind, finishReason, key, share, user, day, hour
+  --from TIME    ISO 8601 (or epoch ms), inclusive; --to TIME exclusive
+  --tz ZONE      the IANA time zone of day and hour (default: the gateway's server.timezone)
+  --app ID       one app's rows only
+  --csv          print CSV; --json the API's answer as JSON`,
   list: `Usage: sluice keys list [--json]
 
-Lists every key: name, kind, app, source (config or api), created, revoked, last used. Never a key.
+Lists every key: name, kind, app, source (config or api), created, revoked, last used, expires.
+Never a key.
   --json   print the API's answer as JSON instead`,
   revoke: `Usage: sluice keys revoke NAME
 
@@ -99,7 +115,10 @@ async function keys(args: string[]): Promise<void> {
 }
 
 async function createKey(args: string[]): Promise<void> {
-  const options: Options = { app: { type: "string" }, kind: { type: "string" }, "max-usage-points": { type: "string" }, qpm: { type: "string" }, json: { type: "boolean" } };
+  const options: Options = {
+    ...{ app: { type: "string" }, kind: { type: "string" }, "max-usage-points": { type: "string" }, qpm: { type: "string" }, json: { type: "boolean" } },
+    ...{ tpm: { type: "string" }, "period-points": { type: "string" }, period: { type: "string" }, expires: { type: "string" } },
+  };
   const parsed = parse(args, options, HELP.create);
   if (!parsed) return;
   const { values: v, positionals } = parsed;
@@ -112,6 +131,10 @@ async function createKey(args: string[]): Promise<void> {
     ...(v.app !== undefined && { appId: v.app }),
     ...(v["max-usage-points"] !== undefined && { maxUsagePoints: numberOption("--max-usage-points", v["max-usage-points"] as string) }),
     ...(v.qpm !== undefined && { qpm: numberOption("--qpm", v.qpm as string) }),
+    ...(v.tpm !== undefined && { tpm: numberOption("--tpm", v.tpm as string) }),
+    ...(v["period-points"] !== undefined && { periodPoints: numberOption("--period-points", v["period-points"] as string) }),
+    ...(v.period !== undefined && { period: v.period }),
+    ...(v.expires !== undefined && { expiresAt: v.expires }),
   };
   const created = (await callApi("POST", "/api/admin/keys", body)) as { name: string; kind: string; appId: string | null; key: string };
   if (v.json) return console.log(JSON.stringify(created, null, 2));
@@ -127,6 +150,7 @@ interface ListedKey {
   createdAt: string | null;
   revokedAt: string | null;
   lastUsedAt: string | null;
+  expiresAt?: string | null;
 }
 
 async function listKeys(args: string[]): Promise<void> {
@@ -135,8 +159,8 @@ async function listKeys(args: string[]): Promise<void> {
   if (parsed.positionals.length > 0) throw new UsageError(`keys list takes no NAME\n\n${HELP.list}`);
   const answer = (await callApi("GET", "/api/admin/keys")) as { keys: ListedKey[] };
   if (parsed.values.json) return console.log(JSON.stringify(answer, null, 2));
-  const rows = answer.keys.map((k) => [k.name, k.kind, k.appId ?? "-", k.source, k.createdAt ?? "-", k.revokedAt ?? "-", k.lastUsedAt ?? "-"]);
-  console.log(table(["NAME", "KIND", "APP", "SOURCE", "CREATED", "REVOKED", "LAST USED"], rows));
+  const rows = answer.keys.map((k) => [k.name, k.kind, k.appId ?? "-", k.source, k.createdAt ?? "-", k.revokedAt ?? "-", k.lastUsedAt ?? "-", k.expiresAt ?? "-"]);
+  console.log(table(["NAME", "KIND", "APP", "SOURCE", "CREATED", "REVOKED", "LAST USED", "EXPIRES"], rows));
 }
 
 async function revokeKey(args: string[]): Promise<void> {
@@ -145,6 +169,29 @@ async function revokeKey(args: string[]): Promise<void> {
   const name = onlyName(parsed.positionals, HELP.revoke);
   const answer = (await callApi("DELETE", `/api/admin/keys/${encodeURIComponent(name)}`)) as { revokedAt: string };
   console.log(`Revoked key ${JSON.stringify(name)} (at ${answer.revokedAt}).`);
+}
+
+const TOTALS = ["requests", "inputTokens", "outputTokens", "cachedTokens", "points"] as const;
+
+async function usage(args: string[]): Promise<void> {
+  const text = { type: "string" } as const;
+  const parsed = parse(args, { by: text, from: text, to: text, tz: text, app: text, csv: { type: "boolean" }, json: { type: "boolean" } }, HELP.usage);
+  if (!parsed) return;
+  const v = parsed.values as Record<string, string | undefined> & { csv?: boolean; json?: boolean };
+  if (parsed.positionals.length > 0) throw new UsageError(`usage takes options only\n\n${HELP.usage}`);
+  const query = new URLSearchParams();
+  for (const [option, param] of [["by", "groupBy"], ["from", "from"], ["to", "to"], ["tz", "tz"], ["app", "appId"]] as const) {
+    if (v[option] !== undefined) query.set(param, v[option]);
+  }
+  if (v.csv) query.set("format", "csv");
+  const answer = await callApi("GET", `/api/v1/usage?${query}`, undefined, v.csv === true);
+  if (v.csv) return void process.stdout.write(answer as string);
+  if (v.json) return console.log(JSON.stringify(answer, null, 2));
+  const by = v.by ? v.by.split(",").map((b) => b.trim()) : [];
+  const report = answer as { totals: Record<string, number>; groups?: Array<Record<string, string | number | null>> };
+  const groups = report.groups ?? [report.totals];
+  const rows = groups.map((g) => [...by.map((b) => String(g[b] ?? "-")), ...TOTALS.map((t) => String(g[t] ?? 0))]);
+  console.log(table([...by.map((b) => b.toUpperCase()), "REQUESTS", "INPUT", "OUTPUT", "CACHED", "POINTS"], rows));
 }
 
 function onlyName(positionals: string[], help: string): string {
@@ -159,7 +206,7 @@ function numberOption(flag: string, text: string): number {
 }
 
 /** The JSON answer of the keys API; a Failure saying what went wrong otherwise. Never prints the admin key. */
-async function callApi(method: string, path: string, body?: unknown): Promise<unknown> {
+async function callApi(method: string, path: string, body?: unknown, raw = false): Promise<unknown> {
   const base = (process.env.SLUICE_URL || DEFAULT_URL).replace(/\/+$/, "");
   const adminKey = process.env.SLUICE_ADMIN_KEY;
   if (!adminKey) throw new UsageError("set SLUICE_ADMIN_KEY to an admin key (kind \"admin\" in config.json)");
@@ -183,6 +230,7 @@ async function callApi(method: string, path: string, body?: unknown): Promise<un
     throw new Failure(`cannot reach the gateway at ${base} (${why}): is it running, and is SLUICE_URL right?`);
   }
   const text = await res.text();
+  if (raw && res.ok) return text;
   let answer: unknown;
   try {
     answer = JSON.parse(text);
@@ -205,6 +253,7 @@ async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   if (command === "check-config") return checkConfig(rest);
   if (command === "keys") return keys(rest);
+  if (command === "usage") return usage(rest);
   if (command === "--help" || command === "-h" || command === "help") return console.log(HELP.main);
   throw new UsageError(`${command === undefined ? "a command is needed" : `unknown command ${JSON.stringify(command)}`}\n\n${HELP.main}`);
 }

@@ -42,6 +42,8 @@ export interface GatewayDeps {
   state?: ClusterState;
   /** reads and validates the config again (throws ConfigError): what a reload swaps in */
   loadConfig?: () => Config;
+  /** the clock of quotas by time and key expiry (tests move it through minutes and days); absent: Date.now */
+  clock?: () => number;
 }
 
 export interface Gateway {
@@ -84,6 +86,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     keys: createCreatedKeys(deps.store, state),
     channels: createChannelBook(deps.store, state),
     rebuild: () => rebuild(),
+    clock: deps.clock ?? Date.now,
   };
   // `file`: config.json as last loaded; the runtime serves it with the store's channels over it
   let file = config;

@@ -61,6 +61,8 @@ export interface Shared {
   channels: ChannelBook;
   /** builds the runtime again over the same config.json (after a channel write) */
   rebuild: () => void;
+  /** what time it is for quotas by time and key expiry (tests inject one) */
+  clock: () => number;
 }
 
 export type Handler = (event: H3Event) => Promise<Reply>;
@@ -96,7 +98,7 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
   const apps = new Map(config.apps.map((a) => [a.id, a]));
   const links = new Map(config.shareLinks.map((l) => [l.shareId, l]));
   const aliases = createAliases(config.aliases);
-  const keyring = createKeyring(config.apiKeys, shared.keys);
+  const keyring = createKeyring(config.apiKeys, shared.keys, shared.clock);
   // rerank models with their own requestUrl get a channel of their own (docs/fleet.md#rerank)
   const router = createChannelRouter(upstreamChannels(config), shared.observer, shared.state, {
     previous: previous?.router.entries,
@@ -129,6 +131,8 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
       maxBytes: config.server.bodyLog.maxBytes,
       retentionMs: config.server.bodyLog.retentionHours * 3_600_000,
     },
+    timezone: config.server.timezone,
+    clock: shared.clock,
   };
   const dialectMetered: MeteredDeps = { ...metered, body: dialectBody };
   // a configured model whose channels were all deleted through the AI Proxy API is still the
@@ -182,7 +186,7 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
     rebuild: shared.rebuild,
     configured: (model) => kinds.has(model),
     store: shared.store,
-    timezone: "UTC",
+    timezone: config.server.timezone,
     observer: shared.observer,
   });
 
@@ -205,7 +209,7 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
       responseDelete: storedResponses.delete,
       models: catalog.models,
       model: catalog.model,
-      usage: createUsageRoute({ keyring, apps, store: shared.store, kinds }),
+      usage: createUsageRoute({ keyring, apps, store: shared.store, kinds, timezone: config.server.timezone }),
       shareInit: shareCall(share.init),
       shareChats: shareCall(share.chats),
       shareChat: shareCall(share.chat),

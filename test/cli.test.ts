@@ -115,6 +115,28 @@ describe("sluice keys", () => {
     expect(keys.find((k) => k.name === "cli-global")?.source).toBe("api");
   });
 
+  it("creates a key with --tpm, --period-points and --expires, then prints the usage report by key (table and CSV)", async () => {
+    const created = await sluice(["keys", "create", "cli-team", "--app", "a1", "--tpm", "5000", "--period-points", "10", "--period", "week", "--expires", "2099-01-31T00:00:00Z", "--json"]);
+    expect(created.code, created.stderr).toBe(0);
+    const made = JSON.parse(created.stdout) as { key: string; expiresAt: string };
+    expect(made.expiresAt).toBe("2099-01-31T00:00:00.000Z");
+    const listed = await sluice(["keys", "list"]);
+    expect(listed.stdout).toMatch(/^cli-team\s+app\s+a1\s+api\s+\S+\s+-\s+-\s+2099-01-31T00:00:00\.000Z$/m);
+    await chatOk(gw.url, { messages: [user("from the team key")] }, made.key);
+    const bad = await sluice(["keys", "create", "cli-late", "--app", "a1", "--expires", "someday"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("expiresAt");
+
+    const table = await sluice(["usage", "--by", "key,day", "--from", "2000-01-01T00:00:00Z"]);
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toMatch(/^KEY\s+DAY\s+REQUESTS\s+INPUT\s+OUTPUT\s+CACHED\s+POINTS/);
+    expect(table.stdout).toMatch(/^cli-team\s+\d{4}-\d\d-\d\d\s+1\s/m);
+    const csv = await sluice(["usage", "--by", "key", "--csv"]);
+    expect(csv.code, csv.stderr).toBe(0);
+    expect(csv.stdout.split("\r\n")[0]).toBe("key,requests,inputTokens,outputTokens,cachedTokens,points");
+    expect(csv.stdout).toMatch(/\r\ncli-team,1,\d+,\d+,0,/);
+  });
+
   it("works as `npm run sluice -- keys list`", { timeout: 30_000 }, async () => {
     const { code, stdout, stderr } = await run("npm", ["run", "--silent", "sluice", "--", "keys", "list"]);
     expect(code, stderr).toBe(0);

@@ -85,7 +85,7 @@ describe("Redis state: one window, one budget for every instance", () => {
     const holds = [{ scope: "share:s1", max: 1 }];
     const rates = [{ scope: "share:s1", limit: 4 }];
     const first = await Promise.all([a.admit(holds, 0.1, rates, T0, spent), b.admit(holds, 0.1, rates, T0, spent), a.admit(holds, 0.1, rates, T0, spent)]);
-    expect(first).toEqual([{ ok: true, held: 0.1 }, { ok: true, held: 0.1 }, { ok: true, held: 0.1 }]);
+    expect(first).toEqual([{ ok: true, held: 0.1, heldTokens: 0 }, { ok: true, held: 0.1, heldTokens: 0 }, { ok: true, held: 0.1, heldTokens: 0 }]);
     expect(await b.admit(holds, 0.3, rates, T0, spent)).toEqual({ ok: false, refused: "budget", scope: "share:s1" });
     expect(loads).toBeLessThanOrEqual(2); // at most one load per instance; Redis keeps the first
     await a.settle(["share:s1"], 0.1, 0.2);
@@ -256,7 +256,7 @@ afterEach(async () => {
 
 /** Two gateways on one store and one Redis: each with a state of its own under one prefix, or
  *  (`fromConfig`) with the state the gateway builds from `cluster.redisUrl`. Resolves once both are ready. */
-async function deploy(parts: ConfigParts, fromConfig = false): Promise<Deployment> {
+async function deploy(parts: ConfigParts, fromConfig = false, clock?: () => number): Promise<Deployment> {
   const raw = gatewayConfig(upstream.url, parts) as { apiKeys: unknown[]; channels: Array<Record<string, unknown>> };
   raw.apiKeys.push({ name: "root", kind: "admin", key: ADMIN_KEY });
   for (const channel of raw.channels) channel.healthCheck = { intervalMs: 0 };
@@ -271,7 +271,7 @@ async function deploy(parts: ConfigParts, fromConfig = false): Promise<Deploymen
     if (state) states.push(state);
     const instance = { reloads: 0 } as Instance;
     const loadConfig = () => (instance.reloads++, parseConfig(JSON.parse(text)));
-    instance.gateway = createGateway(config, { store, state, loadConfig });
+    instance.gateway = createGateway(config, { store, state, loadConfig, clock });
     instance.server = createHttpServer(toNodeHandler(instance.gateway.app), config.server);
     await new Promise<void>((resolve) => instance.server.listen(0, "127.0.0.1", resolve));
     instance.url = `http://127.0.0.1:${(instance.server.address() as AddressInfo).port}`;
@@ -344,6 +344,23 @@ describe("two gateways on one Redis", () => {
     const spent = await d.store.getSpent("app:a1");
     expect(spent).toBeLessThanOrEqual(max + 1e-9);
     expect(spent).toBeGreaterThan(max - 0.1);
+  });
+
+  it("hold one tokens-per-minute allowance: 200 concurrent chats through both never pass the key's tpm", async () => {
+    const tpm = 20_000;
+    // one minute for the whole burst, whatever the machine's speed
+    const d = await deploy({ key: { tpm } }, false, () => T0 + 30_000);
+    upstream.behave({ usage: { prompt_tokens: 1, completion_tokens: 1000 }, honourMaxTokens: true });
+    const answers = await burst(d);
+    const answered = count(answers, 200);
+    expect(answered + count(answers, 429, "tpm_exceeded")).toBe(200);
+    await vi.waitFor(async () => expect((await d.store.summarizeUsage({ appId: "a1" })).totals.requests).toBe(answered));
+    const { inputTokens, outputTokens } = (await d.store.summarizeUsage({ appId: "a1" })).totals;
+    // every call's prompt bound + max_tokens is held before it is sent: the minute's tokens never
+    // pass the tpm by more than one call's worth (here, not at all: the upstream reports less prompt)
+    expect(inputTokens + outputTokens).toBeLessThanOrEqual(tpm + 1001);
+    expect(inputTokens + outputTokens).toBeGreaterThan(tpm - 1001);
+    expect(answered).toBeLessThan(200);
   });
 
   it("refuse a key revoked on one instance on the other within a second", async () => {

@@ -85,7 +85,7 @@ describe("grafana dashboard file", () => {
     }
   });
 
-  it("has panels for failover attempts, channel state, queue depth, budget refusals, process errors, reloads, embeddings, the other kinds and routing", () => {
+  it("has panels for failover attempts, channel state, queue depth, budget refusals, process errors, reloads, embeddings, the other kinds routing and quotas by time", () => {
     const exprs = panelQueries(dashboard).map((q) => q.expr);
     const wanted = [
       /sluice_upstream_attempts_total\{[^}]*outcome=~"retried\|circuit_open"/,
@@ -105,6 +105,11 @@ describe("grafana dashboard file", () => {
       /sluice_upstream_cached_tokens_total\{[^}]*\}.*\/ sum by \(model\) \(rate\(sluice_tokens_total\{[^}]*type="input"/,
       /sum by \(model, decision\) \(rate\(sluice_route_decisions_total\{/,
       /sluice_channel_load\{/,
+      // quotas by time: tokens a minute against tpm, a period's spend against periodPoints
+      /rate\(sluice_quota_tokens_total\{[^}]*\}\[\$__rate_interval\]\)\) \* 60/,
+      /sluice_quota_tpm\{/,
+      /sluice_quota_period_spent_points\{/,
+      /sluice_quota_period_points\{/,
       /up\{/,
     ];
     for (const pattern of wanted) expect(exprs.some((e) => pattern.test(e)), String(pattern)).toBe(true);
@@ -273,7 +278,10 @@ function gatewayConfig(upstreamUrl: string, fleet: FleetUpstreams) {
     reRankModels: [{ model: "bge-reranker", charsPointsPrice: 1 }],
     audioSpeechModels: [{ model: "cosyvoice", charsPointsPrice: 1 }],
     whisperModel: { model: "whisper-1", charsPointsPrice: 1 },
-    apps: [{ id: "support", name: "Support bot", model: "glm", models: ["glm", "text-embed", "glm-coder", "bge-reranker", "cosyvoice", "whisper-1"] }],
+    apps: [
+      // quotas by time (tokens per minute, a day's points) large enough never to refuse the traffic
+      { id: "support", name: "Support bot", model: "glm", models: ["glm", "text-embed", "glm-coder", "bge-reranker", "cosyvoice", "whisper-1"], tpm: 10_000_000, periodPoints: 1_000_000 },
+    ],
     apiKeys: [{ name: "support-web", kind: "app", appId: "support", key: APP_KEY }],
   };
 }

@@ -21,7 +21,7 @@ let auth: ShareAuth;
 let app: H3;
 
 function shareLink(shareId: string, over: Partial<ShareLinkConfig> = {}): ShareLinkConfig {
-  return { shareId, appId: "support", qpm: 0, maxUsagePoints: -1, expiresAt: null, responseDetail: false, callbackTimeoutMs: 2000, apiQpm: 0, ...over };
+  return { shareId, appId: "support", qpm: 0, maxUsagePoints: -1, tpm: 0, periodPoints: -1, period: "day", expiresAt: null, responseDetail: false, callbackTimeoutMs: 2000, apiQpm: 0, ...over };
 }
 
 beforeEach(async () => {

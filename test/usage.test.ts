@@ -76,7 +76,7 @@ describe("usage report", () => {
     expect((await usageOk("?to=2024-01-01T12:00:00Z")).apps).toEqual([{ appId: "a1", ...totals(1, 1, 1, 1) }]);
   });
 
-  it("groups by finish reason with groupBy=finishReason, and refuses any other groupBy with 400", async () => {
+  it("groups by finish reason with groupBy=finishReason, and refuses a groupBy it does not know with 400", async () => {
     h.upstream.behave({ text: "never finished", chunks: 4, cutAfterChunks: 2 });
     expect(await (await postChat(h.gw.url, { stream: true, messages: [user("cut short")] })).text()).toContain('"error"');
     h.upstream.behave({ cutAfterChunks: null });
@@ -89,7 +89,7 @@ describe("usage report", () => {
     expect(grouped.totals.requests).toBe(4);
     expect(grouped.finishReasons?.map((r) => [r.finishReason, r.requests])).toEqual([[null, 1], ["stop", 2], ["upstream_error", 1]]);
     expect(await usageOk("?appId=a1")).not.toHaveProperty("finishReasons");
-    for (const bad of ["model", "", "finishreason"]) {
+    for (const bad of ["colour", "", "finishreason", "model,"]) {
       const refused = await expectError(await getUsage(`?groupBy=${bad}`), 400, "invalid_request");
       expect(refused.param).toBe("groupBy");
     }

@@ -22,6 +22,15 @@ const newKeySchema = z
     appId: z.string({ error: required("a string") }).min(1, "must not be empty").optional(),
     maxUsagePoints: z.number({ error: required("a number") }).min(-1, "expected -1 (no budget) or more").default(-1),
     qpm: z.number({ error: required("a number") }).int("expected a whole number").min(0, "expected 0 (no limit) or more").default(0),
+    // quotas by time (docs/configuration.md#quotas-by-time)
+    tpm: z.number({ error: required("a number") }).int("expected a whole number").min(0, "expected 0 (no limit) or more").default(0),
+    periodPoints: z.number({ error: required("a number") }).min(-1, "expected -1 (no budget) or more").default(-1),
+    period: z.enum(["day", "week", "month"], { error: 'expected "day", "week" or "month"' }).default("day"),
+    expiresAt: z.iso
+      .datetime({ offset: true, error: "expected an ISO 8601 date-time such as 2027-01-31T00:00:00Z" })
+      .nullable()
+      .default(null)
+      .transform((at) => (at === null ? null : Date.parse(at))),
   })
   .superRefine((k, ctx) => {
     if (k.kind === "app" && k.appId === undefined) ctx.addIssue({ code: "custom", path: ["appId"], message: "an app key needs appId" });
@@ -48,7 +57,8 @@ export function createKeyRoutes(deps: KeyRouteDeps) {
     const made = inConfig(input.name) ? undefined : await deps.keys.create(input, Date.now());
     if (!made) throw new GatewayError(409, "key_name_taken", `A key named ${quote(input.name)} exists already (revoked keys keep their names): choose another name.`, { param: "name" });
     const { row, key } = made;
-    return new Response(JSON.stringify({ name: row.name, kind: row.kind, appId: row.appId, key, createdAt: isoTime(row.createdAt) }), {
+    const answer = { name: row.name, kind: row.kind, appId: row.appId, key, createdAt: isoTime(row.createdAt), expiresAt: isoTime(row.expiresAt ?? null) };
+    return new Response(JSON.stringify(answer), {
       status: 201,
       // the one answer that carries the key: no cache may keep it
       headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" },
@@ -65,6 +75,7 @@ export function createKeyRoutes(deps: KeyRouteDeps) {
       appId: k.appId ?? null,
       source: "config",
       createdAt: null,
+      expiresAt: isoTime(k.expiresAt),
       revokedAt: null,
       lastUsedAt: lastUsedAt(k.name),
     }));
@@ -74,6 +85,7 @@ export function createKeyRoutes(deps: KeyRouteDeps) {
       appId: r.appId,
       source: "api",
       createdAt: isoTime(r.createdAt),
+      expiresAt: isoTime(r.expiresAt ?? null),
       revokedAt: isoTime(r.revokedAt),
       lastUsedAt: lastUsedAt(r.name),
     }));

@@ -22,6 +22,11 @@ export interface NewKey {
   appId?: string;
   maxUsagePoints: number;
   qpm: number;
+  tpm: number;
+  periodPoints: number;
+  period: "day" | "week" | "month";
+  /** epoch ms; null: never */
+  expiresAt: number | null;
 }
 
 export interface CreatedKeys extends KeySource {
@@ -106,6 +111,10 @@ export function createCreatedKeys(store: Store, state: ClusterState): CreatedKey
         sha256: hash("sha256", key, "hex"),
         maxUsagePoints: input.maxUsagePoints,
         qpm: input.qpm,
+        tpm: input.tpm,
+        periodPoints: input.periodPoints,
+        period: input.period,
+        expiresAt: input.expiresAt,
         createdAt: now,
         revokedAt: null,
       };
@@ -147,5 +156,6 @@ function storeUnavailable(): GatewayError {
 }
 
 function identityOf(row: CreatedKeyRow): KeyIdentity {
-  return { name: row.name, kind: row.kind, appId: row.appId ?? undefined, maxUsagePoints: row.maxUsagePoints, qpm: row.qpm };
+  const { name, kind, maxUsagePoints, qpm, tpm = 0, periodPoints = -1, period = "day", expiresAt = null } = row;
+  return { name, kind, appId: row.appId ?? undefined, maxUsagePoints, qpm, tpm, periodPoints, period, expiresAt };
 }

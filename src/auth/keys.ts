@@ -15,6 +15,11 @@ export interface KeyIdentity {
   priority?: number;
   /** calls in flight at once (0 or absent: no limit) */
   maxConcurrent?: number;
+  tpm: number;
+  periodPoints: number;
+  period: "day" | "week" | "month";
+  /** epoch ms after which the key is refused (401 key_expired); null: never */
+  expiresAt: number | null;
 }
 
 /** Keys that do not come from the config: those created through the operations API. */
@@ -39,12 +44,17 @@ interface StoredKey {
 export const missingApiKey = () =>
   new GatewayError(401, "missing_api_key", "Missing API key: send it as 'Authorization: Bearer <key>'.");
 
+/** docs/api.md#keys: a key past its expiresAt */
+export const keyExpired = (at: number) =>
+  new GatewayError(401, "key_expired", `This API key expired at ${new Date(at).toISOString()}; ask the operator for a new one.`);
+
 const sha256 = (value: string): Buffer => hash("sha256", value, "buffer");
 
-export function createKeyring(keys: ApiKeyConfig[], source?: KeySource) {
-  const stored: StoredKey[] = keys.map((k) => ({
-    digest: k.sha256 ? Buffer.from(k.sha256, "hex") : sha256(k.key ?? ""),
-    identity: { name: k.name, kind: k.kind, appId: k.appId, maxUsagePoints: k.maxUsagePoints, qpm: k.qpm, priority: k.priority, maxConcurrent: k.maxConcurrent },
+/** `now`: the clock that expiry is judged by (tests inject one). */
+export function createKeyring(keys: ApiKeyConfig[], source?: KeySource, now: () => number = Date.now) {
+  const stored: StoredKey[] = keys.map(({ key: _key, sha256: digest, expiresAt, ...k }) => ({
+    digest: digest ? Buffer.from(digest, "hex") : sha256(_key ?? ""),
+    identity: { ...k, expiresAt: expiresAt === null ? null : Date.parse(expiresAt) },
   }));
 
   /** The key's identity; 401 when the header is missing, garbled or names no configured key. */
@@ -57,7 +67,9 @@ export function createKeyring(keys: ApiKeyConfig[], source?: KeySource) {
     for (const k of stored) if (timingSafeEqual(k.digest, digest)) found = k.identity;
     found ??= source?.find(digest.toString("hex"));
     if (!found) throw new GatewayError(401, "invalid_api_key", "Invalid API key.");
-    source?.used(found.name, Date.now());
+    const at = now();
+    if (found.expiresAt !== null && at >= found.expiresAt) throw keyExpired(found.expiresAt);
+    source?.used(found.name, at);
     return found;
   }
 

@@ -5,6 +5,7 @@
 import type { ModelConfig } from "../config/schema.js";
 import { badRequest } from "../http/errors.js";
 import type { Caller } from "../metered/caller.js";
+import type { Held } from "../metered/quota.js";
 import type { Call, PlanBase } from "../metered/spec.js";
 import { affordedMaxTokens, tokenWorstCase, type TokenAsk } from "../metered/token-budget.js";
 import type { ShareAuth } from "../share/callbacks.js";
@@ -84,6 +85,7 @@ export async function planChat(deps: PlanDeps, call: ChatCall, opts: PlanOptions
     owner,
     answerModel: req.model !== undefined && req.model !== model.model ? req.model : undefined,
     chatId: req.chatId,
+    user: uid,
     worstCase: tokenWorstCase(caller, model, askOf(limited, choices)),
   };
 }
@@ -100,7 +102,7 @@ const askOf = (limited: LimitedChat, choices: number): TokenAsk => ({
  * Serve until spent (docs/api.md#budgets): when the budgets held less than the worst case, max_tokens
  * is lowered to what the hold pays for (src/metered/token-budget.ts); the answer then ends `length`.
  */
-export async function affordChat(plan: ChatPlan, model: ModelConfig, held: number): Promise<void> {
+export async function affordChat(plan: ChatPlan, model: ModelConfig, held: Held): Promise<void> {
   const maxTokens = await affordedMaxTokens(model, askOf(plan.limited, plan.choices), held);
   if (maxTokens !== undefined) plan.limited.maxTokens = maxTokens;
 }

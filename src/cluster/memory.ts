@@ -20,6 +20,9 @@ interface Ledger {
 export function createMemoryClusterState(breakerOptions: BreakerSettings): ClusterState {
   const windows = new LRUCache<string, RateWindow>({ max: MAX_SCOPES });
   const ledgers = new LRUCache<string, Ledger>({ max: MAX_SCOPES });
+  // a minute's token ledgers: those of past minutes are the least recently used, evicted first
+  const minutes = new LRUCache<string, Ledger>({ max: MAX_SCOPES });
+  const minuteOf = (scope: string) => minutes.get(scope) ?? minutes.set(scope, { spent: 0, held: 0 }).get(scope)!;
   const loading = new Map<string, Promise<void>>();
   const breakers = new Map<string, Breaker>();
   const keyListeners = new Set<(change: KeyChange) => void>();
@@ -46,14 +49,18 @@ export function createMemoryClusterState(breakerOptions: BreakerSettings): Clust
 
   return {
     async admit(holds, points, rates, now, spent): Promise<AdmitResult> {
-      const { min, max } = typeof points === "number" ? { min: points, max: points } : points;
-      await Promise.all(holds.map((h) => load(h.scope, spent)));
+      const range = typeof points === "number" ? { min: points, max: points } : points;
+      const ranges = { points: range, tokens: range.tokens ?? { min: 0, max: 0 } };
+      // known scopes (the usual case) take no turn of the event loop
+      if (holds.some((h) => !h.tokens && !ledgers.has(h.scope))) await Promise.all(holds.map((h) => (h.tokens ? undefined : load(h.scope, spent))));
       // from here on synchronous: every check, then every change, is one step in this process
-      let room = Number.POSITIVE_INFINITY;
-      for (const h of holds) {
-        const l = ledgers.get(h.scope)!;
-        if (l.spent >= h.max || l.spent + l.held + min > h.max + EPSILON) return { ok: false, refused: "budget", scope: h.scope };
-        room = Math.min(room, h.max - l.spent - l.held);
+      const room = { points: Number.POSITIVE_INFINITY, tokens: Number.POSITIVE_INFINITY };
+      const held = holds.map((h) => (h.tokens ? minuteOf(h.scope) : ledgers.get(h.scope)!));
+      for (let i = 0; i < holds.length; i++) {
+        const [h, l] = [holds[i]!, held[i]!];
+        const unit = h.tokens ? "tokens" : "points";
+        if (l.spent >= h.max || l.spent + l.held + ranges[unit].min > h.max + EPSILON) return { ok: false, refused: "budget", scope: h.scope };
+        room[unit] = Math.min(room[unit], h.max - l.spent - l.held);
       }
       const rateWindows = rates.map((r) => {
         let window = windows.get(r.scope);
@@ -64,15 +71,15 @@ export function createMemoryClusterState(breakerOptions: BreakerSettings): Clust
         const retryAfterMs = rateWindows[i]!.wait(now, rates[i]!.limit);
         if (retryAfterMs > 0) return { ok: false, refused: "rate", scope: rates[i]!.scope, retryAfterMs };
       }
-      const held = Math.min(max, Math.max(min, room));
-      for (const h of holds) ledgers.get(h.scope)!.held += held;
+      const hold = { points: servable(ranges.points, room.points), tokens: servable(ranges.tokens, room.tokens) };
+      holds.forEach((h, i) => (held[i]!.held += hold[h.tokens ? "tokens" : "points"]));
       for (const window of rateWindows) window.count(now);
-      return { ok: true, held };
+      return { ok: true, held: hold.points, heldTokens: hold.tokens };
     },
 
-    async settle(scopes, held, actual) {
+    async settle(scopes, held, actual, tokens) {
       for (const scope of scopes) {
-        const l = ledgers.get(scope);
+        const l = (tokens ? minutes : ledgers).get(scope);
         if (!l) continue;
         l.held = Math.max(0, l.held - held);
         l.spent += actual;
@@ -115,4 +122,10 @@ export function createMemoryClusterState(breakerOptions: BreakerSettings): Clust
     reachable: async () => {},
     close: async () => {},
   };
+}
+
+/** Serve until spent: the range's most where the budgets have room for it, else their room, never
+ *  below the least (docs/api.md#budgets). */
+function servable(range: { min: number; max: number }, room: number): number {
+  return Math.min(range.max, Math.max(range.min, room));
 }

@@ -11,6 +11,8 @@ import type { AdmitResult, BudgetHold, PointRange, RateLimit } from "./types.js"
 
 /** a budget's spent and holds live this long after its last reservation or settling */
 const BUDGET_TTL_MS = 24 * 3_600_000;
+/** a minute's tokens (tpm) live this long after its last reservation or settling */
+const MINUTE_TTL_MS = 3 * 60_000;
 /** a rate window lives this long after its last hit */
 const RATE_TTL_MS = 120_000;
 const LIVENESS_MS = 30_000;
@@ -60,8 +62,8 @@ export function createSharedBudgets(opts: SharedBudgetsOptions) {
     }
   }
   /** Changes this instance's hold in Redis and adds `actual` to spent: the settle step. */
-  const change = (scopes: string[], holdChange: number, actual: number) =>
-    call(() => scripts.settle(scopes.map(key), [instance, String(holdChange), String(actual), BUDGET_TTL_MS]));
+  const change = (scopes: string[], holdChange: number, actual: number, ttl = BUDGET_TTL_MS) =>
+    call(() => scripts.settle(scopes.map(key), [instance, String(holdChange), String(actual), ttl]));
 
   function mend(scopes: Iterable<string>, forgetSpent: boolean): void {
     for (const scope of scopes) unmended.set(scope, forgetSpent || (unmended.get(scope) ?? false));
@@ -105,14 +107,19 @@ export function createSharedBudgets(opts: SharedBudgetsOptions) {
     pending.add(p);
     try {
       const keys = [instancesKey, ...scopes.map(key), ...rates.map((r) => rateKey(r.scope))];
-      const args = [instance, String(points.min), LIVENESS_MS, BUDGET_TTL_MS, holds.length, now, RATE_TTL_MS, String(points.max), ...holds.map((h) => String(h.max)), ...rates.map((r) => r.limit)];
+      const tokens = points.tokens ?? { min: 0, max: 0 };
+      const args = [
+        ...[instance, String(points.min), LIVENESS_MS, BUDGET_TTL_MS, holds.length, now, RATE_TTL_MS, String(points.max)],
+        ...[String(tokens.min), String(tokens.max), MINUTE_TTL_MS],
+        ...holds.flatMap((h) => [String(h.max), h.tokens ? 1 : 0]),
+        ...rates.map((r) => r.limit),
+      ];
       const result = (await call(() => scripts.admit(keys, args))) as Array<number | string>;
       if (result[0] === 0) {
-        const held = Number(result[1]);
-        addHeld(scopes, held);
+        const amount = (h: BudgetHold) => Number(result[h.tokens ? 2 : 1]);
+        for (const h of holds) addHeld([h.scope], amount(h));
         // held again, after the mend that overwrote it (sent now, so applied after it)
-        const again = [...p.overwritten];
-        if (again.length > 0) change(again, held, 0).catch(() => mend(again, false));
+        for (const h of holds.filter((h) => p.overwritten.has(h.scope))) change([h.scope], amount(h), 0).catch(() => mend([h.scope], false));
       }
       return result;
     } catch (err) {
@@ -133,7 +140,7 @@ export function createSharedBudgets(opts: SharedBudgetsOptions) {
       for (let round = 0; round <= holds.length; round++) {
         const result = await admitOnce(holds, range, rates, now);
         const [answer, index = 0, retryAfterMs = 0] = result.map(Number);
-        if (answer === 0) return { ok: true, held: Number(result[1]) };
+        if (answer === 0) return { ok: true, held: Number(result[1]), heldTokens: Number(result[2]) };
         if (answer === 1) return { ok: false, refused: "budget", scope: holds[index - 1]!.scope };
         if (answer === 2) return { ok: false, refused: "rate", scope: rates[index - 1]!.scope, retryAfterMs };
         await loadSpent(holds[index - 1]!.scope, spent);
@@ -141,11 +148,11 @@ export function createSharedBudgets(opts: SharedBudgetsOptions) {
       throw opts.unavailable(); // spent loaded, and gone again at once: Redis is evicting keys
     },
 
-    async settle(scopes: string[], points: number, actual: number): Promise<void> {
+    async settle(scopes: string[], points: number, actual: number, tokens?: boolean): Promise<void> {
       if (scopes.length === 0) return;
       addHeld(scopes, -points);
       try {
-        await change(scopes, -points, actual);
+        await change(scopes, -points, actual, tokens ? MINUTE_TTL_MS : BUDGET_TTL_MS);
       } catch {
         // the hold is written again; spent may or may not have counted: loaded from the store again
         mend(scopes, true);

@@ -17,19 +17,31 @@ const EPSILON = "1e-9";
  * the in-process RateWindow's algorithm, so a hit costs O(1) (at most 60 counters cleared).
  * KEYS: instances (sorted set, last seen), then one hash per budget, then one per window.
  * ARGV: instance, the least points, liveness (ms), budget ttl (ms), number of budgets, now (ms),
- * window ttl (ms), the most points, then each budget's max, then each window's limit. Serve until
- * spent: the hold is the most points where every budget has room, else the tightest budget's room,
- * never below the least (most below least: most, a check that may hold nothing).
- * Returns {0, held} (admitted; held as a decimal string), {1, k} (budget k refused), {2, k,
+ * window ttl (ms), the most points, the least and most tokens, a minute's ttl (ms), then each
+ * budget's max and whether it counts tokens (1: a minute's tokens, its spent starting at 0), then
+ * each window's limit. Serve until spent, per unit: the hold is the most where every budget has
+ * room, else the tightest budget's room, never below the least (most below least: most, a check
+ * that may hold nothing).
+ * Returns {0, held, heldTokens} (admitted; decimal strings), {1, k} (budget k refused), {2, k,
  * retryAfterMs} (window k refused) or
  * {3, k} (budget k's spent is not loaded yet: nothing checked or changed).
  */
 const ADMIT = `
-local me, least, most, budgets = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[8]), tonumber(ARGV[5])
-local room = nil
+local me, budgets = ARGV[1], tonumber(ARGV[5])
+-- per unit (1 points, 2 tokens): the least, the most, the room left, the key's ttl
+local least = {tonumber(ARGV[2]), tonumber(ARGV[9])}
+local most = {tonumber(ARGV[8]), tonumber(ARGV[10])}
+local room = {nil, nil}
+local ttl = {ARGV[4], ARGV[11]}
+local unit = {}
 local now = tonumber(ARGV[6])
 for k = 1, budgets do
-  if redis.call('HEXISTS', KEYS[k + 1], 'spent') == 0 then return {3, k} end
+  unit[k] = ARGV[11 + 2 * k] == '1' and 2 or 1
+  if unit[k] == 2 then
+    if redis.call('HSETNX', KEYS[k + 1], 'spent', '0') == 1 then redis.call('PEXPIRE', KEYS[k + 1], ARGV[11]) end
+  elseif redis.call('HEXISTS', KEYS[k + 1], 'spent') == 0 then
+    return {3, k}
+  end
 end
 if budgets > 0 then
   local t = redis.call('TIME')
@@ -48,9 +60,9 @@ if budgets > 0 then
         if seen < cutoff then redis.call('HDEL', KEYS[k + 1], field) else held = held + tonumber(fields[j + 1]) end
       end
     end
-    local max = tonumber(ARGV[8 + k])
-    if spent >= max or spent + held + least > max + ${EPSILON} then return {1, k} end
-    if room == nil or max - spent - held < room then room = max - spent - held end
+    local max, u = tonumber(ARGV[10 + 2 * k]), unit[k]
+    if spent >= max or spent + held + least[u] > max + ${EPSILON} then return {1, k} end
+    if room[u] == nil or max - spent - held < room[u] then room[u] = max - spent - held end
   end
 end
 -- each window moved to now (counters of seconds that left it cleared); the second a hit counts at
@@ -77,7 +89,7 @@ for w = 1, #KEYS - 1 - budgets do
     -- a clock far behind the others': counted at the oldest second still in the window
     second = head - 59
   end
-  if sum >= tonumber(ARGV[8 + budgets + w]) then
+  if sum >= tonumber(ARGV[11 + 2 * budgets + w]) then
     for s = head - 59, head do
       if tonumber(redis.call('HGET', window, tostring(s % 60)) or '0') > 0 then
         return {2, w, (s + 60) * 1000 - now}
@@ -88,14 +100,17 @@ for w = 1, #KEYS - 1 - budgets do
   heads[w], sums[w], seconds[w] = head, sum, second
 end
 -- serve until spent: the most the tightest budget has room for, never less than the least
-local hold = most
-if room ~= nil and room < hold then hold = room end
-if hold < least then hold = least end
-if most < least then hold = most end
-local written = string.format('%.17g', hold)
+local written = {}
+for u = 1, 2 do
+  local hold = most[u]
+  if room[u] ~= nil and room[u] < hold then hold = room[u] end
+  if hold < least[u] then hold = least[u] end
+  if most[u] < least[u] then hold = most[u] end
+  written[u] = string.format('%.17g', hold)
+end
 for k = 1, budgets do
-  if hold > 0 then redis.call('HINCRBYFLOAT', KEYS[k + 1], 'h:' .. me, written) end
-  redis.call('PEXPIRE', KEYS[k + 1], ARGV[4])
+  if tonumber(written[unit[k]]) > 0 then redis.call('HINCRBYFLOAT', KEYS[k + 1], 'h:' .. me, written[unit[k]]) end
+  redis.call('PEXPIRE', KEYS[k + 1], ttl[unit[k]])
 end
 for w = 1, #heads do
   local window = KEYS[1 + budgets + w]
@@ -103,7 +118,7 @@ for w = 1, #heads do
   redis.call('HSET', window, 'h', heads[w], 's', sums[w] + 1)
   redis.call('PEXPIRE', window, ARGV[7])
 end
-return {0, written}
+return {0, written[1], written[2]}
 `;
 
 /**

@@ -186,7 +186,7 @@ export function createRedisClusterState(opts: RedisClusterOptions): ClusterState
 
   return {
     admit: (holds, points, rates, now, spent) => budgets.admit(holds, points, rates, now, spent),
-    settle: (scopes, held, actual) => budgets.settle(scopes, held, actual),
+    settle: (scopes, held, actual, tokens) => budgets.settle(scopes, held, actual, tokens),
     takeSlots: (limits, id, now) => slots.take(limits, id, now),
     freeSlots: (scopes, id) => slots.free(scopes, id),
 

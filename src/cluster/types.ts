@@ -6,8 +6,11 @@
 export interface BudgetHold {
   /** `app:<id>`, `key:<name>` or `share:<shareId>` */
   scope: string;
-  /** the scope's budget in points */
+  /** the scope's budget in points (tokens for a `tokens` hold) */
   max: number;
+  /** a minute's tokens (`tpm`, docs/api.md#budgets): held from the range's `tokens`, its spent
+   *  starting at 0 (never read from the store), kept a few minutes only */
+  tokens?: boolean;
 }
 
 export interface RateLimit {
@@ -24,11 +27,13 @@ export interface RateLimit {
 export interface PointRange {
   min: number;
   max: number;
+  /** the same for the `tokens` holds (absent: {0, 0}) */
+  tokens?: { min: number; max: number };
 }
 
 export type AdmitResult =
   /** `held`: the points now held in every budget (the range's max when there are no budgets) */
-  | { ok: true; held: number }
+  | { ok: true; held: number; heldTokens: number }
   | { ok: false; refused: "budget"; scope: string }
   /** `retryAfterMs`: until the window's oldest hit leaves it */
   | { ok: false; refused: "rate"; scope: string; retryAfterMs: number };
@@ -70,8 +75,9 @@ export interface ClusterState {
    *  budget and counts no hit in any window. `spent` loads a scope's settled points when the state
    *  does not know them. */
   admit(holds: BudgetHold[], points: number | PointRange, rates: RateLimit[], now: number, spent: (scope: string) => Promise<number>): Promise<AdmitResult>;
-  /** Ends a hold: `points` held leave, `actual` points are added to each scope's spent. */
-  settle(scopes: string[], held: number, actual: number): Promise<void>;
+  /** Ends a hold: `points` held leave, `actual` points are added to each scope's spent (`tokens`:
+   *  the scopes are `tokens` holds, and the amounts tokens). */
+  settle(scopes: string[], held: number, actual: number, tokens?: boolean): Promise<void>;
   /** Takes a slot for call `id` in every scope of `limits`, all or nothing: refused, naming the
    *  scope, when one already has `max` calls in flight. A slot is held until `freeSlots`, or — shared
    *  by several instances — until its instance stops renewing it (`cluster.slotTtlMs`), so the slots

@@ -6,6 +6,7 @@
 import type { ModelConfig } from "../config/schema.js";
 import { jsonResponse } from "../http/json.js";
 import { appAllows, resolveModel, type Aliases } from "../metered/models.js";
+import type { Held } from "../metered/quota.js";
 import type { MeteredSpec } from "../metered/spec.js";
 import { wholeOrStream, type SseAnswer } from "../stream/answer.js";
 import { affordedMaxTokens, tokenWorstCase, type TokenAsk } from "../metered/token-budget.js";
@@ -76,7 +77,7 @@ const askOf = (limited: LimitedCompletion): TokenAsk => ({
 });
 
 /** Serve until spent, as chat does: a smaller hold lowers max_tokens, and the body with it. */
-async function affordCompletion(plan: CompletionsPlan, req: CompletionsRequest, model: ModelConfig, held: number): Promise<void> {
+async function affordCompletion(plan: CompletionsPlan, req: CompletionsRequest, model: ModelConfig, held: Held): Promise<void> {
   const { limited } = plan;
   const maxTokens = await affordedMaxTokens(model, askOf(limited), held);
   if (maxTokens === undefined) return;

@@ -16,6 +16,23 @@ const qpm = z.number().int().min(0).default(0); // 0 = no limit
 const priority = z.number().int().min(-1000).max(1000);
 /** calls in flight at once, across instances (0 = no limit) */
 const maxConcurrent = z.number().int().min(0).default(0);
+/** Quotas by time on apps, keys and share links (docs/configuration.md#quotas-by-time). */
+const timeQuotas = {
+  /** tokens (prompt + completion) a minute; 0 = no limit */
+  tpm: z.number().int().min(0).default(0),
+  /** points a calendar `period` in server.timezone; -1 = no limit */
+  periodPoints: points,
+  period: z.enum(["day", "week", "month"]).default("day"),
+};
+/** An IANA time zone name that this Node knows (`UTC`, `Europe/Berlin`). */
+export const timeZone = z.string().refine((tz) => {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}, "expected an IANA time zone name such as \"UTC\" or \"Europe/Berlin\"");
 
 /** A client key: exactly one of the plain value (or `${ENV}`) or its sha256 hex digest. */
 const apiKeySchema = z
@@ -32,6 +49,9 @@ const apiKeySchema = z
     qpm,
     priority: priority.optional(),
     maxConcurrent,
+    ...timeQuotas,
+    /** after this instant the key is refused with 401 key_expired */
+    expiresAt: z.iso.datetime({ offset: true }).nullable().default(null),
   })
   .superRefine((k, ctx) => {
     if ((k.key === undefined) === (k.sha256 === undefined))
@@ -181,6 +201,7 @@ const appSchema = z.strictObject({
   maxConcurrent,
   /** what FastGPT's log detail shows of this app's calls: their bodies, redacted (docs/fastgpt.md#bodies) */
   logBodies: z.enum(["off", "errors", "all"]).default("off"),
+  ...timeQuotas,
 });
 
 const shareLinkSchema = z.strictObject({
@@ -189,6 +210,7 @@ const shareLinkSchema = z.strictObject({
   authHost: z.url({ protocol: /^https?$/ }).optional(),
   qpm,
   maxUsagePoints: points,
+  ...timeQuotas,
   expiresAt: z.iso.datetime({ offset: true }).nullable().default(null),
   responseDetail: z.boolean().default(false),
   callbackTimeoutMs: z.number().int().positive().default(5_000),
@@ -243,6 +265,8 @@ const serverSchema = z.strictObject({
   trustProxy: z.number().int().min(0).default(0),
   /** Calls a minute to /api/share/init|chats|chat from one client address, all links together (0 = no limit). */
   shareApiQpm: z.number().int().min(0).default(60),
+  /** The IANA time zone of period budgets' days, weeks (from Monday) and months. */
+  timezone: timeZone.default("UTC"),
   /** Processes serving the port (one is the primary when more). */
   workers: z.number().int().min(1).default(1),
   /** Request and answer bodies kept for FastGPT's log detail (apps[].logBodies): each cut at

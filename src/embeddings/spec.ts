@@ -8,6 +8,7 @@ import type { Caller } from "../metered/caller.js";
 import { appAllowsTool, resolveModel, type Aliases } from "../metered/models.js";
 import type { WorstCase } from "../metered/quota.js";
 import type { MeteredSpec, PlanBase } from "../metered/spec.js";
+import { limited } from "../metered/token-budget.js";
 import { computePoints } from "../tokens/points.js";
 import { badUpstreamReply } from "../upstream/errors.js";
 import { readReply } from "../upstream/read.js";
@@ -62,6 +63,13 @@ function countOnce(input: EmbeddingInput): () => Promise<number> {
 
 /** The most the input can cost: its bound, or its count when a budget cannot hold the bound. */
 function worstCase(caller: Caller, model: VectorModelConfig, bound: number, tokens: () => Promise<number>): WorstCase | number {
-  if (!caller.limits.some((l) => l.maxUsagePoints >= 0)) return 0;
-  return { bound: computePoints(model, bound, 0), counted: async () => ({ most: computePoints(model, await tokens(), 0) }) };
+  if (!limited(caller)) return 0;
+  return {
+    bound: computePoints(model, bound, 0),
+    tokens: { bound },
+    counted: async () => {
+      const counted = await tokens();
+      return { most: computePoints(model, counted, 0), tokens: { most: counted } };
+    },
+  };
 }

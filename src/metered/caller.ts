@@ -5,6 +5,7 @@ import type { AppConfig, ShareLinkConfig } from "../config/schema.js";
 import { missingApiKey, type Keyring, type KeyIdentity } from "../auth/keys.js";
 import { GatewayError } from "../http/errors.js";
 import type { ConcurrencyLimit } from "./concurrency.js";
+import { periodSpan, type Period } from "./periods.js";
 import type { QuotaLimit } from "./quota.js";
 
 export interface Caller {
@@ -23,6 +24,8 @@ export interface CallerDeps {
   keyring: Keyring;
   apps: Map<string, AppConfig>;
   resolveShareLink: (shareId: unknown, now: number) => ShareLinkConfig;
+  /** server.timezone: where period budgets' days, weeks and months begin */
+  timezone: string;
 }
 
 /** A share-link user's fields, as the body sent them (`shareId` of any type: only a link's id matches). */
@@ -62,10 +65,7 @@ export function identifyCaller(
     return {
       app,
       share: { link, token: req.outLinkUid },
-      limits: [
-        appLimit(app),
-        { scope: `share:${link.shareId}`, label: "This share link", maxUsagePoints: link.maxUsagePoints, qpm: link.qpm },
-      ],
+      limits: [...appLimits(app, now, deps.timezone), ...limitsOf(`share:${link.shareId}`, "This share link", link, now, deps.timezone)],
       priority: link.priority ?? app.priority,
       concurrency: caps(app, { scope: user, label: "This share link", max: link.maxConcurrent ?? 0 }),
     };
@@ -82,7 +82,7 @@ export function identifyCaller(
   return {
     app,
     key,
-    limits: [appLimit(app), { scope: `key:${key.name}`, label: `API key ${key.name}`, maxUsagePoints: key.maxUsagePoints, qpm: key.qpm }],
+    limits: [...appLimits(app, now, deps.timezone), ...limitsOf(`key:${key.name}`, `API key ${key.name}`, key, now, deps.timezone)],
     priority: key.priority ?? app.priority,
     concurrency: caps(app, { scope: `key:${key.name}`, label: `API key ${key.name}`, max: key.maxConcurrent ?? 0 }),
   };
@@ -93,6 +93,38 @@ function caps(app: AppConfig, own: ConcurrencyLimit): ConcurrencyLimit[] {
   return [{ scope: `app:${app.id}`, label: `App ${app.id}`, max: app.maxConcurrent }, own].filter((c) => c.max > 0);
 }
 
-function appLimit(app: AppConfig): QuotaLimit {
-  return { scope: `app:${app.id}`, label: `App ${app.id}`, maxUsagePoints: app.maxUsagePoints, qpm: app.qpm };
+/** What an app, key or share link limits. */
+export interface LimitFields {
+  maxUsagePoints: number;
+  qpm: number;
+  tpm: number;
+  periodPoints: number;
+  period: Period;
+}
+
+const appLimits = (app: AppConfig, now: number, tz: string) => limitsOf(`app:${app.id}`, `App ${app.id}`, app, now, tz);
+
+/** The owner's lifetime budget, rates and tokens per minute; and its budget of the period `now` is
+ *  in, when it has one: a budget of its own, spent under a scope named by the period
+ *  (`key:web@day:2026-11-27`), so the next period starts from nothing (docs/api.md#budgets). */
+function limitsOf(scope: string, label: string, o: LimitFields, now: number, tz: string): QuotaLimit[] {
+  const limits: QuotaLimit[] = [{ scope, label, maxUsagePoints: o.maxUsagePoints, qpm: o.qpm, tpm: o.tpm }];
+  if (o.periodPoints >= 0) {
+    const span = periodSpan(now, o.period, tz);
+    limits.push({ scope: `${scope}@${o.period}:${span.label}`, label, maxUsagePoints: o.periodPoints, qpm: 0, tpm: 0, period: { name: o.period, resetsAt: span.end } });
+  }
+  return limits;
+}
+
+/** The longest end-user name a usage row keeps (docs/api.md#usage). */
+const MAX_USER_CHARS = 255;
+
+/** The end user a request names, for the usage report (docs/api.md#usage): OpenAI's `user` or
+ *  `safety_identifier`, or Anthropic's `metadata.user_id`; undefined when it names none. */
+export function endUser(body: unknown): string | undefined {
+  if (typeof body !== "object" || body === null) return undefined;
+  const b = body as { user?: unknown; safety_identifier?: unknown; metadata?: { user_id?: unknown } | null };
+  const named = [b.user, b.safety_identifier, typeof b.metadata === "object" && b.metadata !== null ? b.metadata.user_id : undefined];
+  const user = named.find((u): u is string => typeof u === "string" && u.length > 0);
+  return user?.slice(0, MAX_USER_CHARS);
 }

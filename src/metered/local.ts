@@ -31,10 +31,10 @@ export interface LocalSpec<Req, Out> {
   answer(call: LocalCall<Req>): Promise<Out>;
 }
 
-export type LocalDeps = Pick<MeteredDeps, "keyring" | "apps" | "resolveShareLink" | "body" | "inflight" | "quota">;
+export type LocalDeps = Pick<MeteredDeps, "keyring" | "apps" | "resolveShareLink" | "body" | "inflight" | "quota" | "timezone" | "clock">;
 
 export async function runLocal<Req, Out>(event: H3Event, deps: LocalDeps, spec: LocalSpec<Req, Out>): Promise<Out> {
-  const time = Date.now();
+  const time = deps.clock();
   const facts = factsOf(event);
   // 1. The key, before the body is read.
   const credential = spec.credential === false ? undefined : (spec.credential ?? ((h: Headers) => h.get("authorization")))(event.req.headers);

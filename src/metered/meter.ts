@@ -48,7 +48,7 @@ export class Meter {
     private readonly model: string,
     private readonly reservation: Reservation,
     private readonly facts: RequestFacts,
-    private readonly at: { time: number; started: number; chatId?: string; endpoint?: string },
+    private readonly at: { time: number; started: number; chatId?: string; endpoint?: string; user?: string },
   ) {}
 
   /** The answer was given or cut: its usage row (with `also`, writes that share its commit), the
@@ -65,7 +65,8 @@ export class Meter {
     if (points < t.points) this.facts.pointsOverHold = t.points - points;
     Object.assign(this.facts, { inputTokens: t.inputTokens, outputTokens: t.outputTokens, points, finishReason: t.finishReason });
     await Promise.all([this.#row(t.cut?.status ?? 200, { ...t, points }, t.cut), ...also]);
-    this.reservation.settle(points);
+    // tokens per minute count what the kind has tokens of (speech and transcription hold none)
+    this.reservation.settle(points, t.inputTokens + (t.outputTokens ?? 0));
   }
 
   /** Nothing was generated: the hold released, and a usage row with `status` once a channel was
@@ -103,6 +104,7 @@ export class Meter {
         ttfbMs: this.facts.ttftMs === undefined ? durationMs : Math.round(this.facts.ttftMs),
         error: error ? cut(`${error.code}: ${error.message}`) : null,
         cachedTokens: t.cachedTokens ?? 0,
+        user: this.at.user ?? null,
       },
       caller.limits.map((l) => l.scope),
     );

@@ -17,7 +17,7 @@ import type { Store } from "../store/types.js";
 import { withFailover } from "../upstream/failover.js";
 import type { ChannelRouter } from "../upstream/router.js";
 import type { ClusterState } from "../cluster/types.js";
-import { identifyCaller, mayNameShareLink, type Caller, type CallerDeps, type ShareFields } from "./caller.js";
+import { endUser, identifyCaller, mayNameShareLink, type Caller, type CallerDeps, type ShareFields } from "./caller.js";
 import { takeSlots, type FreeSlots } from "./concurrency.js";
 import { captureBodies, type BodyLogDeps } from "./body-capture.js";
 import { pinnedChannel } from "./channel-pin.js";
@@ -42,6 +42,8 @@ export interface MeteredDeps extends CallerDeps {
   trustProxy: number;
   /** where the bodies of apps with `logBodies` go */
   bodyLog?: BodyLogDeps;
+  /** epoch ms now: the moment quotas by time are judged at */
+  clock: () => number;
 }
 
 const bearer = (headers: Headers) => headers.get("authorization");
@@ -51,7 +53,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   deps: MeteredDeps,
   spec: MeteredSpec<Req, Model, Plan, Answer, Body>,
 ): Promise<Reply> {
-  const time = Date.now();
+  const time = deps.clock();
   const started = performance.now();
   const facts = factsOf(event);
 
@@ -104,9 +106,9 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     // 6. Budgets: the worst case (or what is left of it) is held before the call and settled to the
     //    actual after; a plan the budgets cannot pay in full shrinks to what they hold.
     const reservation = await deps.quota.admit(caller.limits, plan.worstCase, time, { ratesCounted: true });
-    meter = new Meter(deps, caller, model.model, reservation, facts, { time, started, chatId: plan.chatId, endpoint: event.url.pathname });
+    meter = new Meter(deps, caller, model.model, reservation, facts, { time, started, chatId: plan.chatId, endpoint: event.url.pathname, user: plan.user ?? endUser(body) });
     const m = meter;
-    await spec.afford?.(plan, call, reservation.held);
+    await spec.afford?.(plan, call, reservation);
 
     // 7. An answer from some channel of the model — its session's replica first, where it has one
     //    (docs/routing.md) —; each attempt runs under its channel's total deadline.

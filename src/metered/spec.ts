@@ -16,7 +16,7 @@ import type { ChannelClient } from "../upstream/types.js";
 import type { AffinitySignals } from "./affinity.js";
 import type { Caller, ShareFields } from "./caller.js";
 import type { Tally } from "./meter.js";
-import type { WorstCase } from "./quota.js";
+import type { Held, WorstCase } from "./quota.js";
 
 /** What a kind parses: the body (as its reader gave it), the path's parameters, the query and the
  *  headers — a kind whose model, stream flag or key is in the path or query needs no new step. */
@@ -59,6 +59,9 @@ export interface PlanBase {
   worstCase: WorstCase | number;
   /** the conversation the usage row names */
   chatId?: string;
+  /** the end user the usage row names, when the kind knows better than the request's own fields
+   *  (a share link's uid, from the operator's callback) */
+  user?: string;
 }
 
 /** What an answer used, for the pipeline to settle: tokens, points, finish reason; `writes`, what
@@ -132,7 +135,7 @@ export interface MeteredSpec<Req, Model extends { model: string }, Plan extends 
   prepare(call: Call<Req, Model>): Promise<Plan>;
   /** the hold was made: the plan shrinks to what it pays for when the budgets held less than its
    *  worst case (serve until spent, docs/api.md#budgets) */
-  afford?(plan: Plan, call: Call<Req, Model>, heldPoints: number): Promise<void>;
+  afford?(plan: Plan, call: Call<Req, Model>, hold: Held): Promise<void>;
   /** what keeps the request's session on one replica (docs/routing.md#affinity-key); absent: the
    *  kind has no session (embeddings, rerank, audio), its requests go to the least loaded channel */
   affinity?(plan: Plan, call: Call<Req, Model>): AffinitySignals;

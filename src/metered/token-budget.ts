@@ -1,11 +1,12 @@
 // Serve until spent for the kinds priced by tokens (docs/api.md#budgets): chat (and its dialects)
 // and legacy completions ask for `answers` answers of up to `maxTokens` tokens each after a prompt.
-// Their worst case is the prompt and every answer's max_tokens; the least they are served for, the
-// prompt and one token each; a smaller hold lowers max_tokens to what it pays for.
+// Their worst case is the prompt and every answer's max_tokens — in points for the budgets, in
+// tokens for tokens per minute; the least they are served for, the prompt and one token each; a
+// smaller hold lowers max_tokens to what it pays for.
 import type { ModelConfig } from "../config/schema.js";
 import { computePoints } from "../tokens/points.js";
 import type { Caller } from "./caller.js";
-import type { WorstCase } from "./quota.js";
+import type { Held, WorstCase } from "./quota.js";
 
 export interface TokenAsk {
   /** the prompt's tokens at most (from its bytes) */
@@ -17,31 +18,46 @@ export interface TokenAsk {
   maxTokens: number;
 }
 
-/** The most the request can cost and the least it can be served for; 0 when no budget limits it. */
+/** Whether any points budget (lifetime or period) or tokens per minute limits the caller: when
+ *  none does, a kind need not work out its worst case. */
+export function limited(caller: Caller): boolean {
+  return caller.limits.some((l) => l.maxUsagePoints >= 0 || (l.tpm ?? 0) > 0);
+}
+
+/** The most the request can cost and the least it can be served for; 0 when nothing limits it. */
 export function tokenWorstCase(caller: Caller, model: ModelConfig, ask: TokenAsk): WorstCase | number {
-  if (!caller.limits.some((l) => l.maxUsagePoints >= 0)) return 0;
+  if (!limited(caller)) return 0;
   const maxOut = ask.answers * ask.maxTokens;
   return {
     bound: computePoints(model, ask.promptBound, maxOut),
     least: computePoints(model, ask.promptBound, ask.answers),
+    tokens: { bound: ask.promptBound + maxOut, least: ask.promptBound + ask.answers },
     counted: async () => {
       const prompt = await ask.countPrompt();
-      return { most: computePoints(model, prompt, maxOut), least: computePoints(model, prompt, ask.answers) };
+      return {
+        most: computePoints(model, prompt, maxOut),
+        least: computePoints(model, prompt, ask.answers),
+        tokens: { most: prompt + maxOut, least: prompt + ask.answers },
+      };
     },
   };
 }
 
 /**
- * The max_tokens `held` points pay for, with the prompt counted exactly (the answers then end
- * `length`); undefined when the hold covers the worst case, or max_tokens as asked. The hold always
- * covers the prompt and one token per answer.
+ * The max_tokens a hold pays for — `held` points and `heldTokens` tokens — with the prompt counted
+ * exactly (the answers then end `length`); undefined when the hold covers the worst case, or
+ * max_tokens as asked. The hold always covers the prompt and one token per answer.
  */
-export async function affordedMaxTokens(model: ModelConfig, ask: TokenAsk, held: number): Promise<number | undefined> {
+export async function affordedMaxTokens(model: ModelConfig, ask: TokenAsk, hold: Held): Promise<number | undefined> {
   const perToken = computePoints(model, 0, ask.answers);
-  if (perToken <= 0 || held >= computePoints(model, ask.promptBound, ask.answers * ask.maxTokens)) return undefined;
-  const prompt = computePoints(model, await ask.countPrompt(), 0);
+  const pointsShort = perToken > 0 && hold.held < computePoints(model, ask.promptBound, ask.answers * ask.maxTokens);
+  const tokensShort = hold.heldTokens < ask.promptBound + ask.answers * ask.maxTokens;
+  if (!pointsShort && !tokensShort) return undefined;
+  const prompt = await ask.countPrompt();
+  let tokens = Number.POSITIVE_INFINITY;
   // a hair under the exact quotient: a float just below a whole number must not round the answer up
-  const tokens = Math.floor((held - prompt) / perToken + 1e-9);
+  if (pointsShort) tokens = Math.floor((hold.held - computePoints(model, prompt, 0)) / perToken + 1e-9);
+  if (tokensShort) tokens = Math.min(tokens, Math.floor((hold.heldTokens - prompt) / ask.answers));
   if (tokens >= ask.maxTokens) return undefined;
   return Math.max(ask.maxTokens === 0 ? 0 : 1, tokens);
 }

@@ -17,6 +17,7 @@ import type {
   UpstreamOutcome,
 } from "../observability/observer.js";
 import { joinInstanceMetrics } from "./cluster.js";
+import { createQuotaMetrics } from "./quota-metrics.js";
 
 export interface MetricsOptions {
   /** every configured model's name, of every kind (src/config/fleet.ts) */
@@ -70,6 +71,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   initialiseSeries(f, opts);
 
   return {
+    ...createQuotaMetrics(registry),
     registry,
     contentType: registry.contentType,
     setNames(next) {

@@ -37,7 +37,15 @@ export interface RequestRecord {
   internalError?: unknown;
 }
 
-export interface Observer {
+/** What quotas by time report, for the dashboard (docs/operations.md#metrics). */
+export interface QuotaObserver {
+  /** A request settled `tokens` against the tokens per minute of a scope. */
+  tokensUsed(scopeKind: string, name: string, tokens: number, tpm: number): void;
+  /** A scope's current `period` has spent `spent` of its `limit` points (the store's count). */
+  periodSpent(scopeKind: string, name: string, period: string, spent: number, limit: number): void;
+}
+
+export interface Observer extends QuotaObserver {
   requestStarted(route: string): void;
   requestFinished(record: RequestRecord): void;
   upstreamFinished(channel: string, model: string, outcome: UpstreamOutcome): void;
@@ -109,6 +117,8 @@ export function combineObservers(observers: Observer[]): Observer {
     processError: (kind) => observers.forEach((o) => o.processError(kind)),
     channelWrite: (op, outcome) => observers.forEach((o) => o.channelWrite(op, outcome)),
     channelEnabled: (c, enabled) => observers.forEach((o) => o.channelEnabled(c, enabled)),
+    tokensUsed: (k, n, used, tpm) => observers.forEach((o) => o.tokensUsed(k, n, used, tpm)),
+    periodSpent: (k, n, p, spent, limit) => observers.forEach((o) => o.periodSpent(k, n, p, spent, limit)),
   };
 }
 
@@ -129,4 +139,6 @@ export const silentObserver: Observer = {
   processError() {},
   channelWrite() {},
   channelEnabled() {},
+  tokensUsed() {},
+  periodSpent() {},
 };

@@ -82,6 +82,8 @@ export function createRequestLog(logger: Logger): Observer {
     },
 
     channelEnabled() {},
+    tokensUsed() {},
+    periodSpent() {},
   };
 }
 

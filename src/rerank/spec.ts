@@ -9,6 +9,7 @@ import type { Caller } from "../metered/caller.js";
 import { appAllowsListed, resolveModel, type Aliases } from "../metered/models.js";
 import type { WorstCase } from "../metered/quota.js";
 import type { MeteredSpec, PlanBase } from "../metered/spec.js";
+import { limited } from "../metered/token-budget.js";
 import { badUpstreamReply } from "../upstream/errors.js";
 import { readJsonReply } from "../upstream/read.js";
 import { readUpstreamRerank, rerankAnswer, type UpstreamRerank } from "./answer.js";
@@ -65,9 +66,14 @@ export function createRerankSpec(deps: RerankSpecDeps): MeteredSpec<RerankReques
 /** The most a rerank can cost: what a cross-encoder reads (the query once per document), bounded by
  *  bytes, or counted when a budget cannot hold that bound. */
 function worstCase(caller: Caller, model: ReRankModelConfig, query: string, texts: string[], count: () => Promise<RerankCount>): WorstCase | number {
-  if (!caller.limits.some((l) => l.maxUsagePoints >= 0)) return 0;
+  if (!limited(caller)) return 0;
+  const bound = rerankTokenBound(query, texts);
   return {
-    bound: rerankPoints(model, rerankTokenBound(query, texts)),
-    counted: async () => ({ most: rerankPoints(model, rerankReadTokens(await count(), texts.length)) }),
+    bound: rerankPoints(model, bound),
+    tokens: { bound },
+    counted: async () => {
+      const read = rerankReadTokens(await count(), texts.length);
+      return { most: rerankPoints(model, read), tokens: { most: read } };
+    },
   };
 }

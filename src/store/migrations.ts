@@ -199,6 +199,15 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE usage ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
   `,
+  // issue 31: quotas by time (docs/configuration.md#quotas-by-time): created keys carry tokens per
+  //    minute, a period budget and an expiry; usage rows name the end user (docs/api.md#usage)
+  `
+  ALTER TABLE api_keys ADD COLUMN tpm INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE api_keys ADD COLUMN period_points REAL NOT NULL DEFAULT -1;
+  ALTER TABLE api_keys ADD COLUMN period TEXT NOT NULL DEFAULT 'day';
+  ALTER TABLE api_keys ADD COLUMN expires_at INTEGER;
+  ALTER TABLE usage ADD COLUMN user TEXT;
+  `,
 ];
 
 /** Brings the database to the latest schema version; refuses a database made by a newer build. */

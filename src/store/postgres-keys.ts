@@ -3,8 +3,8 @@
 import type { PgPool } from "./postgres-pool.js";
 import type { CreatedKeyRow, KeyUse } from "./types.js";
 
-const KEY_COLUMNS = `name, kind, app_id AS "appId", sha256, max_usage_points AS "maxUsagePoints", qpm,
-  created_at AS "createdAt", revoked_at AS "revokedAt"`;
+const KEY_COLUMNS = `name, kind, app_id AS "appId", sha256, max_usage_points AS "maxUsagePoints", qpm, tpm,
+  period_points AS "periodPoints", period, expires_at AS "expiresAt", created_at AS "createdAt", revoked_at AS "revokedAt"`;
 
 const SQL = {
   list: { text: `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY created_at, name COLLATE "C"` },
@@ -12,7 +12,8 @@ const SQL = {
   // a name that a removed config key used starts with no history
   create: {
     text: `WITH added AS (
-        INSERT INTO api_keys (name, kind, app_id, sha256, max_usage_points, qpm, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+        INSERT INTO api_keys (name, kind, app_id, sha256, max_usage_points, qpm, tpm, period_points, period, expires_at, created_at)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
         ON CONFLICT (name) DO NOTHING RETURNING name
       ), forgotten AS (DELETE FROM key_activity WHERE name IN (SELECT name FROM added))
       SELECT name FROM added`,
@@ -29,7 +30,7 @@ export function createPgKeyOps(db: PgPool) {
   return {
     listCreatedKeys: () => db.read<CreatedKeyRow>(SQL.list, []),
     async createKey(r: CreatedKeyRow): Promise<boolean> {
-      const added = await db.write(SQL.create, [r.name, r.kind, r.appId, r.sha256, r.maxUsagePoints, r.qpm, r.createdAt]);
+      const added = await db.write(SQL.create, [r.name, r.kind, r.appId, r.sha256, r.maxUsagePoints, r.qpm, r.tpm ?? 0, r.periodPoints ?? -1, r.period ?? "day", r.expiresAt ?? null, r.createdAt]);
       return added.length === 1;
     },
     async revokeKey(name: string, at: number): Promise<CreatedKeyRow | undefined> {

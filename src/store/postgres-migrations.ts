@@ -145,6 +145,15 @@ export const PG_MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE usage ADD COLUMN cached_tokens bigint NOT NULL DEFAULT 0;
   `,
+  // issue 31: quotas by time (docs/configuration.md#quotas-by-time): created keys carry tokens per
+  //    minute, a period budget and an expiry; usage rows name the end user (docs/api.md#usage)
+  `
+  ALTER TABLE api_keys ADD COLUMN tpm integer NOT NULL DEFAULT 0;
+  ALTER TABLE api_keys ADD COLUMN period_points double precision NOT NULL DEFAULT -1;
+  ALTER TABLE api_keys ADD COLUMN period text NOT NULL DEFAULT 'day';
+  ALTER TABLE api_keys ADD COLUMN expires_at bigint;
+  ALTER TABLE usage ADD COLUMN "user" text;
+  `,
 ];
 
 /** Any constant: the advisory lock every Sluice instance takes around its migration. */

@@ -3,8 +3,8 @@
 // report in one scan.
 import type { PgPool, PgWrite } from "./postgres-pool.js";
 import { asEpoch } from "./postgres-chats.js";
-import { USAGE_COLUMNS, addSpend, usageValues } from "./rows.js";
-import type { UsageQuery, UsageRow, UsageSummary, UsageTotals } from "./types.js";
+import { USAGE_COLUMNS, addSpend, usageGroupOf, usageGroupSql, usageValues } from "./rows.js";
+import type { UsageGroup, UsageGroupsQuery, UsageQuery, UsageRow, UsageSummary, UsageTotals } from "./types.js";
 
 export type UsageWrite = { kind: "usage"; row: UsageRow; scopes: string[] };
 
@@ -36,12 +36,12 @@ const SQL = {
     name: "record-usage-v2",
     text: `WITH inserted AS (
         INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens, points, status, duration_ms, chat_id, finish_reason,
-          request_id, endpoint, channel_id, attempts, ttfb_ms, error, cached_tokens)
+          request_id, endpoint, channel_id, attempts, ttfb_ms, error, cached_tokens, "user")
         SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
           $9::numeric[], $10::integer[], $11::bigint[], $12::text[], $13::text[],
-          $14::text[], $15::text[], $16::bigint[], $17::integer[], $18::bigint[], $19::text[], $20::bigint[])
+          $14::text[], $15::text[], $16::bigint[], $17::integer[], $18::bigint[], $19::text[], $20::bigint[], $21::text[])
       )
-      INSERT INTO spend (scope, points) SELECT * FROM unnest($21::text[], $22::float8[])
+      INSERT INTO spend (scope, points) SELECT * FROM unnest($22::text[], $23::float8[])
       ON CONFLICT (scope) DO UPDATE SET points = spend.points + EXCLUDED.points`,
   },
   getSpent: { name: "get-spent", text: `SELECT points FROM spend WHERE scope = $1` },
@@ -80,6 +80,16 @@ export function createPgUsageOps(db: PgPool, write: (usage: UsageWrite) => Promi
       };
       if (byFinishReason) summary.finishReasons = rows.filter((r) => r.level === 6).map((r) => ({ finishReason: r.finish_reason, ...totalsOf(r) }));
       return summary;
+    },
+    async groupUsage(query: UsageGroupsQuery): Promise<UsageGroup[]> {
+      const { select, groupBy } = usageGroupSql(query);
+      const text = `SELECT ${select}COUNT(*) AS requests, COALESCE(SUM(input_tokens), 0)::bigint AS "inputTokens",
+          COALESCE(SUM(output_tokens), 0)::bigint AS "outputTokens", COALESCE(SUM(points), 0)::float8 AS points,
+          COALESCE(SUM(cached_tokens), 0)::bigint AS "cachedTokens"
+        FROM usage WHERE time >= $1 AND time < $2 AND ($3::text IS NULL OR app_id = $3) ${groupBy}`;
+      const values = [asEpoch(query.from ?? Number.MIN_SAFE_INTEGER), asEpoch(query.to ?? Number.MAX_SAFE_INTEGER), query.appId ?? null];
+      const rows = await db.report<Record<string, unknown>>({ text }, values);
+      return rows.filter((r) => Number(r.requests) > 0).map((r) => usageGroupOf(r, query));
     },
     async getSpent(scope: string): Promise<number> {
       const [row] = await db.read<{ points: number }>(SQL.getSpent, [scope]);

@@ -1,7 +1,7 @@
 // What both stores make of their rows the same way: a chat's title, its owner columns and who may use
 // it, the newest messages of its rounds within a count and a byte bound, a usage row's values and
 // what it adds to the budgets, a stored response's bytes, and how long records last.
-import type { ChatInfo, ChatMessage, ChatOwner, StoredResponse, UsageRow } from "./types.js";
+import type { ChatInfo, ChatMessage, ChatOwner, StoredResponse, UsageColumn, UsageGroup, UsageGroupsQuery, UsageRow } from "./types.js";
 
 const TITLE_MAX_CHARS = 60;
 
@@ -105,15 +105,15 @@ export function newestMessages(rounds: readonly StoredRound[], limit: number, ma
 }
 
 /** The usage table's columns, in the order usageValues gives them. */
-export const USAGE_COLUMNS = 20;
+export const USAGE_COLUMNS = 21;
 
 /** A usage row's values in column order: time, app_id, key_name, share_id, model, channel,
  *  input_tokens, output_tokens, points, status, duration_ms, chat_id, finish_reason, request_id,
- *  endpoint, channel_id, attempts, ttfb_ms, error, cached_tokens. */
+ *  endpoint, channel_id, attempts, ttfb_ms, error, cached_tokens, user. */
 export function usageValues(row: UsageRow): unknown[] {
   const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason, cachedTokens } = row;
-  const { requestId = null, endpoint = null, channelId = null, attempts = null, ttfbMs = null, error = null } = row;
-  return [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason, requestId, endpoint, channelId, attempts, ttfbMs, error, cachedTokens];
+  const { requestId = null, endpoint = null, channelId = null, attempts = null, ttfbMs = null, error = null, user = null } = row;
+  return [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason, requestId, endpoint, channelId, attempts, ttfbMs, error, cachedTokens, user];
 }
 
 /** Adds a row's points to the spend of each budget it counts against: a scope named twice is still
@@ -121,4 +121,38 @@ export function usageValues(row: UsageRow): unknown[] {
 export function addSpend(spend: Map<string, number>, points: number, scopes: string[]): void {
   if (points === 0) return;
   for (const scope of new Set(scopes)) spend.set(scope, (spend.get(scope) ?? 0) + points);
+}
+
+/** The usage report's columns as both stores name them (`user` is quoted: a keyword in PostgreSQL). */
+export const USAGE_GROUP_COLUMNS: Record<UsageColumn, string> = {
+  app: "app_id",
+  model: "model",
+  key: "key_name",
+  share: "share_id",
+  user: `"user"`,
+  finishReason: "finish_reason",
+};
+
+/** A groupUsage statement's grouping part: `g0, g1, …[, bucket]` selected and grouped by. */
+export function usageGroupSql(q: Pick<UsageGroupsQuery, "by" | "bucketMs">): { select: string; groupBy: string } {
+  const columns = q.by.map((c) => USAGE_GROUP_COLUMNS[c]);
+  // bucketMs is a whole number the route chose (never a client's text)
+  const bucket = q.bucketMs !== undefined ? [`time / ${Math.trunc(q.bucketMs)}`] : [];
+  const select = [...columns.map((c, i) => `${c} AS g${i}`), ...bucket.map((b) => `${b} AS bucket`)];
+  const groupBy = [...columns, ...bucket];
+  return { select: select.map((s) => `${s}, `).join(""), groupBy: groupBy.length > 0 ? `GROUP BY ${groupBy.join(", ")}` : "" };
+}
+
+/** A groupUsage result row as a UsageGroup. */
+export function usageGroupOf(row: Record<string, unknown>, q: Pick<UsageGroupsQuery, "by" | "bucketMs">): UsageGroup {
+  const group: UsageGroup = {
+    values: q.by.map((_, i) => (row[`g${i}`] ?? null) as string | null),
+    requests: Number(row.requests),
+    inputTokens: Number(row.inputTokens),
+    outputTokens: Number(row.outputTokens),
+    cachedTokens: Number(row.cachedTokens),
+    points: Number(row.points),
+  };
+  if (q.bucketMs !== undefined) group.bucket = Number(row.bucket);
+  return group;
 }

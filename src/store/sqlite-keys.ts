@@ -11,6 +11,10 @@ interface KeyRow {
   sha256: string;
   max_usage_points: number;
   qpm: number;
+  tpm: number;
+  period_points: number;
+  period: "day" | "week" | "month";
+  expires_at: number | null;
   created_at: number;
   revoked_at: number | null;
 }
@@ -19,8 +23,9 @@ export function createKeyOps(db: Database.Database) {
   const sql = {
     list: db.prepare<[], KeyRow>(`SELECT * FROM api_keys ORDER BY created_at, name`),
     get: db.prepare<[string], KeyRow>(`SELECT * FROM api_keys WHERE name = ?`),
-    insert: db.prepare<[string, string, string | null, string, number, number, number]>(
-      `INSERT INTO api_keys (name, kind, app_id, sha256, max_usage_points, qpm, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+    insert: db.prepare<[string, string, string | null, string, number, number, number, number, string, number | null, number]>(
+      `INSERT INTO api_keys (name, kind, app_id, sha256, max_usage_points, qpm, tpm, period_points, period, expires_at, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (name) DO NOTHING`,
     ),
     revoke: db.prepare<[number, string]>(`UPDATE api_keys SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL`),
@@ -33,7 +38,7 @@ export function createKeyOps(db: Database.Database) {
     listUse: db.prepare<[], { name: string; last_used_at: number }>(`SELECT name, last_used_at FROM key_activity`),
   };
   const create = db.transaction((r: CreatedKeyRow): boolean => {
-    const added = sql.insert.run(r.name, r.kind, r.appId, r.sha256, r.maxUsagePoints, r.qpm, r.createdAt).changes === 1;
+    const added = sql.insert.run(r.name, r.kind, r.appId, r.sha256, r.maxUsagePoints, r.qpm, r.tpm ?? 0, r.periodPoints ?? -1, r.period ?? "day", r.expiresAt ?? null, r.createdAt).changes === 1;
     if (added) sql.forgetUse.run(r.name);
     return added;
   });
@@ -70,6 +75,10 @@ function fromRow(r: KeyRow): CreatedKeyRow {
     sha256: r.sha256,
     maxUsagePoints: r.max_usage_points,
     qpm: r.qpm,
+    tpm: r.tpm,
+    periodPoints: r.period_points,
+    period: r.period,
+    expiresAt: r.expires_at,
     createdAt: r.created_at,
     revokedAt: r.revoked_at,
   };

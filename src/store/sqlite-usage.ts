@@ -2,9 +2,9 @@
 // batch are gathered and written once at its end (multi-row INSERTs, one upsert per scope): a
 // statement costs about as much as the row it writes.
 import type Database from "better-sqlite3";
-import { USAGE_COLUMNS, addSpend, usageValues } from "./rows.js";
+import { USAGE_COLUMNS, addSpend, usageGroupOf, usageGroupSql, usageValues } from "./rows.js";
 import type { Batched, Gathered } from "./write-batch.js";
-import type { UsageQuery, UsageRow, UsageSummary, UsageTotals } from "./types.js";
+import type { UsageGroup, UsageGroupsQuery, UsageQuery, UsageRow, UsageSummary, UsageTotals } from "./types.js";
 
 const MAX_ROWS_PER_INSERT = 32;
 
@@ -33,7 +33,7 @@ export function createUsageGatherer(db: Database.Database): UsageGatherer {
       const values = Array.from({ length: rows }, () => `(${Array(USAGE_COLUMNS).fill("?").join(", ")})`).join(", ");
       statement = db.prepare<unknown[]>(
         `INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens,
-           points, status, duration_ms, chat_id, finish_reason, request_id, endpoint, channel_id, attempts, ttfb_ms, error, cached_tokens) VALUES ${values}`,
+           points, status, duration_ms, chat_id, finish_reason, request_id, endpoint, channel_id, attempts, ttfb_ms, error, cached_tokens, user) VALUES ${values}`,
       );
       inserts.set(rows, statement);
     }
@@ -77,6 +77,15 @@ export function createUsageOps(db: Database.Database, batched: Batched, usage: U
     byFinishReason: grouped("finish_reason"),
     getSpent: db.prepare<[string], { points: number }>(`SELECT points FROM spend WHERE scope = ?`),
   };
+  // one statement per shape of the report (at most 2^6 × 2 of them)
+  const groupStatements = new Map<string, Database.Statement<UsageFilter, Record<string, unknown>>>();
+  const groupStatement = (q: UsageGroupsQuery) => {
+    const { select, groupBy } = usageGroupSql(q);
+    const text = `SELECT ${select}${totals}, COALESCE(SUM(cached_tokens), 0) AS cachedTokens FROM usage ${filter} ${groupBy}`;
+    let statement = groupStatements.get(text);
+    if (!statement) groupStatements.set(text, (statement = db.prepare<UsageFilter, Record<string, unknown>>(text)));
+    return statement;
+  };
   // gathered in the batch's transaction, written once at its end
   const recordUsage = batched((row: UsageRow, scopes: string[]) => usage.add(row, scopes));
 
@@ -95,6 +104,11 @@ export function createUsageOps(db: Database.Database, batched: Batched, usage: U
       };
       if (query.groupBy === "finishReason") summary.finishReasons = sql.byFinishReason.all(f).map(({ name, ...t }) => ({ finishReason: name, ...t }));
       return summary;
+    },
+    async groupUsage(query: UsageGroupsQuery): Promise<UsageGroup[]> {
+      const f: UsageFilter = { from: query.from ?? Number.MIN_SAFE_INTEGER, to: query.to ?? Number.MAX_SAFE_INTEGER, appId: query.appId ?? null };
+      // no rows: no group (COUNT(*) over nothing is one row of zeros without GROUP BY)
+      return groupStatement(query).all(f).filter((r) => Number(r.requests) > 0).map((r) => usageGroupOf(r, query));
     },
     async getSpent(scope: string): Promise<number> {
       return sql.getSpent.get(scope)?.points ?? 0;

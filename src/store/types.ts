@@ -105,6 +105,9 @@ export interface UsageRow {
   ttfbMs?: number | null;
   /** the client's error, `code: message`, at most 1 KB; null on success */
   error?: string | null;
+  /** the end user: a share link's uid, else the request's `user` / `safety_identifier` /
+   *  `metadata.user_id` (docs/api.md#usage); null when none was named */
+  user?: string | null;
 }
 
 export interface UsageTotals {
@@ -188,6 +191,30 @@ export interface MinuteUsage {
   ttfbMs: number;
 }
 
+/** A usage row's columns the usage report groups by (docs/api.md#usage). */
+export type UsageColumn = "app" | "model" | "key" | "share" | "user" | "finishReason";
+
+export interface UsageGroupsQuery {
+  /** epoch milliseconds, inclusive */
+  from?: number;
+  /** epoch milliseconds, exclusive */
+  to?: number;
+  appId?: string;
+  /** the columns grouped by, in this order (none: one group of all rows) */
+  by: UsageColumn[];
+  /** also grouped by time / bucketMs (rounded down), when given */
+  bucketMs?: number;
+}
+
+export interface UsageGroup extends UsageTotals {
+  /** the group's value of each column of `by`, in its order (null: rows without one) */
+  values: Array<string | null>;
+  /** the group's time bucket (epoch ms / bucketMs, rounded down), when asked for */
+  bucket?: number;
+  /** of inputTokens: those the upstream served from its prefix cache */
+  cachedTokens: number;
+}
+
 /** A key created through the operations API (docs/operations.md#keys-api): never the key, only its digest. */
 export interface CreatedKeyRow {
   name: string;
@@ -199,6 +226,13 @@ export interface CreatedKeyRow {
   maxUsagePoints: number;
   /** 0: no rate limit */
   qpm: number;
+  /** tokens a minute; 0 (or absent): no limit */
+  tpm?: number;
+  /** points a period; -1 (or absent): no budget */
+  periodPoints?: number;
+  period?: "day" | "week" | "month";
+  /** epoch milliseconds; null (or absent): never expires */
+  expiresAt?: number | null;
   /** epoch milliseconds */
   createdAt: number;
   revokedAt: number | null;
@@ -277,6 +311,9 @@ export interface Store {
   /** Inserts one usage row and adds its points to every named spend scope, in one transaction. */
   recordUsage(row: UsageRow, spendScopes: string[]): Promise<void>;
   summarizeUsage(query: UsageQuery): Promise<UsageSummary>;
+  /** The totals of the usage rows of a time range per value of the columns asked (docs/api.md#usage),
+   *  in no particular order. */
+  groupUsage(query: UsageGroupsQuery): Promise<UsageGroup[]>;
   /** Points spent so far by a scope (`app:<id>`, `key:<name>`, `share:<shareId>`). */
   getSpent(scope: string): Promise<number>;
   /** Every created key, revoked ones too, oldest first. */

@@ -267,19 +267,36 @@ export function describeClusterContract(name: string, open: () => Promise<Cluste
         const holds = [{ scope: "app:support", max: 10 }, { scope: "key:web", max: 3 }];
         const range = (min: number, max: number) => state.admit(holds, { min, max }, [], T0, noSpent);
         // the key's 3 points bind: 3 of the 5 asked for are held
-        expect(await range(1, 5)).toEqual({ ok: true, held: 3 });
+        expect(await range(1, 5)).toEqual({ ok: true, held: 3, heldTokens: 0 });
         // nothing left for even the least: refused, nothing held
         expect(await range(0.01, 5)).toEqual({ ok: false, refused: "budget", scope: "key:web" });
         await state.settle(["app:support", "key:web"], 3, 2.5);
         // 0.5 left of the key's budget: a range whose least fits gets exactly that
-        expect(await range(0.25, 5)).toEqual({ ok: true, held: 0.5 });
+        expect(await range(0.25, 5)).toEqual({ ok: true, held: 0.5, heldTokens: 0 });
         await state.settle(["app:support", "key:web"], 0.5, 0);
         // a range that fits whole is held whole; a check {min, max: 0} holds nothing
-        expect(await range(0.1, 0.2)).toEqual({ ok: true, held: 0.2 });
-        expect(await range(0.3, 0)).toEqual({ ok: true, held: 0 });
+        expect(await range(0.1, 0.2)).toEqual({ ok: true, held: 0.2, heldTokens: 0 });
+        expect(await range(0.3, 0)).toEqual({ ok: true, held: 0, heldTokens: 0 });
         expect(await range(0.31, 0)).toMatchObject({ ok: false, refused: "budget" });
         // without budgets, the range's most
-        expect(await state.admit([], { min: 1, max: 4 }, [], T0, noSpent)).toEqual({ ok: true, held: 4 });
+        expect(await state.admit([], { min: 1, max: 4 }, [], T0, noSpent)).toEqual({ ok: true, held: 4, heldTokens: 0 });
+      });
+
+      it("holds a minute's tokens beside points, each from its own range; a tokens hold starts at 0 and never reads the store", async () => {
+        const minute = { scope: "key:web@minute:1", max: 100, tokens: true };
+        const points = { scope: "key:web", max: 10 };
+        const storeRead = async () => {
+          throw new Error("a minute's tokens are not in the store");
+        };
+        const admit = (tokens: { min: number; max: number }) => state.admit([points, minute], { min: 1, max: 2, tokens }, [], T0, (s) => (s === "key:web" ? noSpent() : storeRead()));
+        expect(await admit({ min: 10, max: 60 })).toEqual({ ok: true, held: 2, heldTokens: 60 });
+        // 40 tokens left: served until spent in tokens, points whole
+        expect(await admit({ min: 10, max: 60 })).toEqual({ ok: true, held: 2, heldTokens: 40 });
+        expect(await admit({ min: 1, max: 60 })).toMatchObject({ ok: false, refused: "budget", scope: "key:web@minute:1" });
+        // settled to the tokens used: the first call used 15 of its 60
+        await state.settle(["key:web@minute:1"], 60, 15, true);
+        await state.settle(["key:web"], 2, 1);
+        expect(await admit({ min: 10, max: 60 })).toEqual({ ok: true, held: 2, heldTokens: 45 });
       });
 
       it("serves until spent under 200 concurrent ranges: never more held than the budget", async () => {

@@ -34,6 +34,8 @@ export interface StartOptions {
   state?: ClusterState;
   /** what a reload swaps in (default: none, a reload fails) */
   loadConfig?: () => Config;
+  /** the clock of quotas by time and key expiry */
+  clock?: () => number;
 }
 
 /**
@@ -52,7 +54,7 @@ export async function startGateway(rawConfig: unknown, opts: StartOptions = {}):
   };
   const config = parseConfig(withDefaults, opts.env ?? process.env);
   const store = opts.store ?? createStore(config.store);
-  const gateway = createGateway(config, { store, observer: opts.observerExtra, shareAuth: opts.shareAuth, state: opts.state, loadConfig: opts.loadConfig });
+  const gateway = createGateway(config, { store, observer: opts.observerExtra, shareAuth: opts.shareAuth, state: opts.state, loadConfig: opts.loadConfig, clock: opts.clock });
   const server = createHttpServer(toNodeHandler(gateway.app), config.server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;

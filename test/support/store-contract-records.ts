@@ -34,6 +34,35 @@ export function describeRecordContract(current: () => Store): void {
       });
     });
 
+    it("groups usage by any of its columns and by time buckets, the end user and cached tokens kept, filtered alike", async () => {
+      const store = current();
+      const QUARTER = 15 * 60_000;
+      const rows = [
+        usage({ time: T0, keyName: "web", user: "ann", inputTokens: 10, outputTokens: 1, cachedTokens: 4, points: 0.5 }),
+        usage({ time: T0 + QUARTER - 1, keyName: "web", user: "ann", inputTokens: 20, outputTokens: 2, cachedTokens: 0, points: 0.25 }),
+        usage({ time: T0 + QUARTER, keyName: "web", user: null, inputTokens: 30, outputTokens: 3, cachedTokens: 8, points: 1 }),
+        usage({ time: T0 + 2 * QUARTER, keyName: null, shareId: "pub", user: "visitor", appId: "sales", inputTokens: 40, outputTokens: 4, cachedTokens: 0, points: 2 }),
+      ];
+      for (const row of rows) await store.recordUsage(row, []);
+      const sorted = (groups: Awaited<ReturnType<Store["groupUsage"]>>) => [...groups].sort((a, b) => JSON.stringify([a.values, a.bucket]).localeCompare(JSON.stringify([b.values, b.bucket])));
+
+      expect(sorted(await store.groupUsage({ by: ["key", "user"] }))).toEqual(sorted([
+        { values: ["web", "ann"], requests: 2, inputTokens: 30, outputTokens: 3, cachedTokens: 4, points: 0.75 },
+        { values: ["web", null], requests: 1, inputTokens: 30, outputTokens: 3, cachedTokens: 8, points: 1 },
+        { values: [null, "visitor"], requests: 1, inputTokens: 40, outputTokens: 4, cachedTokens: 0, points: 2 },
+      ]));
+      const buckets = (await store.groupUsage({ by: ["share"], bucketMs: QUARTER, from: T0 + 1 })).sort((a, b) => a.bucket! - b.bucket!);
+      const b0 = Math.floor(T0 / QUARTER);
+      // from T0 + 1: the first row is left out; a quarter's last millisecond stays in it
+      expect(buckets.map((g) => [g.values, g.bucket, g.requests])).toEqual([
+        [[null], b0, 1],
+        [[null], b0 + 1, 1],
+        [["pub"], b0 + 2, 1],
+      ]);
+      expect(await store.groupUsage({ by: [], appId: "sales" })).toEqual([{ values: [], requests: 1, inputTokens: 40, outputTokens: 4, cachedTokens: 0, points: 2 }]);
+      expect(await store.groupUsage({ by: ["app"], from: T0 + 1000 * QUARTER })).toEqual([]);
+    });
+
     it("groups usage by finish reason when asked: rows without one first, then by name, filtered alike", async () => {
       const store = current();
       const reasons = ["stop", "length", null, "stop", "client_abort", null, "Stop"];

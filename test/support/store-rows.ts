@@ -21,7 +21,7 @@ export function usage(over: Partial<UsageRow>): UsageRow {
 
 export function createdKey(over: Partial<CreatedKeyRow> & { name: string }): CreatedKeyRow {
   return {
-    kind: "app", appId: "support", sha256: `digest-of-${over.name}`, maxUsagePoints: -1, qpm: 0, createdAt: T0, revokedAt: null, ...over,
+    kind: "app", appId: "support", sha256: `digest-of-${over.name}`, maxUsagePoints: -1, qpm: 0, tpm: 0, periodPoints: -1, period: "day", expiresAt: null, createdAt: T0, revokedAt: null, ...over,
   };
 }
 

@@ -24,9 +24,9 @@ export interface AnthropicErrorBody {
 export function anthropicError(err: GatewayError): DialectError {
   const { status, type } = classify(err);
   const headers: Record<string, string> = { ...err.headers };
-  // a wrong key and a spent budget stay so: Anthropic's clients retry every 429 (and Claude Code
-  // every 401, for ten tries) unless told not to
-  if (status === 401 || err.code === "insufficient_quota") headers["x-should-retry"] = "false";
+  // a wrong key and a spent budget (or a period's, until it resets) stay so: Anthropic's clients
+  // retry every 429 (and Claude Code every 401, for ten tries) unless told not to
+  if (status === 401 || err.code === "insufficient_quota" || err.code === "period_budget_exhausted") headers["x-should-retry"] = "false";
   return { status, body: errorBody(type, messageOf(err)), headers };
 }
 
