@@ -54,6 +54,11 @@ export function createTranscriptionSpec(deps: TranscriptionSpecDeps): MeteredSpe
       return readAudioUpload({ headers: req.headers, body: req }, { limitBytes: deps.limitBytes, dir: deps.spoolDir, cancel });
     },
     release: (upload) => (upload as AudioUpload).remove(),
+    // a log's detail (docs/fastgpt.md#bodies): the form's fields, the file by its name and size
+    logged: (upload) => {
+      const { fields, filename, bytes } = upload as AudioUpload;
+      return JSON.stringify({ ...Object.fromEntries(fields), file: `${filename}, ${bytes} bytes` });
+    },
     parse: (upload) => ({ ...parseTranscriptionFields((upload as AudioUpload).fields), upload: upload as AudioUpload }),
     model: (req, caller) => resolveModel(deps.sttModels, deps.aliases, req.model, (m) => appAllowsTool(caller.app, m), deps.serves, "transcription model"),
     // the least any audio costs: one unit of the points' rounding

@@ -72,7 +72,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     const model = spec.model(req, caller);
     facts.model = model.model;
     const pinned = pinnedChannel(event, caller, deps.router, model.model);
-    if (caller.app.logBodies !== "off" && deps.bodyLog) captureBodies(event, deps.bodyLog, caller.app.logBodies, requestText(body, spec, event), facts, time);
+    if (caller.app.logBodies !== "off" && deps.bodyLog) captureBodies(event, deps.bodyLog, caller.app.logBodies, requestText(body, spec), facts, time);
     const call: Call<Req, Model> = { event, req, caller, model, time, started, cancel, facts };
 
     // 4. The cheap refusals before any costly work (an operator's callback, a history read, token
@@ -127,10 +127,9 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   }
 }
 
-/** The request as received, for a log's detail: its JSON, or what an upload was. */
-function requestText(body: unknown, spec: { read?: unknown }, event: H3Event): string {
-  if (!spec.read) return JSON.stringify(body);
-  return `<multipart upload, ${event.req.headers.get("content-length") ?? "?"} bytes>`;
+/** The request as received, for a log's detail: its JSON, or what the kind says an upload was. */
+function requestText(body: unknown, spec: { logged?: (body: unknown) => string }): string {
+  return spec.logged ? spec.logged(body) : JSON.stringify(body);
 }
 
 function readBody(event: H3Event, deps: MeteredDeps, spec: Pick<MeteredSpec<never, never, never, never>, "read" | "rawTexts">, cancel: Cancel): Promise<unknown> {
