@@ -3,6 +3,7 @@
 // cut at server.bodyLog.maxBytes (retention: the Store contract, test/support/store-contract-channels.ts).
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { APP_KEY, CHANNEL_KEY, HASHED_KEY, chat, coreConfig, userMessage } from "./support/core-config.js";
+import { SPEECH_WAV, startAudioUpstream } from "./support/audio-upstream.js";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
 import { startUpstream, type Upstream } from "./support/upstream.js";
 
@@ -100,5 +101,45 @@ describe("apps[].logBodies: errors", () => {
     expect(detail.data.request_body).toContain("breaks");
     // bodies are written in the order the answers ended: the success before it kept none
     expect(await admin(`/api/logs/detail/${okId}`)).toMatchObject({ status: 404, success: false, message: "record not found" });
+  });
+});
+
+describe("an upload's bodies", () => {
+  it("keeps a transcription's form fields as JSON and its file by name and size", async () => {
+    const audio = await startAudioUpstream();
+    const gw = await startGateway({
+      channels: [
+        { name: "audio", baseUrl: audio.url, models: ["whisper-1"], healthCheck: { intervalMs: 0 } },
+        { name: "demo", type: "echo", models: ["echo"] },
+      ],
+      llmModels: [{ model: "echo" }],
+      whisperModel: { model: "whisper-1" },
+      apps: [{ id: "t", model: "echo", models: ["echo", "whisper-1"], logBodies: "all" }],
+      apiKeys: [
+        { name: "t-key", kind: "app", appId: "t", key: "sk-transcribing-key-0001" },
+        { name: "fastgpt", kind: "admin", key: ADMIN_KEY },
+      ],
+    });
+    try {
+      const form = new FormData();
+      form.set("model", "whisper-1");
+      form.set("language", "en");
+      form.set("file", new Blob([new Uint8Array(SPEECH_WAV)]), "a.wav");
+      const res = await fetch(`${gw.url}/v1/audio/transcriptions`, { method: "POST", body: form, headers: { authorization: "Bearer sk-transcribing-key-0001" } });
+      expect(res.status).toBe(200);
+      await res.text();
+      const requestId = res.headers.get("x-request-id")!;
+      const get = async (path: string) => (await fetch(gw.url + path, { headers: { authorization: `Bearer ${ADMIN_KEY}` } })).json() as Promise<{ data: { logs: Array<{ id: number }>; request_body: string } }>;
+      let detail: { request_body: string } | undefined;
+      await vi.waitFor(async () => {
+        const id = (await get(`/api/logs/search?request_id=${requestId}`)).data.logs[0]!.id;
+        detail = (await get(`/api/logs/detail/${id}`)).data;
+        expect(detail.request_body).toBeDefined();
+      });
+      expect(JSON.parse(detail!.request_body)).toEqual({ model: "whisper-1", language: "en", file: `a.wav, ${SPEECH_WAV.length} bytes` });
+    } finally {
+      await gw.close();
+      await audio.close();
+    }
   });
 });

@@ -68,6 +68,8 @@ export function createTranscriptionSpec(deps: TranscriptionSpecDeps): MeteredSpe
       return readAudioUpload({ headers: req.headers, body: req }, { limitBytes: deps.limitBytes, dir: deps.spoolDir, cancel, timeoutMs: deps.bodyTimeoutMs, admit });
     },
     release: (upload) => upload.remove(),
+    // a log's detail (docs/fastgpt.md#bodies): the form's fields, the file by its name and size
+    logged: ({ fields, filename, bytes }) => JSON.stringify({ ...Object.fromEntries(fields), file: `${filename}, ${bytes} bytes` }),
     parse: ({ body: upload }) => ({ ...parseTranscriptionFields(upload.fields), upload }),
     model: (req, caller) => resolve(req.model, caller),
     // the least any audio costs: one unit of the points' rounding

@@ -91,7 +91,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     const model = spec.model(req, caller);
     facts.model = model.model;
     const pinned = pinnedChannel(event, caller, deps.router, model.model);
-    if (caller.app.logBodies !== "off" && deps.bodyLog) captureBodies(event, deps.bodyLog, caller.app.logBodies, requestText(body, spec, event), facts, time);
+    if (caller.app.logBodies !== "off" && deps.bodyLog) captureBodies(event, deps.bodyLog, caller.app.logBodies, requestText(body, spec), facts, time);
     const call: Call<Req, Model> = { event, req, caller, model, time, started, cancel, facts };
     // its calls in flight: a slot in every capped scope, until the request is over
     freeSlots = await takeSlots(deps.state, caller.concurrency, caller.share !== undefined, time);
@@ -154,10 +154,9 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   }
 }
 
-/** The request as received, for a log's detail: its JSON, or what an upload was. */
-function requestText(body: unknown, spec: { read?: unknown }, event: H3Event): string {
-  if (!spec.read) return JSON.stringify(body);
-  return `<multipart upload, ${event.req.headers.get("content-length") ?? "?"} bytes>`;
+/** The request as received, for a log's detail: its JSON, or what the kind says an upload was. */
+function requestText<Body>(body: Body, spec: { logged?: (body: Body) => string }): string {
+  return spec.logged ? spec.logged(body) : JSON.stringify(body);
 }
 
 export function readBody<Body, Model extends { model: string } = never>(

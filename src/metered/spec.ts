@@ -118,6 +118,8 @@ export interface MeteredSpec<Req, Model extends { model: string }, Plan extends 
   read?(event: H3Event, limits: BodyLimits, cancel: Cancel, judge: Judge<Model>): Promise<Body>;
   /** runs once the request is over, on every path, with what `read` gave (a spooled upload is removed) */
   release?(body: Body): void | Promise<void>;
+  /** what the body read by `read` is in a log's detail (docs/fastgpt.md#bodies); absent: its JSON */
+  logged?(body: Body): string;
   /** long message contents of a large JSON body stay the client's bytes (src/http/raw-text.ts) */
   rawTexts?: boolean;
   /** the request validated (a 400 naming the field): its body, path parameters, query and headers */

@@ -183,7 +183,8 @@ export const MIGRATIONS: readonly string[] = [
     request_truncated  INTEGER NOT NULL,
     response_truncated INTEGER NOT NULL,
     expires_at         INTEGER NOT NULL,
-    PRIMARY KEY (request_id, time)
+    -- time first: rows arrive in time order, so a write appends to the key instead of landing anywhere in it
+    PRIMARY KEY (time, request_id)
   );
   CREATE INDEX usage_bodies_by_expiry ON usage_bodies (expires_at);
 

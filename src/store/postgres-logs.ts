@@ -36,7 +36,7 @@ const BODIES = {
   // off the request path (written once the answer is sent): a statement of its own
   save: {
     text: `INSERT INTO usage_bodies (request_id, time, request, response, request_truncated, response_truncated, expires_at)
-      VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (request_id, time) DO NOTHING`,
+      VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (time, request_id) DO NOTHING`,
   },
   purge: {
     text: `DELETE FROM usage_bodies WHERE ctid IN (SELECT ctid FROM usage_bodies WHERE expires_at <= $1 ORDER BY expires_at LIMIT ${PURGE_ROWS})`,
@@ -44,7 +44,7 @@ const BODIES = {
   get: {
     text: `SELECT b.request_id AS "requestId", b.time, b.request, b.response, b.request_truncated AS "requestTruncated",
         b.response_truncated AS "responseTruncated", b.expires_at AS "expiresAt"
-      FROM usage u JOIN usage_bodies b ON b.request_id = u.request_id AND b.time = u.time WHERE u.id = $1 AND b.expires_at > $2`,
+      FROM usage u JOIN usage_bodies b ON b.time = u.time AND b.request_id = u.request_id WHERE u.id = $1 AND b.expires_at > $2`,
   },
 };
 

@@ -133,7 +133,8 @@ export const PG_MIGRATIONS: readonly string[] = [
     request_truncated  boolean NOT NULL,
     response_truncated boolean NOT NULL,
     expires_at         bigint  NOT NULL,
-    PRIMARY KEY (request_id, time)
+    -- time first: rows arrive in time order, so a write appends to the key instead of landing anywhere in it
+    PRIMARY KEY (time, request_id)
   );
   CREATE INDEX usage_bodies_by_expiry ON usage_bodies (expires_at);
 

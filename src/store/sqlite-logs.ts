@@ -91,13 +91,13 @@ export function createBodyOps(db: Database.Database, batched: Batched) {
   const sql = {
     save: db.prepare<[string, number, string, string, number, number, number]>(
       `INSERT INTO usage_bodies (request_id, time, request, response, request_truncated, response_truncated, expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (request_id, time) DO NOTHING`,
+       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (time, request_id) DO NOTHING`,
     ),
     purge: db.prepare<[number]>(
       `DELETE FROM usage_bodies WHERE rowid IN (SELECT rowid FROM usage_bodies WHERE expires_at <= ? ORDER BY expires_at LIMIT ${PURGE_ROWS})`,
     ),
     get: db.prepare<[number, number], BodyRow>(
-      `SELECT b.* FROM usage u JOIN usage_bodies b ON b.request_id = u.request_id AND b.time = u.time WHERE u.id = ? AND b.expires_at > ?`,
+      `SELECT b.* FROM usage u JOIN usage_bodies b ON b.time = u.time AND b.request_id = u.request_id WHERE u.id = ? AND b.expires_at > ?`,
     ),
   };
   let writes = 0;
