@@ -20,9 +20,9 @@ const LAYERS = [
   ["cluster", "store", "tokens", "metrics"],
   ["auth", "upstream", "share"],
   ["aiproxy"],
-  ["stream", "admin", "usage", "demo"],
+  ["stream", "admin", "demo"],
   ["metered"],
-  ["chat", "embeddings", "rerank", "audio", "completions", "catalog"],
+  ["chat", "embeddings", "rerank", "audio", "completions", "catalog", "usage"],
   ["dialects"],
 ];
 
