@@ -132,12 +132,13 @@ describe("Anthropic SDK through the gateway", () => {
     expect(rate!.type).toBe("rate_limit_error");
     expect(Number(rate!.headers?.get("retry-after"))).toBeGreaterThanOrEqual(1);
 
-    // 30 input and 20 output tokens cost 0.07 points: the budget of 0.05 is spent after one answer,
+    // 30 input and 20 output tokens cost 0.07 points: the budget of 0.05 holds all it has for an
+    // answer that may take 100 tokens and is spent after it (a budget spends at most what it held),
     // and the refusal tells the SDK not to retry (it retries every other 429)
     const { fetch, sent } = countingFetch();
     const thrifty = sdk(THRIFTY_KEY, { maxRetries: 2, fetch });
-    await thrifty.messages.create(body);
-    const spent = await raised(thrifty.messages.create(body));
+    await thrifty.messages.create({ ...body, max_tokens: 100 });
+    const spent = await raised(thrifty.messages.create({ ...body, max_tokens: 100 }));
     expect(spent).toBeInstanceOf(Anthropic.RateLimitError);
     expect(spent!.type).toBe("rate_limit_error");
     expect(spent!.message).toContain("not enough of its points budget left");
