@@ -278,7 +278,7 @@ describe("the crafted audio file", () => {
       channels: [{ name: "audio", baseUrl: audioUpstream.url, models: ["whisper", "m"], healthCheck: { intervalMs: 0 } }],
       llmModels: [{ model: "m" }],
       sttModels: [{ model: "whisper", charsPointsPrice: 1 }],
-      apps: [{ id: "a", model: "m" }],
+      apps: [{ id: "a", model: "m", models: ["m", "whisper"] }],
       apiKeys: [{ name: "audio", kind: "app", appId: "a", key: KEY_AUDIO }],
     };
     writeFileSync(join(dir, "audio.json"), JSON.stringify(config));
