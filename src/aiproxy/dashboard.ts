@@ -83,7 +83,6 @@ function emptyItem(channel: number, model: string): Item {
     input_tokens: 0,
     output_tokens: 0,
     total_tokens: 0,
-    // TODO(issue 29): cached tokens once usage rows keep them
     cached_tokens: 0,
     cache_hit_count: 0,
     used_amount: 0,
@@ -103,6 +102,8 @@ function add(item: Item, m: MinuteUsage): void {
   item.input_tokens += m.inputTokens;
   item.output_tokens += m.outputTokens;
   item.total_tokens += m.inputTokens + m.outputTokens;
+  item.cached_tokens += m.cachedTokens;
+  item.cache_hit_count += m.cacheHits;
   item.used_amount += m.points;
   item.total_time_milliseconds += m.durationMs;
   item.total_ttfb_milliseconds += m.ttfbMs;

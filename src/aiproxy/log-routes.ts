@@ -50,8 +50,7 @@ export function createLogRoutes(deps: LogRouteDeps) {
       endpoint: r.endpoint ?? "",
       token_name: r.keyName ?? "",
       group: r.appId,
-      // TODO(issue 29): cached_tokens once usage rows keep them
-      usage: { input_tokens: r.inputTokens, output_tokens: r.outputTokens, total_tokens: r.inputTokens + r.outputTokens, cached_tokens: 0 },
+      usage: { input_tokens: r.inputTokens, output_tokens: r.outputTokens, total_tokens: r.inputTokens + r.outputTokens, cached_tokens: r.cachedTokens },
       used_amount: r.points,
       ttfb_milliseconds: r.ttfbMs ?? r.durationMs,
       ...(attempts > 1 && { retry_times: attempts - 1 }),

@@ -17,7 +17,7 @@ const WHERE = `WHERE time >= $1 AND time <= $2
 const RECORD = `id, time, app_id AS "appId", key_name AS "keyName", share_id AS "shareId", model, channel,
   input_tokens AS "inputTokens", output_tokens AS "outputTokens", points::float8 AS points, status, duration_ms AS "durationMs",
   chat_id AS "chatId", finish_reason AS "finishReason", request_id AS "requestId", endpoint,
-  channel_id AS "channelId", attempts, ttfb_ms AS "ttfbMs", error`;
+  channel_id AS "channelId", attempts, ttfb_ms AS "ttfbMs", error, cached_tokens AS "cachedTokens", "user"`;
 
 const ORDER = { time: "time", request_at: "time - duration_ms", id: "id" } as const;
 
@@ -27,7 +27,8 @@ const MINUTES = {
       COUNT(*) FILTER (WHERE status <> 200)::bigint AS exceptions, COUNT(*) FILTER (WHERE coalesce(attempts, 1) > 1)::bigint AS retries,
       COUNT(*) FILTER (WHERE status >= 400 AND status < 500)::bigint AS "status4xx", COUNT(*) FILTER (WHERE status >= 500)::bigint AS "status5xx",
       SUM(input_tokens)::bigint AS "inputTokens", SUM(output_tokens)::bigint AS "outputTokens", SUM(points)::float8 AS points,
-      SUM(duration_ms)::bigint AS "durationMs", SUM(coalesce(ttfb_ms, 0))::bigint AS "ttfbMs"
+      SUM(duration_ms)::bigint AS "durationMs", SUM(coalesce(ttfb_ms, 0))::bigint AS "ttfbMs",
+      SUM(cached_tokens)::bigint AS "cachedTokens", COUNT(*) FILTER (WHERE cached_tokens > 0)::bigint AS "cacheHits"
     FROM usage ${WHERE}
     GROUP BY 1, channel_id, channel, model ORDER BY 1, model COLLATE "C", channel COLLATE "C"`,
 };

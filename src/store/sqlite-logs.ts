@@ -31,7 +31,7 @@ const WHERE = `WHERE time >= @from AND time <= @to
 const RECORD = `id, time, app_id AS appId, key_name AS keyName, share_id AS shareId, model, channel,
   input_tokens AS inputTokens, output_tokens AS outputTokens, points, status, duration_ms AS durationMs,
   chat_id AS chatId, finish_reason AS finishReason, request_id AS requestId, endpoint,
-  channel_id AS channelId, attempts, ttfb_ms AS ttfbMs, error`;
+  channel_id AS channelId, attempts, ttfb_ms AS ttfbMs, error, cached_tokens AS cachedTokens, user`;
 
 const ORDER = { time: "time", request_at: "time - duration_ms", id: "id" } as const;
 
@@ -53,7 +53,8 @@ export function createLogOps(db: Database.Database) {
        SUM(status <> 200) AS exceptions, SUM(coalesce(attempts, 1) > 1) AS retries,
        SUM(status >= 400 AND status < 500) AS status4xx, SUM(status >= 500) AS status5xx,
        SUM(input_tokens) AS inputTokens, SUM(output_tokens) AS outputTokens, SUM(points) AS points,
-       SUM(duration_ms) AS durationMs, SUM(coalesce(ttfb_ms, 0)) AS ttfbMs
+       SUM(duration_ms) AS durationMs, SUM(coalesce(ttfb_ms, 0)) AS ttfbMs,
+       SUM(cached_tokens) AS cachedTokens, SUM(cached_tokens > 0) AS cacheHits
      FROM usage ${WHERE}
      GROUP BY minute, channel_id, channel, model ORDER BY minute, model, channel`,
   );

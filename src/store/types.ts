@@ -189,6 +189,9 @@ export interface MinuteUsage {
   points: number;
   durationMs: number;
   ttfbMs: number;
+  /** prompt tokens served from the model server's prefix cache, and the rows that had any */
+  cachedTokens: number;
+  cacheHits: number;
 }
 
 /** A usage row's columns the usage report groups by (docs/api.md#usage). */

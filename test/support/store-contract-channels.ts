@@ -53,13 +53,13 @@ export function describeLogContract(current: () => Store): void {
   it("searches usage rows by request id, channel (its number, or its name on older rows), model, status, app and key, with the total of every match", async () => {
     const store = current();
     await store.recordUsage(row({ requestId: "r1" }), []);
-    await store.recordUsage(row({ time: T0 + MINUTE, requestId: "r2", status: 502, attempts: 2, error: "upstream_error: down", outputTokens: 0 }), []);
+    await store.recordUsage(row({ time: T0 + MINUTE, requestId: "r2", status: 502, attempts: 2, error: "upstream_error: down", outputTokens: 0, cachedTokens: 7, user: "u1" }), []);
     await store.recordUsage(row({ time: T0 + 2 * MINUTE, requestId: "r3", channelId: null, model: "bge", keyName: null, shareId: "s" }), []);
     await store.recordUsage(row({ time: T0 + 4 * MINUTE, requestId: "late" }), []);
     const all = await store.searchUsage(search());
     expect(all.total).toBe(3);
     expect(all.rows.map((r) => r.requestId)).toEqual(["r3", "r2", "r1"]);
-    expect(all.rows[1]).toMatchObject({ status: 502, attempts: 2, error: "upstream_error: down", channelId: 4, ttfbMs: 12, endpoint: "/v1/chat/completions", points: 1.5 });
+    expect(all.rows[1]).toMatchObject({ status: 502, attempts: 2, error: "upstream_error: down", channelId: 4, ttfbMs: 12, endpoint: "/v1/chat/completions", points: 1.5, cachedTokens: 7, user: "u1" });
     expect(all.rows[0]).toMatchObject({ channelId: null, keyName: null, shareId: "s" });
     const ids = async (over: Partial<UsageSearch>) => (await store.searchUsage(search(over))).rows.map((r) => r.requestId);
     expect(await ids({ requestId: "r2" })).toEqual(["r2"]);
@@ -92,14 +92,14 @@ export function describeLogContract(current: () => Store): void {
   it("sums usage rows per minute, channel and model", async () => {
     const store = current();
     await store.recordUsage(row({}), []);
-    await store.recordUsage(row({ time: T0 + 59_999, status: 429, attempts: 3 }), []);
+    await store.recordUsage(row({ time: T0 + 59_999, status: 429, attempts: 3, cachedTokens: 6 }), []);
     await store.recordUsage(row({ time: T0 + MINUTE, status: 503 }), []);
     await store.recordUsage(row({ time: T0 + MINUTE, model: "bge" }), []);
     const minutes = await store.usageByMinute({ from: T0, to: T0 + MINUTE });
-    const minute = (over: Record<string, unknown>) => ({ minute: T0, channelId: 4, channel: "local", model: "glm", requests: 1, exceptions: 0, retries: 0, status4xx: 0, status5xx: 0, inputTokens: 10, outputTokens: 5, points: 1.5, durationMs: 30, ttfbMs: 12, ...over });
+    const minute = (over: Record<string, unknown>) => ({ minute: T0, channelId: 4, channel: "local", model: "glm", requests: 1, exceptions: 0, retries: 0, status4xx: 0, status5xx: 0, inputTokens: 10, outputTokens: 5, points: 1.5, durationMs: 30, ttfbMs: 12, cachedTokens: 0, cacheHits: 0, ...over });
     // by minute, then model (byte order)
     expect(minutes).toEqual([
-      minute({ requests: 2, exceptions: 1, retries: 1, status4xx: 1, inputTokens: 20, outputTokens: 10, points: 3, durationMs: 60, ttfbMs: 24 }),
+      minute({ requests: 2, exceptions: 1, retries: 1, status4xx: 1, inputTokens: 20, outputTokens: 10, points: 3, durationMs: 60, ttfbMs: 24, cachedTokens: 6, cacheHits: 1 }),
       minute({ minute: T0 + MINUTE, model: "bge" }),
       minute({ minute: T0 + MINUTE, exceptions: 1, status5xx: 1 }),
     ]);
