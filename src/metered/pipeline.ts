@@ -118,7 +118,8 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
       deps.observer,
       {
         model: model.model,
-        affinity: signals && affinityKey(signals, caller, model.model, event.req.headers),
+        // the key (a digest of up to 64 KiB of the prompt) is made only where a choice among replicas needs it
+        affinity: signals && (() => affinityKey(signals, caller, model.model, event.req.headers)),
         cancel,
         maxAttempts: deps.maxAttempts,
         pinned,

@@ -20,8 +20,8 @@ export interface AttemptOptions {
   model: string;
   cancel: Cancel;
   maxAttempts: number;
-  /** the request's affinity key, a digest (docs/routing.md#affinity-key): its session's channel first */
-  affinity?: string;
+  /** the request's affinity key, a digest (docs/routing.md#affinity-key), made when asked: its session's channel first */
+  affinity?: () => string | undefined;
   /** who is asking (a key, or a share link's client address): a plain 500 is judged by how many callers meet it */
   caller: string;
   /** the one channel to try, whatever its status or breaker (FastGPT's Aiproxy-Channel, docs/fastgpt.md#model-calls) */

@@ -97,13 +97,14 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
   const sharing = setInterval(shareLoads, LOAD_SHARE_MS);
   sharing.unref();
 
-  /** Candidates in the order to try them; empty when no channel serves the model. `affinity`: the
-   *  request's key (a digest), which keeps its session on one channel while routing.affinity is on. */
-  function candidates(model: string, affinity?: string): ChannelEntry[] {
+  /** Candidates in the order to try them; empty when no channel serves the model. `affinity`: makes
+   *  the request's key (a digest), which keeps its session on one channel while routing.affinity is
+   *  on; asked for only when there is a choice to make. */
+  function candidates(model: string, affinity?: () => string | undefined): ChannelEntry[] {
     const all = byModel.get(model);
     const list = all?.every((e) => enabled(e.config.name)) ? all : all?.filter((e) => enabled(e.config.name));
     if (!list || list.length <= 1) return list ?? [];
-    const { ordered, decision } = orderChannels(list, view, { ...pickOptions, affinity: opts.affinity === "off" ? undefined : affinity });
+    const { ordered, decision } = orderChannels(list, view, { ...pickOptions, affinity: opts.affinity === "off" ? undefined : affinity?.() });
     observer.routeDecision(model, decision);
     for (const e of list) observer.channelLoad(e.config.name, loadOf(e));
     return ordered;
