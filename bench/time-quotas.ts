@@ -14,7 +14,7 @@ import { parseConfig } from "../src/config/load.js";
 import { createGateway } from "../src/gateway.js";
 import { createHttpServer } from "../src/http/server.js";
 import { createQuota, type QuotaLimit } from "../src/metered/quota.js";
-import { periodSpan } from "../src/metered/periods.js";
+import { periodSpan } from "../src/time/periods.js";
 import { silentObserver } from "../src/observability/observer.js";
 import { createStore } from "../src/store/index.js";
 

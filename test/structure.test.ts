@@ -14,15 +14,15 @@ const ASSEMBLY = new Set(["gateway.ts", "runtime.ts", "routes.ts", "dev.ts", "ma
 /** The folders of src/ from the bottom up: a folder imports only folders of the layers below its
  *  own (the files at the top of src/ put them together and may import any). */
 const LAYERS = [
-  ["json", "observability"],
+  ["json", "observability", "time"],
   ["config"],
   ["http"],
   ["cluster", "store", "tokens", "metrics"],
   ["auth", "upstream", "share"],
   ["aiproxy"],
-  ["stream", "admin", "demo"],
+  ["stream", "admin", "usage", "demo"],
   ["metered"],
-  ["chat", "embeddings", "rerank", "audio", "completions", "catalog", "usage"],
+  ["chat", "embeddings", "rerank", "audio", "completions", "catalog"],
   ["dialects"],
 ];
 

@@ -4,7 +4,8 @@
 // minutes are put in buckets here, which also gives the busiest minute of each.
 import type { H3Event } from "h3";
 import type { Keyring } from "../auth/keys.js";
-import type { ChannelConfig } from "../config/schema.js";
+import { timeZone, type ChannelConfig } from "../config/schema.js";
+import { localTime, zonedTime } from "../time/periods.js";
 import type { MinuteUsage, Store } from "../store/types.js";
 import { invalid, ok, requireAdminKey } from "./envelope.js";
 import { param, timestampParam, wholeParam } from "./query.js";
@@ -115,34 +116,15 @@ function add(item: Item, m: MinuteUsage): void {
 
 /** The IANA zone asked for, else the default (an unknown name too). */
 function zoneOf(asked: string | undefined, fallback: string): string {
-  if (!asked) return fallback;
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: asked });
-    return asked;
-  } catch {
-    return fallback;
-  }
+  return asked && timeZone.safeParse(asked).success ? asked : fallback;
 }
 
-/** The start (epoch ms) of the bucket that holds a minute, in `zone`. */
+/** The start (epoch ms) of the bucket that holds a minute, in `zone` (its wall clock's hour, day or month). */
 function bucketer(zone: string, timespan: Timespan): (minute: number) => number {
   if (timespan === "minute") return (minute) => minute;
-  const format = new Intl.DateTimeFormat("en-US", { timeZone: zone, hourCycle: "h23", year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric" });
-  const wall = (t: number) => {
-    const parts = Object.fromEntries(format.formatToParts(t).map((p) => [p.type, Number(p.value)]));
-    return { y: parts.year!, mo: parts.month! - 1, d: parts.day!, h: parts.hour!, mi: parts.minute! };
-  };
-  /** the zone's offset at `t`: its wall clock read as UTC, minus `t` */
-  const offset = (t: number) => {
-    const w = wall(t);
-    return Date.UTC(w.y, w.mo, w.d, w.h, w.mi) - Math.floor(t / MINUTE_MS) * MINUTE_MS;
-  };
   return (minute) => {
-    const w = wall(minute);
-    if (timespan === "hour") return minute - w.mi * MINUTE_MS;
-    const local = timespan === "day" ? Date.UTC(w.y, w.mo, w.d) : Date.UTC(w.y, w.mo, 1);
-    // the offset at the bucket's start, which may differ from this minute's across a DST change
-    const guess = local - offset(minute);
-    return local - offset(guess);
+    const w = localTime(minute, zone);
+    if (timespan === "hour") return minute - w.minute * MINUTE_MS;
+    return zonedTime(zone, w.year, w.month, timespan === "day" ? w.day : 1);
   };
 }

@@ -5,7 +5,7 @@ import type { AppConfig, ShareLinkConfig } from "../config/schema.js";
 import { missingApiKey, type Keyring, type KeyIdentity } from "../auth/keys.js";
 import { GatewayError } from "../http/errors.js";
 import type { ConcurrencyLimit } from "./concurrency.js";
-import { periodSpan, type Period } from "./periods.js";
+import { periodSpan, type Period } from "../time/periods.js";
 import type { QuotaLimit } from "./quota.js";
 
 export interface Caller {

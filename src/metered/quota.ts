@@ -8,7 +8,7 @@ import type { AdmitResult, BudgetHold, ClusterState, PointRange } from "../clust
 import { GatewayError, rateLimited } from "../http/errors.js";
 import type { Observer } from "../observability/observer.js";
 import type { Store } from "../store/types.js";
-import type { Period } from "./periods.js";
+import type { Period } from "../time/periods.js";
 
 export interface QuotaLimit {
   /** `app:<id>`, `key:<name>` or `share:<shareId>` (a period budget: `key:<name>@day:2026-11-27`):

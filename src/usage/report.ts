@@ -4,7 +4,7 @@
 // quarter hours), and the groups are merged here into the kinds of their models and the days and
 // hours of the asked time zone. As JSON objects or as CSV.
 import type { ModelKind } from "../config/fleet.js";
-import { localBucket } from "../metered/periods.js";
+import { localBucket } from "../time/periods.js";
 import type { Store, UsageColumn, UsageGroup, UsageGroupsQuery } from "../store/types.js";
 import { roundPoints } from "../tokens/points.js";
 
