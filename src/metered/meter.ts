@@ -22,8 +22,14 @@ export interface Tally {
   /** the upstream's, or client_abort / upstream_error / shutdown for a cut answer; absent where
    *  answers have none */
   finishReason?: string;
-  /** the error that cut the answer after it began (its status goes on the usage row) */
-  cut?: GatewayError;
+}
+
+/** What an answer used, for the pipeline to settle: tokens, points, finish reason; `writes`, what
+ *  the kind keeps of it (a conversation's round, a stored response), issued to share the usage row's
+ *  commit; `settled`, what follows once it is on disk (a share link's finish report). */
+export interface Used extends Tally {
+  writes?: Array<Promise<unknown> | undefined>;
+  settled?(): void;
 }
 
 export interface MeterDeps {
@@ -51,22 +57,29 @@ export class Meter {
     private readonly at: { time: number; started: number; chatId?: string; endpoint?: string; user?: string },
   ) {}
 
-  /** The answer was given or cut: its usage row (with `also`, writes that share its commit), the
-   *  spend and the hold settled to `t.points`. Resolves once the row is on disk. */
-  async settle(t: Tally, also: Array<Promise<unknown>> = []): Promise<void> {
+  /** The answer was given or cut (`cut`: the error that cut it): its usage row, written with `t.writes`
+   *  in one commit, the spend and the hold settled to `t.points`; then `t.settled`. Resolves once the
+   *  row is on disk. (`t` is read, never copied: no object is made here beyond the row.) */
+  async settle(t: Used, cut?: GatewayError): Promise<void> {
     if (this.#ended) return;
     this.#ended = true;
-    const outcome = !t.cut ? "ok" : t.cut instanceof UpstreamError ? t.cut.outcome : "http_error";
+    const outcome = !cut ? "ok" : cut instanceof UpstreamError ? cut.outcome : "http_error";
     this.deps.observer.upstreamFinished(this.channel, this.model, outcome);
     if (t.cachedTokens) this.deps.observer.cachedTokens(this.channel, this.model, t.cachedTokens);
     // never past the hold: a budget spends at most what it held (docs/api.md#budgets); what the
     // upstream's usage says beyond it goes on the request log for the operator
-    const points = Math.min(t.points, this.reservation.held);
-    if (points < t.points) this.facts.pointsOverHold = t.points - points;
-    Object.assign(this.facts, { inputTokens: t.inputTokens, outputTokens: t.outputTokens, points, finishReason: t.finishReason });
-    await Promise.all([this.#row(t.cut?.status ?? 200, { ...t, points }, t.cut), ...also]);
+    const points = t.points <= this.reservation.held ? t.points : this.reservation.held;
+    const { facts } = this;
+    if (points < t.points) facts.pointsOverHold = t.points - points;
+    facts.inputTokens = t.inputTokens;
+    facts.outputTokens = t.outputTokens;
+    facts.points = points;
+    facts.finishReason = t.finishReason;
+    const row = this.#row(cut?.status ?? 200, t, points, cut);
+    await (t.writes ? Promise.all([row, ...t.writes]) : row);
     // tokens per minute count what the kind has tokens of (speech and transcription hold none)
     this.reservation.settle(points, t.inputTokens + (t.outputTokens ?? 0));
+    t.settled?.();
   }
 
   /** Nothing was generated: the hold released, and a usage row with `status` once a channel was
@@ -75,10 +88,10 @@ export class Meter {
     if (this.#ended) return;
     this.#ended = true;
     this.reservation.release();
-    if (this.channel) await this.#row(status, { inputTokens: 0, points: 0 }, error).catch(() => {});
+    if (this.channel) await this.#row(status, NOTHING, 0, error).catch(() => {});
   }
 
-  #row(status: number, t: Pick<Tally, "inputTokens" | "outputTokens" | "cachedTokens" | "points" | "finishReason">, error?: GatewayError): Promise<void> {
+  #row(status: number, t: Pick<Tally, "inputTokens" | "outputTokens" | "cachedTokens" | "finishReason">, points: number, error?: GatewayError): Promise<void> {
     const { caller } = this;
     const durationMs = Math.round(performance.now() - this.at.started);
     return this.deps.store.recordUsage(
@@ -91,7 +104,7 @@ export class Meter {
         channel: this.channel,
         inputTokens: t.inputTokens,
         outputTokens: t.outputTokens ?? 0,
-        points: t.points,
+        points,
         status,
         durationMs,
         chatId: this.at.chatId ?? null,
@@ -111,6 +124,7 @@ export class Meter {
   }
 }
 
+const NOTHING = { inputTokens: 0 };
 const MAX_ERROR_CHARS = 1024;
 
 function cut(text: string): string {

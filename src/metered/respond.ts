@@ -11,7 +11,7 @@ import { nodeResponse, writeToNode, type Reply } from "../http/node.js";
 import { relayAnswer } from "../stream/pump.js";
 import { UpstreamError } from "../upstream/errors.js";
 import type { Meter } from "./meter.js";
-import { isStreamed, type Streamed, type Used, type Whole } from "./spec.js";
+import { isStreamed, type Streamed, type Whole } from "./spec.js";
 
 /** What the answer steps know of the request. */
 export interface Answering {
@@ -27,18 +27,13 @@ export interface Answering {
 /** 8–9. The answer given, and what it used settled. */
 export async function answer(a: Answering, given: Whole | Streamed): Promise<Reply> {
   if (!isStreamed(given)) {
-    await settle(a.meter, given.used);
+    await a.meter.settle(given.used);
     return await given.reply();
   }
   if (!nodeResponse(a.event)) throw new GatewayError(500, "stream_unsupported", "Streaming needs the Node server adapter.", { type: "server_error" });
   return writeToNode(a.event, (res) => stream(a, given, res));
 }
 
-async function settle(meter: Meter, used: Used, cut?: GatewayError): Promise<void> {
-  const { writes, settled, ...tally } = used;
-  await meter.settle({ ...tally, cut }, (writes ?? []).filter((w) => w !== undefined));
-  settled?.();
-}
 
 /** A streamed answer: its head, its body relayed, what it used settled (complete or cut), then its
  *  closing events — or, should it fail after the head, the kind's error event (unless the client is
@@ -54,7 +49,7 @@ async function stream(a: Answering, s: Streamed, res: import("node:http").Server
   try {
     const finishReason = cutFinishReason(cancel);
     const used = await s.used(cut && { error: cut, finishReason });
-    await settle(a.meter, cut ? { ...used, finishReason } : used, cut);
+    await a.meter.settle(cut ? { ...used, finishReason } : used, cut);
   } catch (err) {
     failed ??= toGatewayError(err);
     await a.meter.fail(failed.status, failed);

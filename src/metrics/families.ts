@@ -1,7 +1,8 @@
 // The metric families Sluice exports (docs/operations.md#metrics), each with its name, help, labels
-// and buckets, in one registry; the counters read their increments from the tallies when scraped.
+// and buckets, in one registry; the counters and histograms read what was counted from the tallies
+// and observations when scraped.
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import type { Tally } from "./tally.js";
+import { Observations, type Tally } from "./tally.js";
 
 /** OpenTelemetry GenAI semantic conventions, `gen_ai.client.token.usage`. */
 const TOKEN_BUCKETS = [
@@ -18,7 +19,19 @@ export type Families = ReturnType<typeof defineFamilies>;
 
 export type Tallies = Record<"requests" | "tokens" | "points" | "routePoints" | "upstream" | "attempts", Tally>;
 
-export function defineFamilies(registers: Registry, tally: Tallies, inflight: () => number) {
+/** The histograms' observations, counted per bucket until a scrape reads them. */
+export function defineObservations() {
+  return {
+    duration: new Observations(DURATION_BUCKETS),
+    ttft: new Observations(TTFT_BUCKETS),
+    tokenUsage: new Observations(TOKEN_BUCKETS),
+    queueWait: new Observations(WAIT_BUCKETS),
+  };
+}
+
+export type ObservationsOf = ReturnType<typeof defineObservations>;
+
+export function defineFamilies(registers: Registry, tally: Tallies, observed: ObservationsOf, inflight: () => number) {
   const reg = { registers: [registers] };
   return {
     requests: new Counter({
@@ -35,6 +48,9 @@ export function defineFamilies(registers: Registry, tally: Tallies, inflight: ()
       help: "Time from request arrival to the end of the response, by route pattern.",
       labelNames: ["route"] as const,
       buckets: DURATION_BUCKETS,
+      collect() {
+        observed.duration.flushInto(this);
+      },
       ...reg,
     }),
     ttft: new Histogram({
@@ -42,6 +58,9 @@ export function defineFamilies(registers: Registry, tally: Tallies, inflight: ()
       help: "Time to the first streamed token, by model.",
       labelNames: ["model"] as const,
       buckets: TTFT_BUCKETS,
+      collect() {
+        observed.ttft.flushInto(this);
+      },
       ...reg,
     }),
     tokenUsage: new Histogram({
@@ -49,6 +68,9 @@ export function defineFamilies(registers: Registry, tally: Tallies, inflight: ()
       help: "Tokens per answered request, by model and token type (input/output).",
       labelNames: ["gen_ai_request_model", "gen_ai_token_type"] as const,
       buckets: TOKEN_BUCKETS,
+      collect() {
+        observed.tokenUsage.flushInto(this);
+      },
       ...reg,
     }),
     tokens: new Counter({
@@ -128,6 +150,9 @@ export function defineFamilies(registers: Registry, tally: Tallies, inflight: ()
       help: "Time calls waited in the channel's queue for a slot (0 when one was free), by channel and the caller's configured priority.",
       labelNames: ["channel", "priority"] as const,
       buckets: WAIT_BUCKETS,
+      collect() {
+        observed.queueWait.flushInto(this);
+      },
       ...reg,
     }),
     reloads: new Counter({

@@ -17,7 +17,7 @@ import type {
   UpstreamOutcome,
 } from "../observability/observer.js";
 import { joinInstanceMetrics } from "./cluster.js";
-import { defineFamilies, type Families } from "./families.js";
+import { defineFamilies, defineObservations, type Families, type ObservationsOf } from "./families.js";
 import { createQuotaMetrics } from "./quota-metrics.js";
 import { Tally } from "./tally.js";
 
@@ -57,9 +57,9 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   collectDefaultMetrics({ register: registry });
   let inflight = 0;
   const tally = { requests: new Tally(), tokens: new Tally(), points: new Tally(), routePoints: new Tally(), upstream: new Tally(), attempts: new Tally() };
-  const f = defineFamilies(registry, tally, () => inflight);
+  const observed = defineObservations();
+  const f = defineFamilies(registry, tally, observed, () => inflight);
   const label = createLabelBounds(opts);
-  const waits = new Map<string, { observe(value: number): void }>();
   initialiseSeries(f, opts);
 
   return {
@@ -84,10 +84,10 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       const model = label.model(r.model);
       const app = label.app(r.appId);
       tally.requests.add(1, route, model, app, String(r.status));
-      f.duration.observe({ route }, amount(r.durationMs) / 1000);
-      if (r.ttftMs !== undefined) f.ttft.observe({ model }, amount(r.ttftMs) / 1000);
-      recordTokens(f, tally.tokens, model, app, "input", r.inputTokens);
-      recordTokens(f, tally.tokens, model, app, "output", r.outputTokens);
+      observed.duration.add(amount(r.durationMs) / 1000, route);
+      if (r.ttftMs !== undefined) observed.ttft.add(amount(r.ttftMs) / 1000, model);
+      recordTokens(observed, tally.tokens, model, app, "input", r.inputTokens);
+      recordTokens(observed, tally.tokens, model, app, "output", r.outputTokens);
       if (r.points !== undefined) {
         tally.points.add(amount(r.points), model, app);
         tally.routePoints.add(amount(r.points), route, model, app);
@@ -119,13 +119,8 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     },
 
     queueWait(channel: string, priority: number, seconds: number) {
-      // once per upstream call: the labelled series is looked up once (priorities are configured
-      // integers, channels configured names: a bounded set)
-      const name = label.channel(channel);
-      const key = `${name}\0${priority}`;
-      let series = waits.get(key);
-      if (!series) waits.set(key, (series = f.queueWait.labels(name, String(priority))));
-      series.observe(amount(seconds));
+      // once per upstream call (priorities are configured integers, channels configured names: a bounded set)
+      observed.queueWait.add(amount(seconds), label.channel(channel), String(priority));
     },
 
     routeDecision(model: string, decision: RouteDecision) {
@@ -190,10 +185,10 @@ function initialiseNames(f: Families, channels: string[], models: string[]): voi
   }
 }
 
-function recordTokens(f: Families, tokens: Tally, model: string, app: string, type: "input" | "output", count: number | undefined) {
+function recordTokens(observed: ObservationsOf, tokens: Tally, model: string, app: string, type: "input" | "output", count: number | undefined) {
   if (count === undefined) return;
   tokens.add(amount(count), model, app, type);
-  f.tokenUsage.observe({ gen_ai_request_model: model, gen_ai_token_type: type }, amount(count));
+  observed.tokenUsage.add(amount(count), model, type);
 }
 
 /** prom-client throws on a negative counter step and NaN poisons a sum; a report must never break a request. */

@@ -1,29 +1,56 @@
-// Counter increments summed per label set between scrapes (docs/operations.md#metrics).
-import type { Counter } from "prom-client";
+// Counter increments and histogram observations summed per label set between scrapes
+// (docs/operations.md#metrics).
+import { createRequire } from "node:module";
+import type { Counter, Histogram } from "prom-client";
+
+/** Label sets as a tree, one level per label value: a repeated label set costs a few lookups of
+ *  short strings (a key joined from the values cost four times as much). Label values come in the
+ *  order of the family's labelNames; the sets are bounded as the labels are. */
+class LabelSets<E extends { values: string[] }> {
+  readonly #root: Level<E> = { next: new Map(), entry: undefined };
+  readonly entries: E[] = [];
+
+  constructor(private readonly make: (values: string[]) => E) {}
+
+  /** the entry of the label values a, b, c, d (as many as the family has labels) */
+  of(a: string, b?: string, c?: string, d?: string): E {
+    let level = step(this.#root, a);
+    if (b !== undefined) level = step(level, b);
+    if (c !== undefined) level = step(level, c);
+    if (d !== undefined) level = step(level, d);
+    if (level.entry) return level.entry;
+    const entry = this.make([a, b, c, d].filter((v) => v !== undefined));
+    this.entries.push(entry);
+    return (level.entry = entry);
+  }
+}
+
+interface Level<E> {
+  next: Map<string, Level<E>>;
+  entry: E | undefined;
+}
+
+function step<E>(level: Level<E>, value: string): Level<E> {
+  let next = level.next.get(value);
+  if (!next) level.next.set(value, (next = { next: new Map(), entry: undefined }));
+  return next;
+}
+
 /**
- * A counter's increments summed here per label set and handed to prom-client when the family is read
- * (its collect hook, which every scrape and every worker's collection runs): prom-client hashes and
- * checks the labels on each inc(), which cost more than the rest of a request's metrics. Label
- * values come in the order of the counter's labelNames; the sets are bounded as the labels are.
+ * A counter's increments, handed to prom-client when the family is read (its collect hook, which
+ * every scrape and every worker's collection runs): prom-client hashes and checks the labels on each
+ * inc(), which cost more than the rest of a request's metrics.
  */
 export class Tally {
-  // one level per label value, so that a repeated label set costs a few lookups of short strings
-  // (a key joined from the values cost four times as much); an entry where a label set ends
-  readonly #root: TallyLevel = { next: new Map(), entry: undefined };
-  readonly #entries: TallyEntry[] = [];
+  readonly #sets = new LabelSets<{ values: string[]; n: number; handed: boolean }>((values) => ({ values, n: 0, handed: false }));
 
-  /** `n` more for the label values a, b, c, d (as many as the counter has labels) */
+  /** `n` more for the label values a, b, c, d */
   add(n: number, a: string, b?: string, c?: string, d?: string): void {
-    let level = this.#step(this.#root, a);
-    if (b !== undefined) level = this.#step(level, b);
-    if (c !== undefined) level = this.#step(level, c);
-    if (d !== undefined) level = this.#step(level, d);
-    if (level.entry) level.entry.n += n;
-    else this.#entries.push((level.entry = { values: [a, b, c, d].filter((v) => v !== undefined), n, handed: false }));
+    this.#sets.of(a, b, c, d).n += n;
   }
 
   flushInto(counter: Counter<string>): void {
-    for (const entry of this.#entries) {
+    for (const entry of this.#sets.entries) {
       // `handed`: the series exists in prom-client (a zero step still makes it appear, as inc(0) did)
       if (entry.n === 0 && entry.handed) continue;
       counter.labels(...entry.values).inc(entry.n);
@@ -31,21 +58,78 @@ export class Tally {
       entry.handed = true;
     }
   }
-
-  #step(level: TallyLevel, value: string): TallyLevel {
-    let next = level.next.get(value);
-    if (!next) level.next.set(value, (next = { next: new Map(), entry: undefined }));
-    return next;
-  }
 }
 
-interface TallyLevel {
-  next: Map<string, TallyLevel>;
-  entry: TallyEntry | undefined;
-}
-
-interface TallyEntry {
+interface Spread {
   values: string[];
-  n: number;
-  handed: boolean;
+  /** observations per bucket, not cumulative: [i] those ≤ bounds[i] and > bounds[i - 1] */
+  counts: number[];
+  sum: number;
+  count: number;
+}
+
+/** prom-client's series of one label set (lib/histogram.js): its buckets by upper bound, sum, count */
+interface PromSeries {
+  bucketValues: Record<number, number>;
+  sum: number;
+  count: number;
+}
+interface PromHistogram {
+  hashMap: Record<string, PromSeries | undefined>;
+  sortedLabelNames: string[];
+  labelNames: string[];
+}
+// prom-client's own label hash, the key of its series (lib/util.js); the histograms' test renders
+// these families against plain observe() calls, so a prom-client that changed this fails there
+const { hashObject } = createRequire(import.meta.url)("prom-client/lib/util.js") as {
+  hashObject(labels: Record<string, string>, names: string[]): string;
+};
+
+/**
+ * A histogram's observations, counted per bucket and handed to prom-client when the family is read:
+ * prom-client's observe() hashes and checks the labels each time, a microsecond or more per call
+ * and several calls a request.
+ */
+export class Observations {
+  readonly #sets: LabelSets<Spread>;
+
+  constructor(private readonly bounds: readonly number[]) {
+    this.#sets = new LabelSets((values) => ({ values, counts: bounds.map(() => 0), sum: 0, count: 0 }));
+  }
+
+  /** one observation of `value` for the label values a, b */
+  add(value: number, a: string, b?: string): void {
+    const s = this.#sets.of(a, b);
+    const { bounds } = this;
+    for (let i = 0; i < bounds.length; i++) {
+      if (value <= bounds[i]!) {
+        s.counts[i]!++;
+        break;
+      }
+    }
+    s.sum += value;
+    s.count++;
+  }
+
+  flushInto(histogram: Histogram<string>): void {
+    const h = histogram as unknown as PromHistogram;
+    for (const s of this.#sets.entries) {
+      if (s.count === 0) continue;
+      const labels = Object.fromEntries(h.labelNames.map((name, i) => [name, s.values[i]!]));
+      const hash = hashObject(labels, h.sortedLabelNames);
+      let series = h.hashMap[hash];
+      if (!series) {
+        histogram.zero(labels);
+        series = h.hashMap[hash]!;
+      }
+      this.bounds.forEach((bound, i) => {
+        series.bucketValues[bound]! += s.counts[i]!;
+        s.counts[i] = 0;
+      });
+      series.sum += s.sum;
+      series.count += s.count;
+      s.sum = 0;
+      s.count = 0;
+    }
+  }
 }

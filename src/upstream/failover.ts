@@ -7,7 +7,7 @@ import type { AttemptOutcome, Observer, UpstreamOutcome } from "../observability
 import { attemptCut, mapTransportError, UpstreamError } from "./errors.js";
 import type { ChannelEntry, ChannelRouter } from "./router.js";
 import type { Ticket } from "./gate.js";
-import type { ChannelClient } from "./types.js";
+import type { ChannelClient, PostRequest, UpstreamReply } from "./types.js";
 
 /** Outcomes that say the channel, not the request, failed: the next channel may do better. A
  *  connection lost during an attempt (`stream_cut`) is one: nothing has reached the client yet. */
@@ -70,9 +70,27 @@ export async function withFailover<T>(
   throw lastError ?? allOpen(router, candidates, req.model);
 }
 
-/** The channel's client, each of its posts carrying the caller's ticket: a kind's attempt names no priority. */
+/** The channel's client, each of its posts carrying the caller's ticket: a kind's attempt names no
+ *  priority. (A class, not a copy of the client with its post wrapped: no object spread per request.) */
 function withTicket(client: ChannelClient, ticket: Ticket): ChannelClient {
-  return { ...client, post: (req) => client.post({ ...req, ticket }) };
+  return new TicketedClient(client, ticket);
+}
+
+class TicketedClient implements ChannelClient {
+  constructor(
+    private readonly client: ChannelClient,
+    private readonly ticket: Ticket,
+  ) {}
+  get name(): string {
+    return this.client.name;
+  }
+  post(req: PostRequest): Promise<UpstreamReply> {
+    req.ticket ??= this.ticket; // the kind's own request object, made for this one post
+    return this.client.post(req);
+  }
+  close(): Promise<void> {
+    return this.client.close();
+  }
 }
 
 /** Every channel of the model has its breaker open: 503 at once, Retry-After = seconds to the next probe. */
