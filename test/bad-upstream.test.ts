@@ -1,8 +1,9 @@
-// A misbehaving upstream (issue "Hardening", item 6; CONTRACTS §3, §9): the gateway runs as a child
-// process (a crash shows as an exit, not as a dead test worker) in front of test/support/bad-upstream.ts.
-// For every misbehaviour, asked plainly, streamed and streamed in detail mode, the client gets the §9
-// status with an OpenAI error body, or — once its stream has begun — a stream ending with an error
-// event; never a silent clean end, never a hang. After each, the process is alive and answers normally.
+// A misbehaving upstream (issue "Hardening", item 6; docs/api.md#streams, docs/api.md#upstream-failures):
+// the gateway runs as a child process (a crash shows as an exit, not as a dead test worker) in front of
+// test/support/bad-upstream.ts. For every misbehaviour, asked plainly, streamed and streamed in detail
+// mode, the client gets the status of docs/api.md#upstream-failures with an OpenAI error body, or — once
+// its stream has begun — a stream ending with an error event; never a silent clean end, never a hang. After
+// each, the process is alive and answers normally.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -139,7 +140,7 @@ function answerText(mode: Mode, r: Reply): string | undefined {
   return frames.map((f) => (parseJson(f.data) as { choices?: Array<{ delta?: { content?: string } }> })?.choices?.[0]?.delta?.content ?? "").join("");
 }
 
-/** A complete, clean answer: 200, the whole text, a stream ending as §3 says. */
+/** A complete, clean answer: 200, the whole text, a stream ending as docs/api.md#streams says. */
 function completeProblem(mode: Mode, r: Reply): string | undefined {
   if (r.status !== 200) return `expected 200, got ${excerpt(r)}`;
   if (mode !== "json") {

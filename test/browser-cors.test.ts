@@ -1,4 +1,4 @@
-// A browser app on another origin calling the gateway with `fetch` (CONTRACTS §13): real headless
+// A browser app on another origin calling the gateway with `fetch` (docs/api.md#cors): real headless
 // Chromium, a page served by a small server on another loopback port, the gateway's CORS answers.
 // With the page's origin allowed, answers, streams and errors reach the script; with it not listed,
 // the browser blocks the call after the preflight and the POST never reaches the model.

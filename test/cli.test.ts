@@ -1,6 +1,6 @@
-// The `sluice` command line (CONTRACTS §12) as an operator runs it: `node bin/sluice.js …` (the
-// package's bin) and `npm run sluice -- …`, against a gateway on a real socket. --help on every
-// command, keys create|list|revoke over the API, check-config on a good and a bad file.
+// The `sluice` command line (docs/operations.md#the-sluice-command) as an operator runs it: `node
+// bin/sluice.js …` (the package's bin) and `npm run sluice -- …`, against a gateway on a real socket.
+// --help on every command, keys create|list|revoke over the API, check-config on a good and a bad file.
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -1,4 +1,4 @@
-// The Redis cluster state (CONTRACTS §9–§12) against a throwaway redis-server: the same contract as
+// The Redis cluster state (docs/operations.md#redis) against a throwaway redis-server: the same contract as
 // the in-process state, then what only several instances show — windows, budgets, breakers, key
 // changes and reload notices shared by two states on one Redis, holds of a gone instance drained —
 // then two gateways sharing one Redis and one store over real sockets, and Redis stopped and

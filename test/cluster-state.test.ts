@@ -1,6 +1,7 @@
-// The in-process cluster state's parts (CONTRACTS §9, §10): rate windows exact to the second and
-// O(1) per hit, and the circuit breaker's closed → open → half-open → closed cycle. The state's
-// contract (budgets, windows at their edges) is test/support/cluster-contract.ts, run by quota.test.ts.
+// The in-process cluster state's parts (docs/api.md#budgets, docs/configuration.md#routing): rate windows
+// exact to the second and O(1) per hit, and the circuit breaker's closed → open → half-open → closed cycle.
+// The state's contract (budgets, windows at their edges) is test/support/cluster-contract.ts, run by
+// quota.test.ts.
 import { describe, expect, it } from "vitest";
 import { Breaker } from "../src/cluster/breaker.js";
 import { createMemoryClusterState } from "../src/cluster/memory.js";

@@ -1,8 +1,8 @@
-// maxConcurrent (CONTRACTS §17): an app's, a key's and a share link user's calls in flight at once,
-// on one instance and across instances sharing Redis; one more is 429 concurrency_limit with
-// Retry-After: 1; a slot is freed on every ending (answer, cut, client abort, deadline), and the
-// slots of an instance killed mid-call free themselves within cluster.slotTtlMs. Over real sockets:
-// gateways in front of a scripted model server that holds calls until the test lets them go.
+// maxConcurrent (docs/routing.md#priority-and-fairness): an app's, a key's and a share link user's calls in
+// flight at once, on one instance and across instances sharing Redis; one more is 429 concurrency_limit
+// with Retry-After: 1; a slot is freed on every ending (answer, cut, client abort, deadline), and the slots
+// of an instance killed mid-call free themselves within cluster.slotTtlMs. Over real sockets: gateways in
+// front of a scripted model server that holds calls until the test lets them go.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -1,4 +1,4 @@
-// config.json (CONTRACTS §7): one schema, ${ENV} anywhere, every problem listed by its path,
+// config.json (docs/configuration.md#errors): one schema, ${ENV} anywhere, every problem listed by its path,
 // cross-references checked, unknown keys refused with the nearest known name, hardening defaults
 // filled; and the shipped config.json is valid.
 import { readFileSync } from "node:fs";

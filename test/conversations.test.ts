@@ -1,4 +1,4 @@
-// Conversations (CONTRACTS §3): stored history per (app, chatId) placed before the new message,
+// Conversations (docs/api.md#conversations): stored history per (app, chatId) placed before the new message,
 // bounded by the app's `history` rounds, isolated per chat and per app, kept across a restart.
 import { describe, expect, it } from "vitest";
 import { APP2_KEY, APP_KEY, chatOk, gatewayConfig, postChat, useGatewayAndUpstream, useTempDir, user } from "./support/fixtures.js";

@@ -1,5 +1,6 @@
-// CORS for browser apps (CONTRACTS §13): preflight 204 with the allowed origin, methods, headers and
-// max age; the origin header on answers, streams and errors alike; `[]` turns CORS off.
+// CORS for browser apps (docs/api.md#cors, docs/configuration.md#cors): preflight 204 with the allowed
+// origin, methods, headers and max age; the origin header on answers, streams and errors alike; `[]` turns
+// CORS off.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
 import { useGateway } from "./support/harness.js";

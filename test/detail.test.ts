@@ -1,5 +1,6 @@
-// `detail: true` (CONTRACTS §3, §5): the completion report as `responseData` on a JSON answer and as
-// FastGPT's `flowResponses` event on a stream; the report's fields and the history preview's cutting.
+// `detail: true` (docs/api.md#completion-report, docs/api.md#streams): the completion report as
+// `responseData` on a JSON answer and as FastGPT's `flowResponses` event on a stream; the report's fields
+// and the history preview's cutting.
 import { describe, expect, it } from "vitest";
 import { historyPreview, type ReportItem } from "../src/chat/report.js";
 import type { ChatMessage } from "../src/chat/request-schema.js";
@@ -60,7 +61,8 @@ describe("detail on a JSON answer", () => {
 
   it("includes every report field, temperature too, when neither the request nor the app sets a temperature", async () => {
     const item = await detailReport({ messages: [human("no temperature given")] });
-    // CONTRACTS §5 lists `temperature`: reported as null when the model server's default applied
+    // docs/api.md#completion-report lists `temperature`: reported as null when the model server's
+    // default applied
     expect(item.temperature).toBeNull();
     expect(Object.keys(item).sort()).toEqual(
       [

@@ -1,8 +1,10 @@
 // Code comments cite the project's reference as `docs/<file>.md#<anchor>` (docs/architecture.md#where-new-work-lands):
-// every such citation in src/ must name a file of docs/ and a heading of it, by the anchor GitHub
-// makes of the heading. The links between the docs pages and from the README are held to the same.
+// every such citation in src/ and test/ must name a file of docs/ and a heading of it, by the anchor
+// GitHub makes of the heading, and none may cite a document outside the repository. The links between
+// the docs pages and from the README are held to the same.
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { REPO_ROOT } from "./support/main-process.js";
 
@@ -60,6 +62,32 @@ function problem(file: string, anchor: string | undefined): string | undefined {
   return undefined;
 }
 
+/** This file: its fixtures name missing pages and outside documents on purpose. */
+const SELF = fileURLToPath(import.meta.url);
+/** The team's contract notes, a file outside the repository: code cites docs/ instead. */
+const OUTSIDE = /\bCONTRACTS\b/;
+
+/** Every `docs/<file>.md#<anchor>` in the sources under `folder` (of the repository), with what is
+ *  wrong with each, and every line that cites a document outside the repository. */
+function citationsUnder(folder: string): { cited: number; broken: string[]; outside: string[] } {
+  const found = { cited: 0, broken: [] as string[], outside: [] as string[] };
+  for (const path of filesUnder(join(REPO_ROOT, folder), /\.(ts|js|mjs|html)$/)) {
+    if (path === SELF) continue;
+    readFileSync(path, "utf8")
+      .split("\n")
+      .forEach((line, i) => {
+        const at = `${relative(REPO_ROOT, path)}:${i + 1}`;
+        if (OUTSIDE.test(line)) found.outside.push(`${at}: ${line.trim()}`);
+        for (const m of line.matchAll(CITATION)) {
+          found.cited++;
+          const why = problem(m[1]!, m[2]);
+          if (why) found.broken.push(`${at}: ${m[0]}: ${why}`);
+        }
+      });
+  }
+  return found;
+}
+
 describe("docs anchors", () => {
   it("are made from headings as GitHub makes them, outside code blocks, repeats numbered", () => {
     const md = [
@@ -95,31 +123,17 @@ describe("docs anchors", () => {
 });
 
 describe("docs citations", () => {
-  it("every docs/<file>.md#<anchor> cited in src/ names a heading of that page", () => {
-    const broken: string[] = [];
-    let cited = 0;
-    for (const path of filesUnder(join(REPO_ROOT, "src"), /\.(ts|js|mjs|html)$/)) {
-      readFileSync(path, "utf8")
-        .split("\n")
-        .forEach((line, i) => {
-          for (const m of line.matchAll(CITATION)) {
-            cited++;
-            const why = problem(m[1]!, m[2]);
-            if (why) broken.push(`${relative(REPO_ROOT, path)}:${i + 1}: ${m[0]}: ${why}`);
-          }
-        });
-    }
-    expect(cited).toBeGreaterThan(50);
+  it.each([
+    ["src", 50],
+    ["test", 50],
+  ])("every docs/<file>.md#<anchor> cited in %s/ names a heading of that page", (folder, over) => {
+    const { cited, broken } = citationsUnder(folder);
+    expect(cited).toBeGreaterThan(over);
     expect(broken).toEqual([]);
   });
 
-  it("no comment in src/ cites a document outside the repository", () => {
-    const outside = filesUnder(join(REPO_ROOT, "src"), /\.(ts|js|mjs)$/).flatMap((path) =>
-      readFileSync(path, "utf8")
-        .split("\n")
-        .flatMap((line, i) => (/\bCONTRACTS\b/.test(line) ? [`${relative(REPO_ROOT, path)}:${i + 1}: ${line.trim()}`] : [])),
-    );
-    expect(outside).toEqual([]);
+  it.each(["src", "test"])("no comment in %s/ cites a document outside the repository", (folder) => {
+    expect(citationsUnder(folder).outside).toEqual([]);
   });
 
   it("every link of the README and the docs pages to a docs page names a heading of it", () => {

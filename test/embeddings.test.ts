@@ -1,6 +1,7 @@
-// POST /v1/embeddings and /api/v1/embeddings over real sockets (CONTRACTS §13, §7 vectorModels):
-// the openai SDK against the echo channel and a real upstream, maxToken per input, keys and app
-// permissions, failover, usage rows and points, budgets and QPM, metrics and the request log.
+// POST /v1/embeddings and /api/v1/embeddings over real sockets (docs/api.md#embeddings,
+// docs/configuration.md#vectormodels): the openai SDK against the echo channel and a real upstream,
+// maxToken per input, keys and app permissions, failover, usage rows and points, budgets and QPM, metrics
+// and the request log.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -249,7 +250,7 @@ describe("keys and models", () => {
   });
 });
 
-describe("failover and upstream errors (CONTRACTS §9)", () => {
+describe("failover and upstream errors (docs/api.md#upstream-failures)", () => {
   it("moves to the second channel when the first answers 500, and bills the one that answered", async () => {
     await start();
     primary.behave({ status: 500 });

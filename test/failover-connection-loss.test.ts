@@ -1,7 +1,8 @@
 // A channel that drops the connection before its response headers (reset or close — a model server
-// restarting or killed for memory) is failed over like a dead port or a 500 (CONTRACTS §9), stream
-// or not: the soak found such attempts answered to the client as 502 while the other channel of the
-// model was healthy. Cut after the first byte, a stream still ends with an error event, never retried.
+// restarting or killed for memory) is failed over like a dead port or a 500
+// (docs/api.md#upstream-failures), stream or not: the soak found such attempts answered to the client as
+// 502 while the other channel of the model was healthy. Cut after the first byte, a stream still ends with
+// an error event, never retried.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startBadUpstream, type BadUpstream } from "./support/bad-upstream.js";
 import { APP_KEY, chat, userMessage } from "./support/core-config.js";

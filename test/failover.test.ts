@@ -1,6 +1,7 @@
-// Failover and circuit breaking over real sockets (CONTRACTS §9): channels tried by priority and
-// weight before the first byte, never after it; breakers open, probe and close; all open → 503 at
-// once; health checks tell sluice_channel_up the truth.
+// Failover and circuit breaking over real sockets (docs/api.md#upstream-failures,
+// docs/configuration.md#routing): channels tried by priority and weight before the first byte, never after
+// it; breakers open, probe and close; all open → 503 at once; health checks tell sluice_channel_up the
+// truth.
 import { createServer } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
@@ -67,7 +68,7 @@ describe("failover before the first byte", () => {
     expect(text).toContain('sluice_upstream_attempts_total{channel="b",outcome="ok"} 1');
   });
 
-  it("stops at maxAttempts and answers the last failure as CONTRACTS §9 says", async () => {
+  it("stops at maxAttempts and answers the last failure as docs/api.md#upstream-failures says", async () => {
     gw = await startGateway(config([
       { name: "a", baseUrl: a.url, priority: 2 },
       { name: "b", baseUrl: b.url, priority: 1 },

@@ -1,4 +1,4 @@
-// FastGPT and OpenAI client fidelity (CONTRACTS §13): request shapes FastGPT documents are accepted,
+// FastGPT and OpenAI client fidelity (docs/api.md#request): request shapes FastGPT documents are accepted,
 // its own fields never reach the upstream, errors name the field and what was expected.
 import OpenAI from "openai";
 import { beforeEach, describe, expect, it } from "vitest";

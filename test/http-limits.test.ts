@@ -1,6 +1,6 @@
-// HTTP-layer refusals over raw sockets (CONTRACTS §7, §9): a header or body trickle gets 408 at its
-// bound, oversized headers 431, broken HTTP 400, an oversized body 413 — each with the OpenAI error
-// body and a clean close, never an empty answer or a reset.
+// HTTP-layer refusals over raw sockets (docs/configuration.md#server, docs/api.md#errors): a header or body
+// trickle gets 408 at its bound, oversized headers 431, broken HTTP 400, an oversized body 413 — each with
+// the OpenAI error body and a clean close, never an empty answer or a reset.
 import { connect, type Socket } from "node:net";
 import { describe, expect, it } from "vitest";
 import { useGateway } from "./support/harness.js";

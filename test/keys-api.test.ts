@@ -1,8 +1,8 @@
-// The keys API (CONTRACTS §2 `admin`, §12) over real sockets: a created key chats at once and is
-// shown only in the create answer; the list never holds a key or digest; a revoked key gets 401 at
-// once (also on a second instance sharing the cluster state); per-key qpm and budget; the 409s and
-// 400s; admin keys only. A real child process on one SQLite file keeps created keys and revocations
-// across restarts, and the file never holds a plain key.
+// The keys API (docs/operations.md#keys-api, docs/api.md#keys) over real sockets: a created key chats at
+// once and is shown only in the create answer; the list never holds a key or digest; a revoked key gets 401
+// at once (also on a second instance sharing the cluster state); per-key qpm and budget; the 409s and 400s;
+// admin keys only. A real child process on one SQLite file keeps created keys and revocations across
+// restarts, and the file never holds a plain key.
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";

@@ -1,4 +1,4 @@
-// Client keys (CONTRACTS §2) over a real socket.
+// Client keys (docs/api.md#keys) over a real socket.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
 import { startUpstream, type Upstream } from "./support/upstream.js";

@@ -1,4 +1,4 @@
-// History trimming (CONTRACTS §3) counts only what decides the outcome, and keeps what counting
+// History trimming (docs/api.md#limits) counts only what decides the outcome, and keeps what counting
 // every message would keep.
 import { createRequire } from "node:module";
 import { describe, expect, it, vi } from "vitest";

@@ -1,4 +1,4 @@
-// Billing on every path (CONTRACTS §10): a client that leaves mid-stream and an upstream that cuts
+// Billing on every path (docs/api.md#metering): a client that leaves mid-stream and an upstream that cuts
 // are billed for the prompt and the output generated up to the cut, exactly once, with the finish
 // reason saying why; with a chatId the partial answer is stored.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";

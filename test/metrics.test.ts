@@ -68,7 +68,7 @@ function feed(metrics: ReturnType<typeof createMetrics>) {
 }
 
 describe("prometheus metrics", () => {
-  it("renders every CONTRACTS §8 family", async () => {
+  it("renders every family docs/operations.md#metrics lists", async () => {
     const metrics = createMetrics(options);
     feed(metrics);
     const body = await metrics.render();

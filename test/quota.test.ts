@@ -1,4 +1,4 @@
-// Budget reservations and rate windows at admission (CONTRACTS §10) with the in-process cluster
+// Budget reservations and rate windows at admission (docs/api.md#budgets) with the in-process cluster
 // state: the contract every implementation meets (test/support/cluster-contract.ts; the Redis
 // implementation runs it in test/cluster-redis.test.ts).
 import { createMemoryClusterState } from "../src/cluster/memory.js";

@@ -1,5 +1,6 @@
-// Live reload (CONTRACTS §12): validate, swap atomically, requests in flight finish on the config
-// they started with; an invalid file changes nothing and is counted. And the operations API.
+// Live reload (docs/operations.md#reload): validate, swap atomically, requests in flight finish on the
+// config they started with; an invalid file changes nothing and is counted. And the operations API
+// (docs/operations.md#operations-api).
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";

@@ -1,5 +1,5 @@
 // The Responses request → chat request translation (src/dialects/responses/to-chat.ts), against the
-// bodies the real clients send (docs/codex.md#what-the-clients-send).
+// bodies the real clients send (docs/codex.md#what-codex-sends, docs/codex.md#what-sluice-reads).
 import { describe, expect, it } from "vitest";
 import { parseChatRequest } from "../src/chat/request-schema.js";
 import { GatewayError } from "../src/http/errors.js";

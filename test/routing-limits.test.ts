@@ -1,4 +1,5 @@
-// Routing and model limits (CONTRACTS §3, §4) as the upstream sees them.
+// Routing and model limits (docs/api.md#request, docs/api.md#limits, docs/configuration.md#channels) as the
+// upstream sees them.
 import { beforeEach, describe, expect, it } from "vitest";
 import { useGateway } from "./support/harness.js";
 import { chat, coreConfig, userMessage } from "./support/core-config.js";

@@ -1,8 +1,8 @@
-// When a request goes (CONTRACTS §17): a channel with `concurrency` holds the queue in the gateway,
-// served by priority, then round robin across apps (FIFO inside one), with aging so a low priority
-// call is never starved; `forwardPriority` writes vLLM's `priority` into the upstream body; each
-// call's wait is in sluice_queue_wait_seconds{channel, priority}. Over real sockets: a gateway in
-// front of a scripted model server that holds the first call until the test lets it go.
+// When a request goes (docs/routing.md#priority-and-fairness): a channel with `concurrency` holds the queue
+// in the gateway, served by priority, then round robin across apps (FIFO inside one), with aging so a low
+// priority call is never starved; `forwardPriority` writes vLLM's `priority` into the upstream body; each
+// call's wait is in sluice_queue_wait_seconds{channel, priority}. Over real sockets: a gateway in front of
+// a scripted model server that holds the first call until the test lets it go.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Observer } from "../src/observability/observer.js";
 import { silentObserver } from "../src/observability/observer.js";

@@ -1,7 +1,7 @@
-// The share-link chat window people use (issue 14, CONTRACTS §6) in a real headless Chromium against
-// the whole gateway and a real upstream: markdown, injection that must not run, stop, copy, Chinese
-// and English, limit messages, no request to another origin, a phone-width screen, and the bundle
-// served by the built gateway (`npm start`) and the sources (`npm run dev`) alike.
+// The share-link chat window people use (issue 14, docs/api.md#the-chat-window) in a real headless Chromium
+// against the whole gateway and a real upstream: markdown, injection that must not run, stop, copy, Chinese
+// and English, limit messages, no request to another origin, a phone-width screen, and the bundle served by
+// the built gateway (`npm start`) and the sources (`npm run dev`) alike.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

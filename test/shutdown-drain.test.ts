@@ -1,5 +1,5 @@
-// Shutdown keeps its promise (CONTRACTS §7, §10): requests in flight finish within the grace period;
-// at the deadline the rest are cut with an error event and finishReason "shutdown", and billed.
+// Shutdown keeps its promise (docs/operations.md#shutdown): requests in flight finish within the grace
+// period; at the deadline the rest are cut with an error event and finishReason "shutdown", and billed.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RequestRecord } from "../src/observability/observer.js";
 import { silentObserver } from "../src/observability/observer.js";

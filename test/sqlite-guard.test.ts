@@ -1,4 +1,4 @@
-// SQLite is for one process (CONTRACTS §11): a second gateway on the same file refuses to start and
+// SQLite is for one process (docs/store.md#sqlite): a second gateway on the same file refuses to start and
 // names the postgres store; the lock of a process killed with -9 does not block a restart.
 import { once } from "node:events";
 import { writeFileSync } from "node:fs";

@@ -1,4 +1,4 @@
-// Streaming (CONTRACTS §3): chunks pass as they arrive, usage hidden unless asked, a client that
+// Streaming (docs/api.md#streams): chunks pass as they arrive, usage hidden unless asked, a client that
 // leaves aborts the upstream call, a cut stream ends with an error event.
 import { beforeEach, describe, expect, it } from "vitest";
 import { startGateway } from "./support/gateway.js";

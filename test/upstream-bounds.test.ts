@@ -1,5 +1,6 @@
-// Every wait on an upstream has a bound (CONTRACTS §7, §9): a bounded queue per channel, a total
-// deadline, a cap on the answer's size; a client's deep body is the client's fault, not the channel's.
+// Every wait on an upstream has a bound (docs/configuration.md#channels, docs/api.md#upstream-failures): a
+// bounded queue per channel, a total deadline, a cap on the answer's size; a client's deep body is the
+// client's fault, not the channel's.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { RequestRecord } from "../src/observability/observer.js";
 import { silentObserver } from "../src/observability/observer.js";

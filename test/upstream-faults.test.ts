@@ -1,4 +1,5 @@
-// Upstream faults (CONTRACTS §3, §4): each keeps a failing status and says nothing of the h.upstream.
+// Upstream faults (docs/api.md#upstream-failures): each keeps a failing status and says nothing of the
+// h.upstream.
 import { createServer } from "node:net";
 import { beforeEach, describe, expect, it } from "vitest";
 import { startGateway } from "./support/gateway.js";
@@ -51,7 +52,7 @@ describe("upstream faults", () => {
     expect((await res.json()).error.code).toBe("upstream_timeout");
   });
 
-  // CONTRACTS §9: what the client sees for each upstream status
+  // docs/api.md#upstream-failures: what the client sees for each upstream status
   it.each([
     [500, 502, "upstream_error", "api_error"],
     [503, 502, "upstream_error", "api_error"],

@@ -1,5 +1,6 @@
-// GET /api/v1/usage (CONTRACTS §1): totals and per-app, per-model sums for a global key, its
-// from/to/appId filters and refusals; and one persistent usage row per upstream call, failures too.
+// GET /api/v1/usage (docs/api.md#usage, docs/api.md#metering): totals and per-app, per-model sums for a
+// global key, its from/to/appId filters and refusals; and one persistent usage row per upstream call,
+// failures too.
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import type { UsageRow, UsageSummary, UsageTotals } from "../src/store/types.js";

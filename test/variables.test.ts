@@ -1,4 +1,4 @@
-// FastGPT variables (CONTRACTS §13): `{{key}}` filled in the model's and the app's system prompts,
+// FastGPT variables (docs/api.md#variables): `{{key}}` filled in the model's and the app's system prompts,
 // `{{cTime}}`, variables kept with a chat and merged, `newVariables` / `updateVariables` in detail
 // answers, share links alike; substitution in one pass with bounded output; the store's upgrade.
 import { mkdtemp, rm } from "node:fs/promises";

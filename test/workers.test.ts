@@ -1,4 +1,4 @@
-// server.workers (CONTRACTS §7, §11): the built entry as a node:cluster primary of two workers on a
+// server.workers (docs/operations.md#workers): the built entry as a node:cluster primary of two workers on a
 // throwaway PostgreSQL and redis-server. Both workers serve (each request's log line names the worker
 // that answered it), a conversation goes on across them, /metrics answers for the whole instance,
 // SIGHUP reloads each worker once, a killed worker is replaced without the instance's counters going

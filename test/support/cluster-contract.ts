@@ -1,4 +1,4 @@
-// The ClusterState contract (CONTRACTS §10): budget reservations and rate windows at admission,
+// The ClusterState contract (docs/api.md#budgets): budget reservations and rate windows at admission,
 // checked through the quota and through the state's one admission step (all or nothing), with the
 // same answers from every implementation. The worst case is
 // held before the call and settled to the actual after, so concurrency can never overshoot a budget;

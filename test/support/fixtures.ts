@@ -1,6 +1,6 @@
 // Shared fixtures for the conversation, detail, budget, usage and durability tests: a raw config
-// (CONTRACTS §7) with two priced models and two apps, its keys, a gateway + upstream per test, and
-// helpers that post chats and read OpenAI error bodies.
+// (docs/configuration.md#top-level) with two priced models and two apps, its keys, a gateway + upstream per
+// test, and helpers that post chats and read OpenAI error bodies.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -1,4 +1,4 @@
-// A real operator identity server for tests (seed 4.2–4.3, CONTRACTS §6): records every callback,
+// A real operator identity server for tests (docs/api.md#identity-callbacks): records every callback,
 // checks its method, path, headers and body, and answers as each token's mode says.
 import { EventEmitter, once } from "node:events";
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
