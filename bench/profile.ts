@@ -29,11 +29,11 @@ export interface ProfileSummary {
 
 /** The profiles that `--cpu-prof-dir=dir` left there (one per process: a primary and its workers
  *  write one each), summed. */
-export async function readProfile(dir: string): Promise<ProfileSummary> {
+export async function readProfile(dir: string, top?: number): Promise<ProfileSummary> {
   const files = (await readdir(dir)).filter((f) => f.endsWith(".cpuprofile"));
   if (files.length === 0) throw new Error(`no .cpuprofile in ${dir}: did Sluice exit cleanly?`);
   const profiles = await Promise.all(files.map(async (f) => JSON.parse(await readFile(join(dir, f), "utf8")) as CpuProfile));
-  return summarise(profiles);
+  return summarise(profiles, top);
 }
 
 export function summarise(profiles: CpuProfile[], top = 25): ProfileSummary {

@@ -51,7 +51,8 @@
 //   --profile [case]  instead of the sections: Sluice under one load (non-stream, the default;
 //                     chatId; stream; 200kb; embeddings) for --seconds with node --cpu-prof, then its
 //                     top self-time functions and modules; with --store postgres, on PostgreSQL + Redis,
-//                     and --workers N there profiles every process (summed)
+//                     and --workers N there profiles every process (summed); --top N lists N rows
+//                     of each table (default 25)
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -100,6 +101,7 @@ const { values: flags, positionals } = parseArgs({
     "qpm-seconds": { type: "string" },
     streams: { type: "string", default: "1000,5000" },
     profile: { type: "boolean", default: false },
+    top: { type: "string", default: "25" },
     store: { type: "string", default: "sqlite" },
     workers: { type: "string", default: "1" },
     "start-runs": { type: "string", default: "3" },
@@ -404,7 +406,7 @@ async function profile(upstream: NodeServer, mode: string): Promise<void> {
       console.error(`profile: Sluice under the ${mode} load for ${timingBase.seconds} s`);
       const result = await runLoad(load, timingBase.seconds, { target: sluice.pid, upstream: upstream.pid });
       await sluice.stop();
-      printProfile(mode, result, await readProfile(dir));
+      printProfile(mode, result, await readProfile(dir, Number(flags.top)));
     } finally {
       await sluice.stop();
     }
