@@ -59,13 +59,14 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { build } from "esbuild";
-import { CONNECTIONS, runLoad, type LoadSpec } from "./autocannon-case.js";
+import { runLoad, type LoadSpec } from "./autocannon-case.js";
 import { CHAT_HEADERS, CHAT_PATH, headersFor, EMBEDDINGS_PATH, MESSAGES_PATH, RESPONSES_PATH, chatBody, embeddingsBody, messagesBody, responsesBody } from "./chat-request.js";
 import { measureEventLoopLag } from "./event-loop-lag.js";
 import { failedUsers, measureFailoverLatency } from "./failover.js";
 import { errorMessage, measureGroup, type GroupTiming, type LoadCase, type TargetName } from "./interleave.js";
 import { measureLatency } from "./latency.js";
 import { measureLongQpm } from "./long-qpm.js";
+import { LOADS, chatIdBody, spec } from "./loads.js";
 import { MODELS } from "./models.js";
 import { spawnNodeServer, type NodeServer } from "./node-process.js";
 import { measureMemory } from "./open-streams.js";
@@ -85,7 +86,6 @@ type Section = (typeof SECTIONS)[number];
 const STORE_SECTIONS: readonly Section[] = ["store", "workers"];
 const WORKERS = 2;
 const WORKERS_FORK_TIMEOUT_MS = 10_000;
-const CHAT_IDS = 32;
 const REALISTIC_CONNECTIONS = 100;
 const MEMORY_WARMUP_SECONDS = 2;
 const OUT = ".bench-out";
@@ -179,15 +179,6 @@ function startFloor(upstreamUrl: string): Promise<NodeServer> {
   });
 }
 
-const spec = (origin: string, body: string | ((i: number) => string), opts: Partial<Omit<LoadSpec, "origin" | "body">> = {}): LoadSpec => ({
-  origin,
-  path: opts.path ?? CHAT_PATH,
-  headers: opts.headers ?? CHAT_HEADERS,
-  body: typeof body === "string" ? () => body : body,
-  connections: opts.connections ?? CONNECTIONS,
-});
-
-const chatIdBody = (i: number) => chatBody(false, { chatId: `bench-chat-${i % CHAT_IDS}` });
 
 /** A Sluice's non-stream load without and with a chatId (a conversation per connection). */
 function statelessAndChatId(server: SluiceProcess | SharedSluice, label: string): LoadCase[] {
@@ -377,21 +368,10 @@ async function forkedWorkers(pid: number, wanted: number): Promise<number> {
   }
 }
 
-/** The loads `--profile` can put Sluice under. */
-const PROFILE_LOADS: Record<string, (origin: string) => LoadSpec> = {
-  "non-stream": (origin) => spec(origin, chatBody(false)),
-  chatId: (origin) => spec(origin, chatIdBody),
-  stream: (origin) => spec(origin, chatBody(true)),
-  "200kb": (origin) => spec(origin, bodyCases().find((b) => b.name === "200 KB body")!.body),
-  embeddings: (origin) => spec(origin, embeddingsBody(), { path: EMBEDDINGS_PATH }),
-  messages: (origin) => spec(origin, messagesBody(), { path: MESSAGES_PATH }),
-  responses: (origin) => spec(origin, responsesBody(), { path: RESPONSES_PATH }),
-};
-
 /** Sluice with `--cpu-prof` under one case's load; it writes the profile when it exits. */
 async function profile(upstream: NodeServer, mode: string): Promise<void> {
-  const loadOf = PROFILE_LOADS[mode];
-  if (!loadOf) throw new Error(`--profile takes one of ${Object.keys(PROFILE_LOADS).join(", ")}, not ${mode}`);
+  const loadOf = LOADS[mode];
+  if (!loadOf) throw new Error(`--profile takes one of ${Object.keys(LOADS).join(", ")}, not ${mode}`);
   const dir = await mkdtemp(join(tmpdir(), "sluice-profile-"));
   const nodeArgs = ["--cpu-prof", `--cpu-prof-dir=${dir}`];
   const workers = Number(flags.workers);

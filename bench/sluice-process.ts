@@ -35,6 +35,8 @@ export interface SluiceOptions {
   workers?: number;
   /** how often /healthz is polled until it answers (default 200 ms) */
   pollMs?: number;
+  /** another checkout whose dist/ to run (bench/compare.ts); default this one */
+  root?: string;
 }
 
 export async function startSluice(upstreamUrl: string, opts: SluiceOptions = {}): Promise<SluiceProcess> {
@@ -43,13 +45,21 @@ export async function startSluice(upstreamUrl: string, opts: SluiceOptions = {})
   const logFile = join(dir, "sluice.log");
   const remove = () => rm(dir, { recursive: true, force: true });
   try {
-    // Embeddings only when this build knows `vectorModels` (checked offline by its own CLI).
-    const config = (withEmbeddings: boolean) => JSON.stringify(benchConfig(upstreamUrl, join(dir, "bench.db"), withEmbeddings, opts), null, 2);
-    await writeFile(configPath, config(true));
-    const check = await checkConfig(configPath);
-    if (check !== true) await writeFile(configPath, config(false));
+    // Embeddings only when this build knows `vectorModels`, the bodies app only when it knows
+    // `logBodies` (an older build's, bench/compare.ts): checked offline by its own CLI
+    const dist = (file: string) => (opts.root ? join(opts.root, "dist", file) : `dist/${file}`);
+    const config = (withEmbeddings: boolean, withBodies: boolean) => JSON.stringify(benchConfig(upstreamUrl, join(dir, "bench.db"), withEmbeddings, withBodies, opts), null, 2);
+    let check: true | string = "no config was accepted";
+    for (const [embeddings, bodies] of [[true, true], [true, false], [false, true], [false, false]] as const) {
+      await writeFile(configPath, config(embeddings, bodies));
+      const said = await checkConfig(dist("cli.js"), configPath);
+      if (embeddings && said !== true) check = said; // why this build takes no embeddings, if it does not
+      if (said !== true) continue;
+      if (embeddings) check = true;
+      break;
+    }
     const sluice = await spawnNodeServer("Sluice", {
-      args: [...(opts.nodeArgs ?? []), "dist/main.js", "--config", configPath],
+      args: [...(opts.nodeArgs ?? []), dist("main.js"), "--config", configPath],
       readyPath: "/healthz",
       ready: (status) => status === 200,
       pollMs: opts.pollMs,
@@ -63,9 +73,9 @@ export async function startSluice(upstreamUrl: string, opts: SluiceOptions = {})
 }
 
 /** true, or the first line of what `sluice check-config` said against the config. */
-function checkConfig(path: string): Promise<true | string> {
+function checkConfig(cli: string, path: string): Promise<true | string> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["dist/cli.js", "check-config", path], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [cli, "check-config", path], { stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
     child.stdout.on("data", (d: Buffer) => (output += d));
     child.stderr.on("data", (d: Buffer) => (output += d));
@@ -74,7 +84,7 @@ function checkConfig(path: string): Promise<true | string> {
   });
 }
 
-function benchConfig(upstreamUrl: string, dbPath: string, withEmbeddings: boolean, opts: SluiceOptions) {
+function benchConfig(upstreamUrl: string, dbPath: string, withEmbeddings: boolean, withBodies: boolean, opts: SluiceOptions) {
   const priced = { inputPrice: 0.001, outputPrice: 0.002 };
   const chatModels = [MODELS.chat, MODELS.realistic, MODELS.hold, MODELS.pair, MODELS.flaky];
   const channel = (name: string, models: string[], baseUrl = upstreamUrl) => ({ name, baseUrl, key: CHANNEL_KEY, models });
@@ -102,12 +112,12 @@ function benchConfig(upstreamUrl: string, dbPath: string, withEmbeddings: boolea
     apps: [
       { id: "bench", model: MODELS.chat, models: appModels, history: 6, ...limits },
       { id: "bench-metered", model: MODELS.chat, models: appModels, history: 6, ...limits },
-      { id: "bench-bodies", model: MODELS.chat, models: appModels, history: 6, ...limits, logBodies: "all" },
+      ...(withBodies ? [{ id: "bench-bodies", model: MODELS.chat, models: appModels, history: 6, ...limits, logBodies: "all" }] : []),
     ],
     apiKeys: [
       { name: "bench", kind: "app", appId: "bench", key: BENCH_KEY, ...limits },
       { name: "bench-metered", kind: "app", appId: "bench-metered", key: METERED_KEY, ...limits },
-      { name: "bench-bodies", kind: "app", appId: "bench-bodies", key: BODIES_KEY, ...limits },
+      ...(withBodies ? [{ name: "bench-bodies", kind: "app", appId: "bench-bodies", key: BODIES_KEY, ...limits }] : []),
     ],
   };
 }
