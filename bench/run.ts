@@ -49,7 +49,7 @@
 //                     --only may name others beside them
 //   --streams a,b     open-stream counts of the memory section (default 1000,5000)
 //   --profile [case]  instead of the sections: Sluice under one load (non-stream, the default;
-//                     chatId; stream; 200kb; embeddings) for --seconds with node --cpu-prof, then its
+//                     chatId; bodies; stream; 200kb; embeddings) for --seconds with node --cpu-prof, then its
 //                     top self-time functions and modules; with --store postgres, on PostgreSQL + Redis,
 //                     and --workers N there profiles every process (summed)
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -379,6 +379,8 @@ async function forkedWorkers(pid: number, wanted: number): Promise<number> {
 const PROFILE_LOADS: Record<string, (origin: string) => LoadSpec> = {
   "non-stream": (origin) => spec(origin, chatBody(false)),
   chatId: (origin) => spec(origin, chatIdBody),
+  // the non-stream load as an app that keeps every call's bodies (logBodies "all")
+  bodies: (origin) => spec(origin, chatBody(false), { headers: headersFor(BODIES_KEY) }),
   stream: (origin) => spec(origin, chatBody(true)),
   "200kb": (origin) => spec(origin, bodyCases().find((b) => b.name === "200 KB body")!.body),
   embeddings: (origin) => spec(origin, embeddingsBody(), { path: EMBEDDINGS_PATH }),
