@@ -22,6 +22,8 @@ export interface BodyLogDeps {
 /** What redaction may shorten is read beyond the cut, up to this many times it. */
 const READ_BEYOND = 4;
 const TEXT_TYPE = /json|text|event-stream/i;
+/** blanks and quotes: where a key in text or in JSON ends */
+const WORD_ENDS = new Set([0x20, 0x09, 0x0a, 0x0d, 0x22, 0x27]);
 
 /** Starts teeing the answer of a request whose app keeps bodies (`mode` errors or all). `request`:
  *  the body's bytes as read, or what the kind says an upload was. */
@@ -34,7 +36,8 @@ export function captureBodies(event: H3Event, deps: BodyLogDeps, mode: "errors" 
   const requestText = typeof request === "string" ? request : request.toString("utf8", 0, requestOver ? bound : request.length);
   const bearer = /^Bearer\s+(\S+)/i.exec(event.req.headers.get("authorization") ?? "")?.[1];
   const answer = tee(res, bound);
-  res.once("close", () => {
+  // "close" comes once, whether the answer ended or the client left
+  res.on("close", () => {
     // only a request that reached a model server has a usage row to show the bodies with
     if (!facts.channel || !facts.requestId || (mode === "errors" && res.statusCode === 200)) return;
     const type = String(res.getHeader("content-type") ?? "");
@@ -47,13 +50,20 @@ export function captureBodies(event: H3Event, deps: BodyLogDeps, mode: "errors" 
   });
 }
 
-/** A body cut to `maxBytes`; one read only in part (`over`) is marked cut, and ends `...`, even
- *  where redaction brought it under the cut. */
+/** A body cut to `maxBytes`. One read only in part (`over`) loses its last word, which may be the
+ *  head of a secret no pattern can tell, and is marked cut, ending `...`, however short redaction
+ *  made it. */
 function kept(text: string, over: boolean, maxBytes: number): [string, boolean] {
-  const [head, wasCut] = cut(text, maxBytes);
-  if (wasCut || !over) return [head, wasCut];
-  // one byte less than the head with `...` after it: cut() shortens it, at a character
-  return cut(`${head}...`, Math.min(maxBytes, Buffer.byteLength(head) + 2));
+  if (!over) return cut(text, maxBytes);
+  const whole = `${withoutLastWord(text)}...`;
+  return Buffer.byteLength(whole) <= maxBytes ? [whole, true] : cut(whole, maxBytes);
+}
+
+/** The text up to its last blank or quote. */
+function withoutLastWord(text: string): string {
+  let end = text.length;
+  while (end > 0 && !WORD_ENDS.has(text.charCodeAt(end - 1))) end--;
+  return text.slice(0, end);
 }
 
 /** Keeps the first `limit` bytes written to the response. */
