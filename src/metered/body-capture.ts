@@ -66,27 +66,35 @@ function withoutLastWord(text: string): string {
   return text.slice(0, end);
 }
 
-/** Keeps the first `limit` bytes written to the response. */
+/** Keeps the first `limit` bytes written to the response: a string as it is (a whole JSON answer
+ *  usually is one, encoded once, by the socket), bytes as they are. */
 function tee(res: ServerResponse, limit: number) {
-  const chunks: Buffer[] = [];
+  const chunks: Array<Buffer | string> = [];
   let kept = 0;
   let bytes = 0;
   const keep = (chunk: unknown, encoding?: unknown) => {
     if (chunk === undefined || chunk === null || typeof chunk === "function") return;
-    const buf = Buffer.isBuffer(chunk) ? chunk : typeof chunk === "string" ? Buffer.from(chunk, typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8") : Buffer.from(chunk as Uint8Array);
-    bytes += buf.length;
+    const utf8 = typeof chunk === "string" && (typeof encoding !== "string" || /^utf-?8$/i.test(encoding));
+    const part = utf8 ? chunk : Buffer.isBuffer(chunk) ? chunk : typeof chunk === "string" ? Buffer.from(chunk, encoding as BufferEncoding) : Buffer.from(chunk as Uint8Array);
+    const length = typeof part === "string" ? Buffer.byteLength(part) : part.length;
+    bytes += length;
     if (kept >= limit) return;
-    const part = buf.length > limit - kept ? buf.subarray(0, limit - kept) : buf;
-    chunks.push(part);
-    kept += part.length;
+    const room = limit - kept;
+    chunks.push(length <= room ? part : (typeof part === "string" ? Buffer.from(part) : part).subarray(0, room));
+    kept += Math.min(length, room);
   };
-  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
-  const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
-  res.write = ((...args: unknown[]) => (keep(args[0], args[1]), write(...args))) as ServerResponse["write"];
-  res.end = ((...args: unknown[]) => (keep(args[0], args[1]), end(...args))) as ServerResponse["end"];
+  const { write, end } = res;
+  res.write = function (this: ServerResponse, ...args: unknown[]) {
+    keep(args[0], args[1]);
+    return (write as (...a: unknown[]) => boolean).apply(this, args);
+  } as ServerResponse["write"];
+  res.end = function (this: ServerResponse, ...args: unknown[]) {
+    keep(args[0], args[1]);
+    return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
+  } as ServerResponse["end"];
   return {
-    // most answers are one chunk: decoded as it is
-    text: () => (chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")),
+    // bytes joined before they are decoded: a character may be split between two writes
+    text: () => (chunks.length === 1 ? chunks[0]!.toString() : Buffer.concat(chunks.map((c) => (typeof c === "string" ? Buffer.from(c) : c))).toString("utf8")),
     get bytes() {
       return bytes;
     },
