@@ -83,15 +83,10 @@ function tee(res: ServerResponse, limit: number) {
     chunks.push(length <= room ? part : (typeof part === "string" ? Buffer.from(part) : part).subarray(0, room));
     kept += Math.min(length, room);
   };
-  const { write, end } = res;
-  res.write = function (this: ServerResponse, ...args: unknown[]) {
-    keep(args[0], args[1]);
-    return (write as (...a: unknown[]) => boolean).apply(this, args);
-  } as ServerResponse["write"];
-  res.end = function (this: ServerResponse, ...args: unknown[]) {
-    keep(args[0], args[1]);
-    return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
-  } as ServerResponse["end"];
+  const write = res.write as (...args: unknown[]) => boolean;
+  const end = res.end as (...args: unknown[]) => ServerResponse;
+  res.write = ((...args: unknown[]) => (keep(args[0], args[1]), write.apply(res, args))) as ServerResponse["write"];
+  res.end = ((...args: unknown[]) => (keep(args[0], args[1]), end.apply(res, args))) as ServerResponse["end"];
   return {
     // bytes joined before they are decoded: a character may be split between two writes
     text: () => (chunks.length === 1 ? chunks[0]!.toString() : Buffer.concat(chunks.map((c) => (typeof c === "string" ? Buffer.from(c) : c))).toString("utf8")),
