@@ -199,6 +199,7 @@ function checks(r: BenchResults): string[][] {
     ratio("Sluice/floor CPU per request, realistic stream", find("realistic", "sluice"), find("realistic", "floor"), cpu, "<=", 1.3),
     limit("Sluice/floor cost per KB of body", k?.sluiceUsPerKb !== undefined && k.floorUsPerKb ? k.sluiceUsPerKb / k.floorUsPerKb : undefined, "<=", 2, "x"),
     ratio("Sluice chatId/stateless RPS", find("non-stream", "sluice", "chatId"), find("non-stream", "sluice", "non-stream"), rps, ">=", 0.8),
+    ratio("logBodies all/off CPU per request, non-stream", find("bodies", "sluice", "logBodies all"), find("bodies", "sluice", "logBodies off"), cpu, "<=", 1.1),
     limit("Sluice added TTFT p50, one connection", added("stream", (l) => l.ttftP50), "<=", 0.5, "ms"),
     info("Sluice added p50 / p99, one connection, non-stream", `${num(added("non-stream", (l) => l.p50), 3)} / ${num(added("non-stream", (l) => l.p99), 3)} ms`),
     limit("Sluice RSS, 1,000 open streams", memory(1000), "<=", 250, "MB"),

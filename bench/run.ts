@@ -49,7 +49,7 @@
 //                     --only may name others beside them
 //   --streams a,b     open-stream counts of the memory section (default 1000,5000)
 //   --profile [case]  instead of the sections: Sluice under one load (non-stream, the default;
-//                     chatId; stream; 200kb; embeddings) for --seconds with node --cpu-prof, then its
+//                     chatId; bodies; stream; 200kb; embeddings) for --seconds with node --cpu-prof, then its
 //                     top self-time functions and modules; with --store postgres, on PostgreSQL + Redis,
 //                     and --workers N there profiles every process (summed); --top N lists N rows
 //                     of each table (default 25)

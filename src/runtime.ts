@@ -31,6 +31,7 @@ import type { Inflight } from "./http/inflight.js";
 import { jsonResponse } from "./http/json.js";
 import type { Reply } from "./http/node.js";
 import { createAliases } from "./metered/models.js";
+import { createRedactor } from "./metered/body-redact.js";
 import { runMetered, type MeteredDeps } from "./metered/pipeline.js";
 import { runLocal } from "./metered/local.js";
 import type { Quota } from "./metered/quota.js";
@@ -127,7 +128,7 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
     resolveShareLink: (shareId: unknown, now: number) => resolveShareLink(links, shareId, now),
     bodyLog: {
       store: shared.store,
-      secrets: configSecrets(config),
+      redact: createRedactor(configSecrets(config)),
       maxBytes: config.server.bodyLog.maxBytes,
       retentionMs: config.server.bodyLog.retentionHours * 3_600_000,
     },

@@ -6,6 +6,7 @@ import { APP_KEY, CHANNEL_KEY, HASHED_KEY, chat, coreConfig, userMessage } from 
 import { SPEECH_WAV, startAudioUpstream } from "./support/audio-upstream.js";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
 import { startUpstream, type Upstream } from "./support/upstream.js";
+import { createRedactor } from "../src/metered/body-redact.js";
 
 const ADMIN_KEY = "sk-aiproxy-bodies-admin-01";
 const STRAY_KEY = "sk-someoneelsesKey0123456789";
@@ -83,6 +84,45 @@ describe("apps[].logBodies: all", () => {
     expect(Buffer.byteLength(data.request_body)).toBeLessThanOrEqual(512);
     expect(data.request_body.endsWith("...")).toBe(true);
     expect(data.request_body).not.toContain("\uFFFD");
+  });
+});
+
+describe("a kept request: the bytes as they came", () => {
+  it("keeps the request's own text, its spacing too, redacted: not the parse written out again", async () => {
+    const sent = `{\n  "model": "m1",\n  "api_key" : "member-secret-value",\n  "messages": [ {"role": "user", "content": "key ${APP_KEY}"} ]\n}`;
+    const res = await chat(g.url, sent);
+    expect(res.status).toBe(200);
+    await res.text();
+    const { data } = await detailOf(res.headers.get("x-request-id")!);
+    expect(data.request_body).toBe(`{\n  "model": "m1",\n  "api_key" : "[redacted]",\n  "messages": [ {"role": "user", "content": "key [redacted]"} ]\n}`);
+    expect(data.request_body_truncated).toBe(false);
+  });
+
+  it("marks a request read only in part as cut, even where redaction made what was read short, and drops its last word", async () => {
+    // 25 keys of 100 characters: only the first four times server.bodyLog.maxBytes (512) are read,
+    // which redaction makes shorter than the cut; the key read in part is dropped, not kept
+    const keys = Array.from({ length: 25 }, (_, i) => `sk-${String(i).padStart(2, "0")}${"k".repeat(95)}`);
+    const res = await chat(g.url, { model: "m1", messages: [userMessage(keys.join(" "))] });
+    expect(res.status).toBe(200);
+    await res.text();
+    const { data } = await detailOf(res.headers.get("x-request-id")!);
+    expect(data.request_body_truncated).toBe(true);
+    expect(Buffer.byteLength(data.request_body)).toBeLessThanOrEqual(512);
+    expect(data.request_body).toMatch(/\[redacted\] \.\.\.$/);
+    expect(data.request_body).not.toMatch(/sk-\d/);
+  });
+});
+
+describe("redaction", () => {
+  it("redacts each of thousands of configured secrets, a secret holding another whole, and characters of regular expressions as themselves", () => {
+    const secrets = [...Array.from({ length: 5000 }, (_, i) => `channel-key-${i}-x`), "p.a+s(s)[w]o*r?d$^|\\", "short-secret", "short-secret-longer"];
+    const redact = createRedactor(secrets);
+    expect(redact("a channel-key-4999-x b p.a+s(s)[w]o*r?d$^|\\ c short-secret-longer d short-secret")).toBe("a [redacted] b [redacted] c [redacted] d [redacted]");
+    expect(redact("pxa+s(s)[w]o*r?d channel-key-5000-x")).toBe("pxa+s(s)[w]o*r?d channel-key-5000-x");
+  });
+
+  it("redacts the caller's key where the config does not hold it", () => {
+    expect(createRedactor([])("key: k-created-by-api", "k-created-by-api")).toBe("key: [redacted]");
   });
 });
 

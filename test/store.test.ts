@@ -128,6 +128,24 @@ describe("persistence", () => {
     }
   });
 
+  it("writes the bodies still waiting for their batch when it closes", async () => {
+    const path = join(dir, "bodies.db");
+    const bodies = { requestId: "r1", time: T0, request: '{"a":1}', response: "{}", requestTruncated: false, responseTruncated: false, expiresAt: Date.now() + DAY };
+    const first = createStore({ driver: "sqlite", path });
+    await first.recordUsage(usage({ requestId: "r1" }), []);
+    const saved = first.saveBodies(bodies);
+    await first.close();
+    await saved;
+
+    const second = createStore({ driver: "sqlite", path });
+    try {
+      const { rows } = await second.searchUsage({ from: 0, to: Date.now(), limit: 10, offset: 0, order: { by: "id", desc: true } });
+      expect(await second.getBodies(rows[0]!.id, Date.now())).toEqual(bodies);
+    } finally {
+      await second.close();
+    }
+  });
+
   it("opens a memory store", async () => {
     const memory = createStore({ driver: "memory" });
     await memory.ping();

@@ -81,7 +81,13 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
       prechecked = true;
       return caller;
     };
-    body = await readBody(event, deps, spec, cancel, judge, key ? undefined : refuseUnnamedLink);
+    // the bytes as read are kept for the request's bodies, if its app keeps them (dropped at step 3)
+    let raw: Buffer | undefined;
+    const check = (buf: Buffer) => {
+      raw = buf;
+      if (!key) refuseUnnamedLink(buf);
+    };
+    body = await readBody(event, deps, spec, cancel, judge, check);
 
     // 3. The caller (an app key, or a share-link user where the kind admits them), known before the
     //    body is validated: a caller who may not ask costs no validation; then the body and its model.
@@ -91,7 +97,8 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     const model = spec.model(req, caller);
     facts.model = model.model;
     const pinned = pinnedChannel(event, caller, deps.router, model.model);
-    if (caller.app.logBodies !== "off" && deps.bodyLog) captureBodies(event, deps.bodyLog, caller.app.logBodies, requestText(body, spec), facts, time);
+    if (caller.app.logBodies !== "off" && deps.bodyLog) captureBodies(event, deps.bodyLog, caller.app.logBodies, requestText(body, spec, raw), facts, time);
+    raw = undefined;
     const call: Call<Req, Model> = { event, req, caller, model, time, started, cancel, facts };
     // its calls in flight: a slot in every capped scope, until the request is over
     freeSlots = await takeSlots(deps.state, caller.concurrency, caller.share !== undefined, time);
@@ -155,9 +162,9 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
   }
 }
 
-/** The request as received, for a log's detail: its JSON, or what the kind says an upload was. */
-function requestText<Body>(body: Body, spec: { logged?: (body: Body) => string }): string {
-  return spec.logged ? spec.logged(body) : JSON.stringify(body);
+/** The request as received, for a log's detail: its bytes, or what the kind says an upload was. */
+function requestText<Body>(body: Body, spec: { logged?: (body: Body) => string }, raw: Buffer | undefined): Buffer | string {
+  return spec.logged ? spec.logged(body) : (raw ?? JSON.stringify(body));
 }
 
 export function readBody<Body, Model extends { model: string } = never>(

@@ -1,6 +1,7 @@
 // The PostgreSQL half of the Store that reads usage rows as FastGPT's call logs and dashboard read
-// them; the same behaviour as store/sqlite-logs.ts.
-import type { PgPool } from "./postgres-pool.js";
+// them, and keeps their bodies; the same behaviour as store/sqlite-logs.ts.
+import type { PgPool, PgWrite } from "./postgres-pool.js";
+import { createPgWriteBatcher } from "./postgres-write-batch.js";
 import { PURGE_EVERY, PURGE_ROWS } from "./rows.js";
 import type { LoggedBodies, MinuteUsage, UsageRecord, UsageSearch } from "./types.js";
 
@@ -34,13 +35,19 @@ const MINUTES = {
 };
 
 const BODIES = {
-  // off the request path (written once the answer is sent): a statement of its own
+  // a batch's bodies in one statement
   save: {
+    name: "save-bodies",
     text: `INSERT INTO usage_bodies (request_id, time, request, response, request_truncated, response_truncated, expires_at)
-      VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (time, request_id) DO NOTHING`,
+      SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::boolean[], $6::boolean[], $7::bigint[])
+      ON CONFLICT (time, request_id) DO NOTHING`,
   },
+  // the oldest first, along the key: rows older than the retention the newest were saved with;
+  // rows another instance is deleting are skipped, not waited for
   purge: {
-    text: `DELETE FROM usage_bodies WHERE ctid IN (SELECT ctid FROM usage_bodies WHERE expires_at <= $1 ORDER BY expires_at LIMIT ${PURGE_ROWS})`,
+    name: "purge-bodies",
+    text: `DELETE FROM usage_bodies WHERE (time, request_id) IN (
+        SELECT time, request_id FROM usage_bodies WHERE time <= $1 ORDER BY time LIMIT $2 FOR UPDATE SKIP LOCKED)`,
   },
   get: {
     text: `SELECT b.request_id AS "requestId", b.time, b.request, b.response, b.request_truncated AS "requestTruncated",
@@ -50,11 +57,26 @@ const BODIES = {
 };
 
 export function createPgLogOps(db: PgPool) {
-  let writes = 0;
+  // bodies are group-committed as the request path's writes are (postgres-write-batch.ts), in
+  // transactions of their own: a batch of them never holds up the rows the requests wait for
+  let unpurged = 0;
+  const bodies = createPgWriteBatcher<LoggedBodies>(db, (batch) => {
+    const columns: unknown[][] = [[], [], [], [], [], [], []];
+    for (const b of batch) [b.requestId, b.time, b.request, b.response, b.requestTruncated, b.responseTruncated, b.expiresAt].forEach((v, i) => columns[i]!.push(v));
+    const writes: PgWrite[] = [{ q: BODIES.save, values: columns }];
+    // PURGE_ROWS for every PURGE_EVERY rows written (rows.ts)
+    if ((unpurged += batch.length) >= PURGE_EVERY) {
+      const last = batch[batch.length - 1]!;
+      writes.push({ q: BODIES.purge, values: [Date.now() - (last.expiresAt - last.time), PURGE_ROWS * Math.floor(unpurged / PURGE_EVERY)] });
+      unpurged %= PURGE_EVERY;
+    }
+    return { writes };
+  });
   return {
+    /** Resolves once every body written so far has settled (the store closing). */
+    bodiesSettled: bodies.settled,
     async saveBodies(b: LoggedBodies): Promise<void> {
-      await db.write(BODIES.save, [b.requestId, b.time, b.request, b.response, b.requestTruncated, b.responseTruncated, b.expiresAt]);
-      if (++writes % PURGE_EVERY === 0) await db.write(BODIES.purge, [Date.now()]);
+      await bodies.write(b);
     },
     async getBodies(usageId: number, now: number): Promise<LoggedBodies | undefined> {
       const [row] = await db.read<LoggedBodies>(BODIES.get, [usageId, now]);

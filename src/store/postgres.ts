@@ -29,16 +29,17 @@ export function createPostgresStore(url: string): Store {
   const writes = createPgWriteBatcher(db, planBatch);
   // chats opened before their first round: rare, in transactions of their own
   const creates = createPgWriteBatcher(db, planCreates);
+  const { bodiesSettled, ...logs } = createPgLogOps(db);
   return {
     ...createPgChatOps(db, writes.write, creates.write),
     ...createPgUsageOps(db, writes.write),
     ...createPgKeyOps(db),
     ...createPgChannelOps(db),
-    ...createPgLogOps(db),
+    ...logs,
     ...createPgRecordOps(db, writes.write),
     ping: () => db.ping(),
     async close() {
-      await Promise.all([writes.settled(), creates.settled()]);
+      await Promise.all([writes.settled(), creates.settled(), bodiesSettled()]);
       await db.close();
     },
   };

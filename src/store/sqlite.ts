@@ -24,18 +24,20 @@ export function createSqliteStore(path: string): Store {
   const usage = createUsageGatherer(db);
   const batched = createWriteBatcher(db, [usage]);
   const ping = db.prepare(`SELECT 1`);
+  const { flushBodies, ...bodies } = createBodyOps(db);
   return {
     ...createChatOps(db, batched),
     ...createUsageOps(db, batched, usage),
     ...createKeyOps(db),
     ...createChannelOps(db),
     ...createLogOps(db),
-    ...createBodyOps(db, batched),
+    ...bodies,
     ...createRecordOps(db, batched),
     async ping() {
       ping.get();
     },
     async close() {
+      flushBodies();
       if (db.open) db.close();
     },
   };

@@ -85,7 +85,7 @@ export function describeLogContract(current: () => Store): void {
     expect(await store.getBodies(kept!.id, T0)).toEqual(bodies("kept", T0, T0 + MINUTE));
     expect(await store.getBodies(none!.id, T0)).toBeUndefined();
     expect(await store.getBodies(kept!.id, T0 + MINUTE)).toBeUndefined();
-    for (let i = 0; i < 16; i++) await store.saveBodies(bodies(`later-${i}`, Date.now(), Date.now() + MINUTE));
+    await Promise.all(Array.from({ length: 16 }, (_, i) => store.saveBodies(bodies(`later-${i}`, Date.now(), Date.now() + MINUTE))));
     expect(await store.getBodies(kept!.id, 0)).toBeUndefined();
   });
 
