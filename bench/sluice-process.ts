@@ -35,6 +35,8 @@ export interface SluiceOptions {
   workers?: number;
   /** how often /healthz is polled until it answers (default 200 ms) */
   pollMs?: number;
+  /** the build to run: a dist/ folder (default this checkout's) */
+  dist?: string;
 }
 
 export async function startSluice(upstreamUrl: string, opts: SluiceOptions = {}): Promise<SluiceProcess> {
@@ -46,10 +48,11 @@ export async function startSluice(upstreamUrl: string, opts: SluiceOptions = {})
     // Embeddings only when this build knows `vectorModels` (checked offline by its own CLI).
     const config = (withEmbeddings: boolean) => JSON.stringify(benchConfig(upstreamUrl, join(dir, "bench.db"), withEmbeddings, opts), null, 2);
     await writeFile(configPath, config(true));
-    const check = await checkConfig(configPath);
+    const dist = opts.dist ?? "dist";
+    const check = await checkConfig(join(dist, "cli.js"), configPath);
     if (check !== true) await writeFile(configPath, config(false));
     const sluice = await spawnNodeServer("Sluice", {
-      args: [...(opts.nodeArgs ?? []), "dist/main.js", "--config", configPath],
+      args: [...(opts.nodeArgs ?? []), join(dist, "main.js"), "--config", configPath],
       readyPath: "/healthz",
       ready: (status) => status === 200,
       pollMs: opts.pollMs,
@@ -63,9 +66,9 @@ export async function startSluice(upstreamUrl: string, opts: SluiceOptions = {})
 }
 
 /** true, or the first line of what `sluice check-config` said against the config. */
-function checkConfig(path: string): Promise<true | string> {
+function checkConfig(cli: string, path: string): Promise<true | string> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["dist/cli.js", "check-config", path], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [cli, "check-config", path], { stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
     child.stdout.on("data", (d: Buffer) => (output += d));
     child.stderr.on("data", (d: Buffer) => (output += d));
