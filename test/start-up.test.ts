@@ -1,0 +1,40 @@
+// What the gateway builds before it can answer (docs/performance.md#start-up): bounded caches that
+// hold nothing until used. A cache bounded by lru-cache's `max` allocates storage for all its entries
+// when made: 15-20 ms of start-up for 100,000 of them. How long start-up takes is the benchmark's
+// `start` section, never a test's.
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import { describe, expect, it } from "vitest";
+import { createMemoryClusterState } from "../src/cluster/memory.js";
+import { createHistoryCounts } from "../src/tokens/history-counts.js";
+
+// the heap a value keeps, measured between two full collections
+setFlagsFromString("--expose-gc");
+const gc = runInNewContext("gc") as () => void;
+function retainedBytes(make: () => unknown): number {
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const kept = make();
+  gc();
+  const bytes = process.memoryUsage().heapUsed - before;
+  expect(kept).toBeDefined();
+  return bytes;
+}
+
+describe("start-up", () => {
+  it("the in-process cluster state holds no storage for its 100,000 scopes until they are used", async () => {
+    expect(retainedBytes(() => createMemoryClusterState({ failures: 3, cooldownMs: 1000 }))).toBeLessThan(256 * 1024);
+    // ... and still counts what it is given
+    const state = createMemoryClusterState({ failures: 3, cooldownMs: 1000 });
+    const admit = () => state.admit([{ scope: "key:k", max: 10 }], 1, [{ scope: "key:k", limit: 1 }], Date.now(), async () => 0);
+    expect(await admit()).toMatchObject({ ok: true });
+    expect(await admit()).toMatchObject({ ok: false, refused: "rate" });
+  });
+
+  it("the conversation counts hold no storage until a count is kept", () => {
+    expect(retainedBytes(() => createHistoryCounts())).toBeLessThan(256 * 1024);
+    const counts = createHistoryCounts().forChat("app", "chat", "cl100k_base");
+    counts.set(counts.keyOf("hello"), 1);
+    expect(counts.get(counts.keyOf("hello"))).toBe(1);
+  });
+});
