@@ -91,6 +91,9 @@ async function bundleGateway(esbuild) {
     format: "esm",
     target: "node20",
     sourcemap: true,
+    // a third fewer bytes for V8 to parse at start; names are kept, so are the stack traces' names
+    minifyWhitespace: true,
+    minifySyntax: true,
     logLevel: "warning",
     // the CommonJS packages inside (undici, prom-client, pino) require Node's own modules
     banner: { js: 'import { createRequire as __bundleRequire } from "node:module"; const require = __bundleRequire(import.meta.url);' },
