@@ -1,12 +1,18 @@
-// What the gateway builds before it can answer (docs/performance.md#start-up): bounded caches that
-// hold nothing until used. A cache bounded by lru-cache's `max` allocates storage for all its entries
-// when made: 15-20 ms of start-up for 100,000 of them. How long start-up takes is the benchmark's
-// `start` section, never a test's.
+// What the gateway does before it can answer (docs/performance.md#start-up): bounded caches that
+// hold nothing until used (a cache bounded by lru-cache's `max` allocates storage for all its
+// entries when made: 15-20 ms of start-up for 100,000 of them), and the built gateway's token
+// encodings read from the JSON the build wrote. How long start-up takes is the benchmark's `start`
+// section, never a test's.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { createMemoryClusterState } from "../src/cluster/memory.js";
+import { TOKENIZER_NAMES, loadEncoder, ranksJson } from "../src/tokens/encodings.js";
 import { createHistoryCounts } from "../src/tokens/history-counts.js";
+import { REPO_ROOT } from "./support/main-process.js";
 
 // the heap a value keeps, measured between two full collections
 setFlagsFromString("--expose-gc");
@@ -36,5 +42,16 @@ describe("start-up", () => {
     const counts = createHistoryCounts().forChat("app", "chat", "cl100k_base");
     counts.set(counts.keyOf("hello"), 1);
     expect(counts.get(counts.keyOf("hello"))).toBe(1);
+  });
+
+  it("the built gateway's encodings come from the JSON the build wrote: the package's tables, counting as its modules do", async () => {
+    // dist/ as vitest's global setup built it
+    const built = (await import(pathToFileURL(join(REPO_ROOT, "dist/tokens/encodings.js")).href)) as typeof import("../src/tokens/encodings.js");
+    const text = "Hello, world! ça va? 你好 — <|endoftext|> \u{1F600} 12345 \n\n  indented";
+    const asText = { disallowedSpecial: new Set<string>() };
+    for (const name of TOKENIZER_NAMES) {
+      expect(readFileSync(built.ranksFile(name), "utf8") === ranksJson(name), name).toBe(true);
+      expect(built.loadEncoder(name).countTokens(text, asText), name).toBe(loadEncoder(name).countTokens(text, asText));
+    }
   });
 });
