@@ -179,7 +179,7 @@ function printDetails(r: BenchResults): void {
 
 function startUpText(s: StartUpFigures): string {
   const runs = s.readyRuns.map((ms) => num(ms, 0)).join(" ");
-  return `spawn to /healthz ${num(s.readyMs, 0)} ms (${runs}; CPU ${num(s.readyCpuMs, 0)} ms), first request ${num(s.firstMs, 1)} ms, second ${num(s.secondMs, 1)} ms`;
+  return `spawn to /healthz ${num(s.readyMs, 0)} ms (${runs}; CPU ${num(s.readyCpuMs, 0)} ms), first request ${num(s.firstMs, 1)} ms (CPU ${num(s.firstCpuMs, 0)} ms), second ${num(s.secondMs, 1)} ms`;
 }
 
 function checks(r: BenchResults): string[][] {

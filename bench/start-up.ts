@@ -15,6 +15,8 @@ export interface StartUpFigures {
   /** the CPU the process used until it was ready */
   readyCpuMs: number;
   firstMs: number;
+  /** the CPU the process used for the first request (10 ms steps: /proc's clock ticks) */
+  firstCpuMs: number;
   secondMs: number;
   /** every run's spawn-to-ready, ms */
   readyRuns: number[];
@@ -30,7 +32,7 @@ const POLL_MS = 5;
 
 export async function measureStartUp(upstreamUrl: string, runs: number, baselineDist?: string): Promise<StartUpResult> {
   const builds = [undefined, ...(baselineDist === undefined ? [] : [baselineDist])];
-  const samples = builds.map(() => ({ ready: [] as number[], cpu: [] as number[], first: [] as number[], second: [] as number[] }));
+  const samples = builds.map(() => ({ ready: [] as number[], cpu: [] as number[], first: [] as number[], firstCpu: [] as number[], second: [] as number[] }));
   for (let i = 0; i < runs; i++) {
     // each run in the other order: neither build always follows the other
     for (let j = 0; j < builds.length; j++) {
@@ -39,8 +41,10 @@ export async function measureStartUp(upstreamUrl: string, runs: number, baseline
       const sluice = await startSluice(upstreamUrl, { pollMs: POLL_MS, dist: builds[b] });
       try {
         s.ready.push(sluice.readyMs);
-        s.cpu.push((await readCpuUs(sluice.pid)) / 1000);
+        const readyCpuUs = await readCpuUs(sluice.pid);
+        s.cpu.push(readyCpuUs / 1000);
         s.first.push(await timedChat(sluice.url));
+        s.firstCpu.push(((await readCpuUs(sluice.pid)) - readyCpuUs) / 1000);
         s.second.push(await timedChat(sluice.url));
       } finally {
         await sluice.stop();
@@ -51,6 +55,7 @@ export async function measureStartUp(upstreamUrl: string, runs: number, baseline
     readyMs: median(s.ready),
     readyCpuMs: median(s.cpu),
     firstMs: median(s.first),
+    firstCpuMs: median(s.firstCpu),
     secondMs: median(s.second),
     readyRuns: s.ready,
   });
