@@ -33,10 +33,12 @@ if (!existsSync(src)) {
   fail("neither src/ nor a built dist/ is here");
 }
 const all = files(src).sort(); // one order on every file system
-// the sources' contents, and this script's (it decides what dist/ holds): a dist/ built from the
-// same sources elsewhere (a build machine) counts as up to date, whatever the files' times
+// the sources' contents, this script's (it decides what dist/ holds) and the dependencies' (bundled
+// into dist/main.js): a dist/ built from the same sources elsewhere (a build machine) counts as up
+// to date, whatever the files' times
 const hash = createHash("sha256");
-for (const file of [...all, fileURLToPath(import.meta.url)]) hash.update(`${relative(root, file)}\0`).update(readFileSync(file)).update("\0");
+const lockFiles = ["package.json", "package-lock.json"].map((f) => join(root, f)).filter((f) => existsSync(f));
+for (const file of [...all, fileURLToPath(import.meta.url), ...lockFiles]) hash.update(`${relative(root, file)}\0`).update(readFileSync(file)).update("\0");
 const stamp = hash.digest("hex");
 if ((ifChanged || atInstall) && existsSync(stampFile) && readFileSync(stampFile, "utf8") === stamp) process.exit(0);
 

@@ -101,8 +101,15 @@ describe("the build", () => {
   it("without esbuild: a dist/ built from the same sources elsewhere is used as it is, one older than src/ is not", async () => {
     // copies: other files' times than where dist/ was built
     const deployed = join(dir, "deployed");
-    for (const path of ["src", "dist", "scripts/build.mjs"]) cpSync(join(REPO_ROOT, path), join(deployed, path), { recursive: true });
+    for (const path of ["src", "dist", "scripts/build.mjs", "package.json", "package-lock.json"]) cpSync(join(REPO_ROOT, path), join(deployed, path), { recursive: true });
     const build = () => run(process.execPath, [join(deployed, "scripts/build.mjs"), "--if-changed"], { cwd: deployed });
+    await expect(build()).resolves.toMatchObject({ stderr: "" });
+
+    // other dependencies: dist/main.js bundles them
+    const lock = readFileSync(join(deployed, "package-lock.json"), "utf8");
+    writeFileSync(join(deployed, "package-lock.json"), lock.replace(/"version": "[^"]+"/, '"version": "0.0.0-other"'));
+    await expect(build()).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining("dist/ is older than src/, and cannot be built here") });
+    writeFileSync(join(deployed, "package-lock.json"), lock);
     await expect(build()).resolves.toMatchObject({ stderr: "" });
 
     writeFileSync(join(deployed, "src/dev.ts"), "// changed\n", { flag: "a" });
