@@ -1,7 +1,8 @@
 // What the gateway does before it can answer (docs/performance.md#start-up): bounded caches that
 // hold nothing until used (a cache bounded by lru-cache's `max` allocates storage for all its
 // entries when made: 15-20 ms of start-up for 100,000 of them), the built gateway's token
-// encodings read from the JSON the build wrote, and a full collection before it listens. How long
+// encodings read from the JSON the build wrote, the store's channel records read (and the runtime
+// built over them) before the first request, and a full collection before it listens. How long
 // start-up takes is the benchmark's `start` section, never a test's.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,7 +13,10 @@ import { runInNewContext } from "node:vm";
 import { afterAll, describe, expect, it } from "vitest";
 import { createMemoryClusterState } from "../src/cluster/memory.js";
 import { TOKENIZER_NAMES, loadEncoder, ranksJson } from "../src/tokens/encodings.js";
+import { createStore } from "../src/store/index.js";
+import type { Store } from "../src/store/types.js";
 import { createHistoryCounts } from "../src/tokens/history-counts.js";
+import { startGateway } from "./support/gateway.js";
 import { BUILT_ENTRY, REPO_ROOT, createMainProcesses } from "./support/main-process.js";
 
 const processes = createMainProcesses();
@@ -73,6 +77,21 @@ describe("start-up", () => {
       expect(await gw.exited).toBe(0);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a gateway reads the store's channel records as it is made, not on its first request", async () => {
+    const store = createStore({ driver: "memory" });
+    let reads = 0;
+    const counting: Store = { ...store, listChannelRecords: () => (reads++, store.listChannelRecords()) };
+    const shipped = JSON.parse(readFileSync(join(REPO_ROOT, "config.json"), "utf8"));
+    const gw = await startGateway({ ...shipped, store: { driver: "memory" } }, { store: counting });
+    try {
+      // listening, no request yet: the runtime the first request gets is already built over them
+      expect(reads).toBeGreaterThan(0);
+    } finally {
+      await gw.close();
+      await store.close();
     }
   });
 });
