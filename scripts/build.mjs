@@ -97,6 +97,9 @@ async function bundleGateway(esbuild) {
     format: "esm",
     target: "node20",
     sourcemap: true,
+    // the map without the sources' text (stack traces need only the mappings): `--enable-source-maps`
+    // parses it at start
+    sourcesContent: false,
     // a third fewer bytes for V8 to parse at start; names are kept, so are the stack traces' names
     minifyWhitespace: true,
     minifySyntax: true,
