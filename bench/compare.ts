@@ -4,7 +4,7 @@
 // against a run on another day. Prints each build's RPS and CPU per request, and their ratio.
 //   git worktree add ../before <commit> && (cd ../before && npm run build) && npm run bench:compare -- ../before
 import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { build } from "esbuild";
 import { measureGroup, type LoadCase } from "./interleave.js";
@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   const builds: Array<{ name: string; sluice?: SluiceProcess }> = [{ name: "this" }, { name: "other" }];
   try {
     builds[0]!.sluice = await startSluice(upstream.url);
-    builds[1]!.sluice = await startSluice(upstream.url, { root: other });
+    builds[1]!.sluice = await startSluice(upstream.url, { dist: join(other, "dist") });
     const timing = { seconds: Number(flags.seconds), rounds: Number(flags.rounds), warmupSeconds: Number(flags.warmup), upstreamPid: upstream.pid };
     const rows: string[] = [];
     for (const load of loads) {

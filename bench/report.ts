@@ -14,7 +14,7 @@ import type { PerKb } from "./per-kb.js";
 import { LOAD_GENERATOR, TARGET } from "./process-cpu.js";
 import type { ProfileSummary } from "./profile.js";
 import { formatScheduling, type SchedulingCase } from "./scheduling.js";
-import type { StartUpResult } from "./start-up.js";
+import type { StartUpFigures, StartUpResult } from "./start-up.js";
 
 export interface MachineFacts {
   date: string;
@@ -166,7 +166,8 @@ function printDetails(r: BenchResults): void {
     lines.push(m.error ? `RSS, ${m.streams} open streams through ${m.target}: ${m.error}` : `RSS, ${m.streams} open streams through ${m.target}: ${num(m.openMb, 0)} MB (${num(m.idleMb, 0)} MB before)`);
   }
   const s = r.startUp;
-  if (s) lines.push(`start-up, median of ${s.runs} fresh Sluices: spawn to /healthz ${num(s.readyMs, 0)} ms (${s.readyRuns.map((ms) => num(ms, 0)).join(" ")}; CPU ${num(s.readyCpuMs, 0)} ms), first request ${num(s.firstMs, 1)} ms, second ${num(s.secondMs, 1)} ms`);
+  if (s) lines.push(`start-up, median of ${s.runs} fresh Sluices: ${startUpText(s)}`);
+  if (s?.baseline) lines.push(`start-up of the baseline ${s.baseline.dist}, in turn with them: ${startUpText(s.baseline)}`);
   if (r.lag) lines.push(`event-loop lag under load + a 2 MB one-word body/s: p99 ${num(r.lag.p99Ms, 1)} ms, max ${num(r.lag.maxMs, 1)} ms (2 MB answers ${[...new Set(r.lag.bigStatuses)].join("/")})`);
   if (r.qpm) {
     const series = r.qpm.slices.map((s) => `${num(s.cpuUs, 0)}`).join(" ");
@@ -174,6 +175,11 @@ function printDetails(r: BenchResults): void {
   }
   if (r.fleet) lines.push(...fleetLines(r.fleet));
   if (lines.length > 0) console.log(`\n${lines.join("\n")}`);
+}
+
+function startUpText(s: StartUpFigures): string {
+  const runs = s.readyRuns.map((ms) => num(ms, 0)).join(" ");
+  return `spawn to /healthz ${num(s.readyMs, 0)} ms (${runs}; CPU ${num(s.readyCpuMs, 0)} ms), first request ${num(s.firstMs, 1)} ms (CPU ${num(s.firstCpuMs, 0)} ms), second ${num(s.secondMs, 1)} ms`;
 }
 
 function checks(r: BenchResults): string[][] {
@@ -207,6 +213,7 @@ function checks(r: BenchResults): string[][] {
     ratio("failover RPS: 1 of 2 channels failing 20 % / healthy", find("failover", "sluice", "1 of 2 failing 20 %"), find("failover", "sluice", "2 healthy channels"), rps, ">=", 0.9),
     info("added p99 of a failed-over request, one connection", fo ? `${num(fo.failedOverP99 - fo.cleanP99, 3)} ms` : "n/a"),
     limit("Sluice event-loop lag p99, load + 2 MB word/s", r.lag?.p99Ms, "<", 20, "ms"),
+    limit("Sluice spawn to /healthz 200, median", r.startUp?.readyMs, "<=", 800, "ms"),
     limit("budgeted+QPM: CPU/req at minute 2 / first 10 s", r.qpm?.minute2CpuUs !== undefined && r.qpm.firstCpuUs ? r.qpm.minute2CpuUs / r.qpm.firstCpuUs : undefined, "<=", 1.05, "x"),
     info("Sluice/floor RPS, embeddings", ratioText(find("embeddings", "sluice"), find("embeddings", "floor"), rps)),
     info("Sluice/floor CPU per request, embeddings", ratioText(find("embeddings", "sluice"), find("embeddings", "floor"), cpu)),

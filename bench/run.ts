@@ -23,7 +23,8 @@
 //                with concurrency 2 against one without (the engine's FIFO): a priority-0 flood of 30
 //                and 6 priority-10 calls sent into it; 30 calls of app A and 6 of app B (bench/scheduling.ts)
 //   start        fresh Sluices (3, or --start-runs N): spawn to the first /healthz 200, then the
-//                first and the second chat request's latency
+//                first and the second chat request's latency; --start-baseline DIR starts another
+//                build (a dist/ folder built from another commit) in turn with this one
 //   qpm          only with --long: the budgeted+QPM key held for 120 s (or --qpm-seconds), CPU per
 //                request at minute 2 against the first 10 s
 //   store        only with --store postgres: stateless and chatId non-stream RPS and CPU/request of
@@ -105,6 +106,7 @@ const { values: flags, positionals } = parseArgs({
     store: { type: "string", default: "sqlite" },
     workers: { type: "string", default: "1" },
     "start-runs": { type: "string", default: "3" },
+    "start-baseline": { type: "string" },
   },
 });
 const timingBase = {
@@ -349,7 +351,7 @@ const SECTION_RUNS: Record<Section, (ctx: Context, results: BenchResults) => Pro
   },
 
   async start(ctx, results) {
-    results.startUp = await measureStartUp(ctx.upstream.url, Math.max(1, Math.round(Number(flags["start-runs"]))));
+    results.startUp = await measureStartUp(ctx.upstream.url, Math.max(1, Math.round(Number(flags["start-runs"]))), flags["start-baseline"]);
   },
   async qpm(ctx, results) {
     console.error(`qpm: the budgeted+QPM key for ${qpmSeconds} s`);

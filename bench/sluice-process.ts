@@ -35,8 +35,8 @@ export interface SluiceOptions {
   workers?: number;
   /** how often /healthz is polled until it answers (default 200 ms) */
   pollMs?: number;
-  /** another checkout whose dist/ to run (bench/compare.ts); default this one */
-  root?: string;
+  /** the build to run: a dist/ folder (default this checkout's) */
+  dist?: string;
 }
 
 export async function startSluice(upstreamUrl: string, opts: SluiceOptions = {}): Promise<SluiceProcess> {
@@ -46,8 +46,8 @@ export async function startSluice(upstreamUrl: string, opts: SluiceOptions = {})
   const remove = () => rm(dir, { recursive: true, force: true });
   try {
     // Embeddings only when this build knows `vectorModels`, the bodies app only when it knows
-    // `logBodies` (an older build's, bench/compare.ts): checked offline by its own CLI
-    const dist = (file: string) => (opts.root ? join(opts.root, "dist", file) : `dist/${file}`);
+    // `logBodies` (an older build's: bench/compare.ts, --start-baseline): checked offline by its own CLI
+    const dist = (file: string) => join(opts.dist ?? "dist", file);
     const config = (withEmbeddings: boolean, withBodies: boolean) => JSON.stringify(benchConfig(upstreamUrl, join(dir, "bench.db"), withEmbeddings, withBodies, opts), null, 2);
     let check: true | string = "no config was accepted";
     for (const [embeddings, bodies] of [[true, true], [true, false], [false, true], [false, false]] as const) {

@@ -1,6 +1,9 @@
-// Builds dist/: src/ transpiled by esbuild (types stripped, one file per module, no bundling), the
-// share page's assets copied beside their module, and the share window's script bundled with marked
-// and DOMPurify (dist/share/window.bundle.js, see src/share/window-bundle.ts). `npm start` then runs
+// Builds dist/: src/ transpiled by esbuild (types stripped, one file per module), the share page's
+// assets copied beside their module, the share window's script bundled with marked and DOMPurify
+// (dist/share/window.bundle.js, see src/share/window-bundle.ts), the token encodings' tables as JSON
+// (dist/tokens/*.ranks.json, see src/tokens/encodings.ts), then the gateway's entry,
+// dist/main.js, bundled with its dependencies into one file: Node loads one module instead of
+// hundreds, which halves the time to ready (docs/performance.md#start-up). `npm start` then runs
 // plain JavaScript: no tsx loader on the request path, no bundling on a request.
 // esbuild, marked and DOMPurify are dev dependencies, so this runs where those are installed:
 // `npm install`/`npm ci` (the prepare step), `npm run build`, CI, the container's build stage.
@@ -10,7 +13,7 @@
 //                 dist/ as it is instead of failing the install; `npm start` stops with the reason
 import { createHash } from "node:crypto";
 import { cpSync, existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { join, relative, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -30,10 +33,12 @@ if (!existsSync(src)) {
   fail("neither src/ nor a built dist/ is here");
 }
 const all = files(src).sort(); // one order on every file system
-// the sources' contents, and this script's (it decides what dist/ holds): a dist/ built from the
-// same sources elsewhere (a build machine) counts as up to date, whatever the files' times
+// the sources' contents, this script's (it decides what dist/ holds) and the dependencies' (bundled
+// into dist/main.js): a dist/ built from the same sources elsewhere (a build machine) counts as up
+// to date, whatever the files' times
 const hash = createHash("sha256");
-for (const file of [...all, fileURLToPath(import.meta.url)]) hash.update(`${relative(root, file)}\0`).update(readFileSync(file)).update("\0");
+const lockFiles = ["package.json", "package-lock.json"].map((f) => join(root, f)).filter((f) => existsSync(f));
+for (const file of [...all, fileURLToPath(import.meta.url), ...lockFiles]) hash.update(`${relative(root, file)}\0`).update(readFileSync(file)).update("\0");
 const stamp = hash.digest("hex");
 if ((ifChanged || atInstall) && existsSync(stampFile) && readFileSync(stampFile, "utf8") === stamp) process.exit(0);
 
@@ -54,7 +59,8 @@ if (!esbuild) {
   fail(`${why}, and cannot be built here: ${advice}${existsSync(stampFile) ? " `node dist/main.js` runs the old build as it is." : ""}`);
 }
 
-// 3. The modules, their assets, then the share window's bundle (made by the built module itself).
+// 3. The modules, their assets, the share window's bundle and the encodings' tables as JSON (each
+// made by the built module that reads it).
 rmSync(dist, { recursive: true, force: true });
 await esbuild.build({
   entryPoints: all.filter((f) => f.endsWith(".ts")),
@@ -69,7 +75,56 @@ await esbuild.build({
 for (const asset of all.filter((f) => !f.endsWith(".ts"))) cpSync(asset, join(dist, relative(src, asset)));
 const { WINDOW_BUNDLE_FILE, bundleShareWindow } = await import(pathToFileURL(join(dist, "share/window-bundle.js")).href);
 writeFileSync(join(dist, "share", WINDOW_BUNDLE_FILE), await bundleShareWindow());
+const { TOKENIZER_NAMES, ranksFile, ranksJson } = await import(pathToFileURL(join(dist, "tokens/encodings.js")).href);
+for (const name of TOKENIZER_NAMES) writeFileSync(ranksFile(name), ranksJson(name));
+await bundleGateway(esbuild);
 writeFileSync(stampFile, stamp);
+
+// 4. dist/main.js over its transpiled copy: src/main.ts and everything it imports in one ESM file.
+// Left outside, loaded from node_modules as before: the native better-sqlite3; what the gateway
+// loads only when a config needs it (pg, ioredis, the token encodings, pino-pretty) or in a worker
+// (music-metadata); and every dev dependency (a production install has none; the share window's
+// bundler is only imported when running from the sources).
+async function bundleGateway(esbuild) {
+  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+  const external = ["better-sqlite3", "pg", "ioredis", "gpt-tokenizer", "music-metadata", "pino-pretty", ...Object.keys(pkg.devDependencies)];
+  await esbuild.build({
+    entryPoints: [join(src, "main.ts")],
+    outfile: join(dist, "main.js"),
+    bundle: true,
+    external,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    sourcemap: true,
+    // the map without the sources' text (stack traces need only the mappings): `--enable-source-maps`
+    // parses it at start
+    sourcesContent: false,
+    // a third fewer bytes for V8 to parse at start; names are kept, so are the stack traces' names
+    minifyWhitespace: true,
+    minifySyntax: true,
+    logLevel: "warning",
+    // the CommonJS packages inside (undici, prom-client, pino) require Node's own modules
+    banner: { js: 'import { createRequire as __bundleRequire } from "node:module"; const require = __bundleRequire(import.meta.url);' },
+    plugins: [moduleUrls()],
+  });
+}
+
+// A module's import.meta.url in the bundle still names its own transpiled file (dist/share/page.js
+// finds page.html and the window's bundle beside it), not dist/main.js.
+function moduleUrls() {
+  return {
+    name: "module-urls",
+    setup(build) {
+      build.onLoad({ filter: /\.ts$/ }, (args) => {
+        const code = readFileSync(args.path, "utf8");
+        if (!args.path.startsWith(src) || !code.includes("import.meta.url")) return undefined;
+        const own = `./${relative(src, args.path).split(sep).join("/").replace(/\.ts$/, ".js")}`;
+        return { contents: code.replaceAll("import.meta.url", `new URL(${JSON.stringify(own)}, import.meta.url).href`), loader: "ts" };
+      });
+    },
+  };
+}
 
 function fail(message) {
   console.error(`sluice: ${message}`);

@@ -134,6 +134,9 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     void old.router.retire(current.router.entries);
   }
   const stopHearingChannels = shared.channels.listen(rebuild);
+  // read now, not on the first request: with a store that answers at once (SQLite) the rebuild is
+  // done before the gateway listens (docs/performance.md#start-up); a failure is retried by a request
+  void ready().catch(() => {});
 
   // 5. Reload: validate, then swap; the old runtime's pools of removed channels close once idle.
   // A reload here is told to the other instances, each of which reloads its own config source.

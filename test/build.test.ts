@@ -6,6 +6,7 @@ import { execFile } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUILT_ENTRY, REPO_ROOT, createMainProcesses } from "./support/main-process.js";
@@ -50,6 +51,35 @@ describe("the build", () => {
     expect(await gw.exited).toBe(0);
   });
 
+  it("dist/main.js holds the gateway's code: starting it loads no other module of dist/", async () => {
+    // a module of dist/ other than the entry, resolved at start, fails it
+    const hooks = `export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, context);
+  if (resolved.url.startsWith(${JSON.stringify(pathToFileURL(join(REPO_ROOT, "dist")).href + "/")}) && !resolved.url.endsWith("/dist/main.js")) throw new Error("loaded " + resolved.url);
+  return resolved;
+}`;
+    const onlyTheEntry = `data:text/javascript,${encodeURIComponent(`import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hooks)}`)});`)}`;
+    const config = join(dir, "one-module.json");
+    writeFileSync(config, JSON.stringify({ ...JSON.parse(readFileSync(join(REPO_ROOT, "config.json"), "utf8")), store: { driver: "memory" } }));
+    const gw = await processes.startMain(["--import", onlyTheEntry, ...BUILT_ENTRY], ["--config", config]);
+    expect((await fetch(`${gw.url}/chat/share/window.js`)).status).toBe(200);
+    gw.proc.kill("SIGTERM");
+    expect(await gw.exited).toBe(0);
+  });
+
+  it("under --enable-source-maps the built gateway's stack traces name the src/ files", async () => {
+    // a store that cannot be opened: the fatal start error's stack runs through src/store/ and src/main.ts
+    const config = join(dir, "no-store.json");
+    const shipped = JSON.parse(readFileSync(join(REPO_ROOT, "config.json"), "utf8"));
+    writeFileSync(config, JSON.stringify({ ...shipped, store: { driver: "sqlite", path: join(config, "sluice.db") } }));
+    const failed = run(process.execPath, ["--enable-source-maps", ...BUILT_ENTRY, "--config", config], { cwd: REPO_ROOT });
+    const { stdout } = (await failed.catch((err: { stdout: string }) => err)) as { stdout: string };
+    const stack: string = JSON.parse(stdout.trim().split("\n").at(-1)!).err.stack;
+    expect(stack).toMatch(/\(.*\/src\/store\/index\.ts:\d+:\d+\)/);
+    expect(stack).toMatch(/\(.*\/src\/main\.ts:\d+:\d+\)/);
+    expect(stack).not.toContain("dist/");
+  });
+
   it("the hooks above do refuse a dev dependency", async () => {
     const probe = run(process.execPath, ["--import", WITHOUT_DEV_DEPENDENCIES, "--input-type=module", "-e", 'await import("esbuild")'], { cwd: REPO_ROOT });
     await expect(probe).rejects.toMatchObject({ stderr: expect.stringContaining("dev dependency esbuild is not installed") });
@@ -71,8 +101,15 @@ describe("the build", () => {
   it("without esbuild: a dist/ built from the same sources elsewhere is used as it is, one older than src/ is not", async () => {
     // copies: other files' times than where dist/ was built
     const deployed = join(dir, "deployed");
-    for (const path of ["src", "dist", "scripts/build.mjs"]) cpSync(join(REPO_ROOT, path), join(deployed, path), { recursive: true });
+    for (const path of ["src", "dist", "scripts/build.mjs", "package.json", "package-lock.json"]) cpSync(join(REPO_ROOT, path), join(deployed, path), { recursive: true });
     const build = () => run(process.execPath, [join(deployed, "scripts/build.mjs"), "--if-changed"], { cwd: deployed });
+    await expect(build()).resolves.toMatchObject({ stderr: "" });
+
+    // other dependencies: dist/main.js bundles them
+    const lock = readFileSync(join(deployed, "package-lock.json"), "utf8");
+    writeFileSync(join(deployed, "package-lock.json"), lock.replace(/"version": "[^"]+"/, '"version": "0.0.0-other"'));
+    await expect(build()).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining("dist/ is older than src/, and cannot be built here") });
+    writeFileSync(join(deployed, "package-lock.json"), lock);
     await expect(build()).resolves.toMatchObject({ stderr: "" });
 
     writeFileSync(join(deployed, "src/dev.ts"), "// changed\n", { flag: "a" });

@@ -7,6 +7,9 @@ import { RateWindow } from "./rate-window.js";
 import type { AdmitResult, ClusterState, KeyChange } from "./types.js";
 
 const MAX_SCOPES = 100_000;
+// Bounded by a size of one per scope, not by `max`: a `max` makes lru-cache allocate storage for all
+// of them up front, 15-20 ms of start-up per cache (docs/performance.md#start-up).
+const BY_SCOPE = { maxSize: MAX_SCOPES, sizeCalculation: () => 1 };
 /** points are decimals: sums of 0.05 must not refuse the request that exactly fills a budget */
 const EPSILON = 1e-9;
 
@@ -18,10 +21,10 @@ interface Ledger {
 }
 
 export function createMemoryClusterState(breakerOptions: BreakerSettings): ClusterState {
-  const windows = new LRUCache<string, RateWindow>({ max: MAX_SCOPES });
-  const ledgers = new LRUCache<string, Ledger>({ max: MAX_SCOPES });
+  const windows = new LRUCache<string, RateWindow>(BY_SCOPE);
+  const ledgers = new LRUCache<string, Ledger>(BY_SCOPE);
   // a minute's token ledgers: those of past minutes are the least recently used, evicted first
-  const minutes = new LRUCache<string, Ledger>({ max: MAX_SCOPES });
+  const minutes = new LRUCache<string, Ledger>(BY_SCOPE);
   const minuteOf = (scope: string) => minutes.get(scope) ?? minutes.set(scope, { spent: 0, held: 0 }).get(scope)!;
   const loading = new Map<string, Promise<void>>();
   const breakers = new Map<string, Breaker>();

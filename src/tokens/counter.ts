@@ -6,6 +6,7 @@
 // SLICE_MS and can stop once past a ceiling.
 import { createRequire } from "node:module";
 import { setImmediate as nextTurn } from "node:timers/promises";
+import { loadEncoder, type TokenizerName } from "./encodings.js";
 /** A message as counting sees it: any chat message (src/chat/request-schema.ts) is one. */
 export interface ChatMessage {
   role: string;
@@ -19,7 +20,7 @@ export interface ChatMessage {
 export type PartCosts = Readonly<Record<string, number>>;
 import { RawText } from "../http/raw-text.js";
 
-export type TokenizerName = "cl100k_base" | "o200k_base";
+export type { TokenizerName } from "./encodings.js";
 
 export interface CountOptions {
   /** stop as soon as the running total exceeds this: the result is then a partial count above it */
@@ -56,10 +57,6 @@ const SLICE_MS = 8;
 // piece holds over 1 KB, so a few 2 MB words would pin 200 MB.
 const MERGE_CACHE_ENTRIES = 10_000;
 
-interface Encoder {
-  countTokens(text: string, options: typeof AS_TEXT): number;
-  setMergeCacheSize(size: number): void;
-}
 interface Tokenizer {
   count(part: string): number;
   /** gpt-tokenizer's own pre-tokenizing regex for the encoding */
@@ -72,7 +69,7 @@ const tokenizers = new Map<TokenizerName, Tokenizer>();
 function tokenizer(name: TokenizerName): Tokenizer {
   let t = tokenizers.get(name);
   if (!t) {
-    const encoder = require(`gpt-tokenizer/cjs/encoding/${name}`) as Encoder;
+    const encoder = loadEncoder(name);
     encoder.setMergeCacheSize(MERGE_CACHE_ENTRIES);
     const splits = require("gpt-tokenizer/cjs/encodingParams/constants") as Record<string, RegExp>;
     const pieces = splits[name === "cl100k_base" ? "CL100K_TOKEN_SPLIT_REGEX" : "O200K_TOKEN_SPLIT_REGEX"]!;

@@ -1,13 +1,14 @@
 // Exact token counts of conversation messages, kept between a chat's requests so that a chatId
 // request whose history has to be counted counts only what is new. A count is kept under its chat
 // (app and chatId), the tokenizer and a hash of the counted text: a new round is a new key, and two
-// chats never share one. Bounded by entries and by bytes, least recently used first out.
+// chats never share one. Bounded by bytes, least recently used first out: every key holds a digest
+// and a tokenizer's name, so the bytes bound entries too (under 190,000) without a `max`, for which
+// lru-cache would allocate storage at start (docs/performance.md#start-up).
 import { hash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import type { TokenizerName } from "./counter.js";
 import type { KnownCounts } from "./tally.js";
 
-const MAX_ENTRIES = 200_000;
 const MAX_BYTES = 32 * 1024 * 1024;
 // a count, the entry and the map's own overhead, beside the key's characters
 const ENTRY_BYTES = 64;
@@ -21,7 +22,6 @@ export interface HistoryCounts {
 
 export function createHistoryCounts(opts: { maxBytes?: number } = {}): HistoryCounts {
   const counts = new LRUCache<string, number>({
-    max: MAX_ENTRIES,
     maxSize: opts.maxBytes ?? MAX_BYTES,
     sizeCalculation: (_, key) => ENTRY_BYTES + key.length * 2,
   });
