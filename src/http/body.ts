@@ -15,7 +15,7 @@ function tooLarge(limit: number): GatewayError {
 
 /** The most objects, arrays and strings (keys counted) a body may hold: a 10,000-message conversation
  *  holds about 50,000 (docs/api.md#request-bounds). */
-export const MAX_BODY_VALUES = 200_000;
+export const MAX_BODY_VALUES = 100_000;
 
 /** The limit of the routes that take a few fields (share, admin), whatever bodyLimitBytes says. */
 export const SMALL_BODY_BYTES = 64 * 1024;

@@ -6,9 +6,9 @@
 // larger than a run, or holding a long string, is walked into the same way. A long string is decoded
 // in pieces too. What the parse builds is what JSON.parse builds, `keep` aside; a document JSON.parse
 // refuses is refused (`JsonPieceError`), and so is one nested deeper than `maxDepth` or holding more
-// than `maxValues` objects, arrays and strings (keys counted): each run is counted before it is
-// parsed, so such a document is refused before its values are made. Millions of small objects
-// alive, even made a piece at a time, cost the garbage collector pauses of hundreds of ms.
+// than `maxValues` objects, arrays and strings (keys counted): a first walk (in pieces too, making
+// nothing) counts them, so such a document is refused before any value is made. Millions of small
+// objects alive, even made a piece at a time, cost the garbage collector pauses of hundreds of ms.
 import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, JsonScanner, OPEN_BRACE, OPEN_BRACKET, QUOTE, TOO_DEEP, skipSpace } from "./scan.js";
 
 /** The bytes of the children JSON.parse reads at once: a fraction of a ms for any mix of values. */
@@ -49,7 +49,8 @@ export class JsonPieceError extends Error {
 
 /** The document in `buf`, parsed in pieces with turns of the event loop between them. */
 export async function parseInPieces(buf: Buffer, options: PieceOptions): Promise<unknown> {
-  const parse = new PieceParse(buf, options);
+  if (options.maxValues < Infinity) await new PieceParse(buf, options, true).value(skipSpace(buf, 0), [], 0);
+  const parse = new PieceParse(buf, { ...options, maxValues: Infinity }, false);
   const [value, end] = await parse.value(skipSpace(buf, 0), [], 0);
   if (skipSpace(buf, end) !== buf.length) throw invalid();
   return value;
@@ -65,6 +66,8 @@ class PieceParse {
   constructor(
     private readonly buf: Buffer,
     private readonly options: PieceOptions,
+    /** only walked and counted: nothing is made */
+    private readonly dry: boolean,
   ) {
     this.#scan = new JsonScanner(buf);
   }
@@ -81,7 +84,7 @@ class PieceParse {
     // a number or literal: only ever the whole document (a container's are parsed in its runs)
     const end = this.#scan.value(at);
     if (end < 0) throw invalid();
-    return [parse(this.buf.toString("utf8", at, end)), end];
+    return [this.dry ? undefined : parse(this.buf.toString("utf8", at, end)), end];
   }
 
   /** The array or object at `at`, the `level`th container: its children in runs, each big child on its own. */
@@ -98,8 +101,8 @@ class PieceParse {
       if (run === -1) throw invalid();
       this.#count(run.values);
       if (run.end > i) {
-        const text = buf.toString("utf8", i, run.end);
-        addAll(out, parse(inObject ? `{${text}}` : `[${text}]`));
+        const text = this.dry ? "" : buf.toString("utf8", i, run.end);
+        if (!this.dry) addAll(out, parse(inObject ? `{${text}}` : `[${text}]`));
         await this.#pause();
       } else if (!("big" in run)) {
         throw invalid(); // nothing between a comma and what follows it
@@ -123,7 +126,7 @@ class PieceParse {
     const { buf } = this;
     if (Array.isArray(out)) {
       const [value, end] = await this.value(at, [...path, out.length], level);
-      out.push(value);
+      if (!this.dry) out.push(value);
       return skipSpace(buf, end);
     }
     if (buf[at] !== QUOTE) throw invalid();
@@ -131,7 +134,7 @@ class PieceParse {
     const colon = skipSpace(buf, keyEnd);
     if (buf[colon] !== COLON) throw invalid();
     const [value, end] = await this.value(skipSpace(buf, colon + 1), [...path, key as string], level);
-    setMember(out, key as string, value);
+    if (!this.dry) setMember(out, key as string, value);
     return skipSpace(buf, end);
   }
 
@@ -142,6 +145,7 @@ class PieceParse {
     const end = this.#scan.string(at);
     if (end < 0) throw invalid();
     const saved = this.#scan.saved;
+    if (this.dry) return [undefined, end];
     if (end - at - 2 < this.options.longString) return [parse(buf.toString("utf8", at, end)), end];
     const text = end - at > STRING_PIECE_BYTES ? await this.#decode(at, end, saved > 0) : undefined;
     const kept = path && this.options.keep?.(path, { start: at, end, saved, text });
