@@ -49,7 +49,8 @@ export class JsonPieceError extends Error {
 
 /** The document in `buf`, parsed in pieces with turns of the event loop between them. */
 export async function parseInPieces(buf: Buffer, options: PieceOptions): Promise<unknown> {
-  if (options.maxValues < Infinity) await new PieceParse(buf, options, true).value(skipSpace(buf, 0), [], 0);
+  // each object, array or string takes two bytes at least: a shorter document needs no count
+  if (buf.length / 2 > options.maxValues) await new PieceParse(buf, options, true).value(skipSpace(buf, 0), [], 0);
   const parse = new PieceParse(buf, { ...options, maxValues: Infinity }, false);
   const [value, end] = await parse.value(skipSpace(buf, 0), [], 0);
   if (skipSpace(buf, end) !== buf.length) throw invalid();
@@ -142,7 +143,8 @@ class PieceParse {
   async #string(at: number, path: JsonPath | undefined): Promise<[unknown, number]> {
     const { buf } = this;
     this.#count(1);
-    const end = this.#scan.string(at);
+    // a count needs only where it ends: its bytes are checked by the parse that follows
+    const end = this.#scan.string(at, !this.dry);
     if (end < 0) throw invalid();
     const saved = this.#scan.saved;
     if (this.dry) return [undefined, end];
