@@ -92,7 +92,9 @@ beforeAll(async () => {
   };
   writeFileSync(join(dir, "config.json"), JSON.stringify(config));
   gw = await processes.startMain(BUILT_ENTRY, ["--config", join(dir, "config.json")]);
-  // a gateway that has served before (its code compiled), as the one the attacker meets would have
+  // a gateway that has served before (its code compiled), as the one the attacker meets would have:
+  // a large body too, parsed in pieces
+  await postRaw("/v1/messages/count_tokens", JSON.stringify({ model: "big", messages: say("warm up ".repeat(150_000)) }), { "x-api-key": KEY }).then((r) => r.arrayBuffer());
   for (let i = 0; i < 3; i++) {
     await post("/v1/chat/completions", { messages: say("warm up") }, KEY).then((r) => r.arrayBuffer());
     await asUser("echo", "warm", { messages: say("warm up"), chatId: "warm" }).then((r) => r.arrayBuffer());
