@@ -102,8 +102,10 @@ class PieceParse {
       if (run === -1) throw invalid();
       this.#count(run.values);
       if (run.end > i) {
-        const text = this.dry ? "" : buf.toString("utf8", i, run.end);
-        if (!this.dry) addAll(out, parse(inObject ? `{${text}}` : `[${text}]`));
+        if (!this.dry) {
+          const text = buf.toString("utf8", i, run.end);
+          addAll(out, parse(inObject ? `{${text}}` : `[${text}]`));
+        }
         await this.#pause();
       } else if (!("big" in run)) {
         throw invalid(); // nothing between a comma and what follows it
