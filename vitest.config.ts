@@ -13,8 +13,9 @@ export default defineConfig({
     globalSetup: ["test/support/global-build.ts"],
     projects: [
       { extends: true, test: { name: "suite", include: ["test/**/*.test.ts"], exclude: ALONE } },
-      // a later group: its files start once every file of the suite has finished
-      { extends: true, test: { name: "alone", include: ALONE, sequence: { groupOrder: 1 } } },
+      // a later group: its files start once every file of the suite has finished, and one at a time
+      // (a latency ceiling measured while another file works on the same two cores is that file's)
+      { extends: true, test: { name: "alone", include: ALONE, fileParallelism: false, sequence: { groupOrder: 1 } } },
     ],
   },
 });
