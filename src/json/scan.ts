@@ -1,6 +1,6 @@
 // The one JSON byte scanner: where white space, a string or a value ends in a Buffer, the bytes a
 // string's escapes save when decoded, and how deep brackets nest, without making JavaScript strings
-// of the bytes. Large request bodies and upstream answers are read with it (http/raw-text.ts,
+// of the bytes. Large request bodies and upstream answers are read with it (json/slices.ts,
 // http/body.ts, embeddings/answer.ts, chat/sse-relay.ts), so it stays fast on long texts: quotes,
 // backslashes and brackets beyond the next few bytes are found by Buffer#indexOf (memchr), each
 // searched for once while a scan moves forward; a string's control bytes are checked four at a
@@ -19,9 +19,6 @@ const U = 0x75;
 
 /** What value() answers for brackets nested deeper than its limit. */
 export const TOO_DEEP = -2;
-
-/** A run of children found by JsonScanner#batch; `values`: the objects, arrays and strings (keys too) in it. */
-export type Batch = { end: number; values: number } & ({ next: "comma" | "close" } | { big: number });
 
 /** JSON's white space: space, tab, line feed, carriage return. */
 export function isSpace(c: number | undefined): boolean {
@@ -144,61 +141,6 @@ export class JsonScanner {
     return scalarEnd(this.#buf, at);
   }
 
-  /**
-   * A run of a container's children from `at` (the first byte of one, white space passed), for a
-   * parse in pieces (json/slices.ts): the children that end within `size` bytes of `at`, nest at most
-   * `maxDepth` deep and hold no string of `long` bytes or more. It ends at a comma between children
-   * (`next: "comma"`), at the container's closing bracket (`next: "close"`), or before a child that
-   * is none of those (`big`: where that child, or its member's key, starts; `end`: the comma before
-   * it, or `at` when it is the first). Only brackets and quotes are looked at (strings unchecked):
-   * what lies between is for JSON.parse to judge; the objects, arrays and strings of the run are
-   * counted. -1 when the container never closes.
-   */
-  batch(at: number, inObject: boolean, size: number, long: number, maxDepth: number): Batch | -1 | typeof TOO_DEEP {
-    const buf = this.#buf;
-    const stop = at + size;
-    let depth = 0;
-    // the child being read (in an object, its key); from level0 on, the scan is between children
-    let child = at;
-    let level0 = at;
-    // the values met, and those met before the child being read
-    let values = 0;
-    let before = 0;
-    for (let i = at; ; ) {
-      const pos = this.#structural(i);
-      if (pos >= buf.length) return -1;
-      // past the size: inside a child, that child is big; between children, a cut at the first
-      // comma after the size, or the last before it
-      if (pos > stop && depth > 0) return bigChild(buf, at, child, before);
-      if (pos > stop) {
-        const after = buf.indexOf(COMMA, Math.max(level0, stop));
-        if (after >= 0 && after < pos) return { end: after, next: "comma", values };
-        const last = level0 < stop ? buf.lastIndexOf(COMMA, stop - 1) : -1;
-        if (last >= level0) return { end: last, next: "comma", values };
-      }
-      const c = buf[pos]!;
-      if (c === QUOTE) {
-        const end = this.string(pos, false);
-        if (end < 0) return -1;
-        if (depth === 0 && (!inObject || buf[skipSpace(buf, end)] === COLON)) [child, before] = [pos, values];
-        if (end - pos - 2 >= long) return bigChild(buf, at, child, before);
-        values++;
-        i = end;
-        if (depth === 0) level0 = end;
-      } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-        if (depth === 0 && !inObject) [child, before] = [pos, values];
-        if (++depth > maxDepth) return TOO_DEEP;
-        values++;
-        i = pos + 1;
-      } else if (depth === 0) {
-        return { end: pos, next: "close", values };
-      } else {
-        i = pos + 1;
-        if (--depth === 0) level0 = i;
-      }
-    }
-  }
-
   /** True when brackets anywhere in the buffer nest deeper than `max` (strings passed, nothing
    *  else checked): refused before parsing, no later step can overflow the stack on it. */
   nestingExceeds(max: number): boolean {
@@ -211,7 +153,7 @@ export class JsonScanner {
     const buf = this.#buf;
     let depth = 0;
     for (let i = at; ; ) {
-      const pos = this.#structural(i);
+      const pos = this.structural(i);
       if (pos >= buf.length) return whole ? buf.length : -1;
       const c = buf[pos]!;
       if (c === QUOTE) {
@@ -239,7 +181,7 @@ export class JsonScanner {
 
   /** The nearest quote or bracket at or after `from` (buf.length: none): the next few bytes are
    *  read (in dense JSON it is one of them), then each of the five is searched for. */
-  #structural(from: number): number {
+  structural(from: number): number {
     const buf = this.#buf;
     const near = Math.min(from + 16, buf.length);
     for (let i = from; i < near; i++) if (STRUCTURAL[buf[i]!] === 1) return i;
@@ -321,12 +263,6 @@ export class JsonScanner {
     for (i = Math.max(i, stop * 4 - offset); i < to; i++) if (buf[i]! < 0x20) return true;
     return false;
   }
-}
-
-/** The batch before the big child at `child`: up to the comma before it (the caller checks what lies
- *  between), or none when it is the first. */
-function bigChild(buf: Buffer, at: number, child: number, values: number): Batch {
-  return { end: child === at ? at : Math.max(at, buf.lastIndexOf(COMMA, child - 1)), big: child, values };
 }
 
 const STRUCTURAL = new Uint8Array(256);

@@ -1,8 +1,8 @@
 // A large JSON document parsed in pieces, the event loop given back between them (docs/api.md#request-bounds):
 // one JSON.parse of a few MB of small values is a block of tens to thousands of ms (2.7M `[]` in 8 MiB:
 // 1.6 s), and a worker thread would hand the value back through a structured clone that costs as much
-// again on the loop. Here a container's children are taken in runs of about PIECE_BYTES (found by
-// the byte scanner, scan.ts#batch) and each run is parsed by JSON.parse, which checks it; a child
+// again on the loop. Here a container's children are taken in runs of about PIECE_BYTES (found with
+// the byte scanner: nextRun) and each run is parsed by JSON.parse, which checks it; a child
 // larger than a run, or holding a long string, is walked into the same way. A long string is decoded
 // in pieces too. What the parse builds is what JSON.parse builds, `keep` aside; a document JSON.parse
 // refuses is refused (`JsonPieceError`), and so is one nested deeper than `maxDepth` or holding more
@@ -97,7 +97,7 @@ class PieceParse {
     let i = skipSpace(buf, at + 1);
     if (buf[i] === close) return [out, i + 1];
     for (;;) {
-      const run = this.#scan.batch(i, inObject, PIECE_BYTES, this.options.longString, this.options.maxDepth - level);
+      const run = nextRun(this.#scan, buf, i, inObject, PIECE_BYTES, this.options.longString, this.options.maxDepth - level);
       if (run === TOO_DEEP) throw new JsonPieceError("tooDeep");
       if (run === -1) throw invalid();
       this.#count(run.values);
@@ -214,4 +214,67 @@ function addAll(out: unknown[] | Record<string, unknown>, run: unknown): void {
 function setMember(out: Record<string, unknown>, key: string, value: unknown): void {
   if (key === "__proto__") Object.defineProperty(out, key, { value, writable: true, enumerable: true, configurable: true });
   else out[key] = value;
+}
+
+/** A run of a container's children found by nextRun; `values`: the objects, arrays and strings
+ *  (keys too) in it. */
+type Run = { end: number; values: number } & ({ next: "comma" | "close" } | { big: number });
+
+/**
+ * A run of a container's children from `at` (the first byte of one, white space passed): the
+ * children that end within `size` bytes of `at`, nest at most `maxDepth` deep and hold no string of
+ * `long` bytes or more. It ends at a comma between children (`next: "comma"`), at the container's
+ * closing bracket (`next: "close"`), or before a child that is none of those (`big`: where that
+ * child, or its member's key, starts; `end`: the comma before it, or `at` when it is the first).
+ * Only brackets and quotes are looked at (strings unchecked): what lies between is for JSON.parse to
+ * judge. -1 when the container never closes.
+ */
+function nextRun(scan: JsonScanner, buf: Buffer, at: number, inObject: boolean, size: number, long: number, maxDepth: number): Run | -1 | typeof TOO_DEEP {
+  const stop = at + size;
+  let depth = 0;
+  // the child being read (in an object, its key); from level0 on, the scan is between children
+  let child = at;
+  let level0 = at;
+  // the values met, and those met before the child being read
+  let values = 0;
+  let before = 0;
+  for (let i = at; ; ) {
+    const pos = scan.structural(i);
+    if (pos >= buf.length) return -1;
+    // past the size: inside a child, that child is big; between children, a cut at the first comma
+    // after the size, or the last before it
+    if (pos > stop && depth > 0) return bigChild(buf, at, child, before);
+    if (pos > stop) {
+      const after = buf.indexOf(COMMA, Math.max(level0, stop));
+      if (after >= 0 && after < pos) return { end: after, next: "comma", values };
+      const last = level0 < stop ? buf.lastIndexOf(COMMA, stop - 1) : -1;
+      if (last >= level0) return { end: last, next: "comma", values };
+    }
+    const c = buf[pos]!;
+    if (c === QUOTE) {
+      const end = scan.string(pos, false);
+      if (end < 0) return -1;
+      if (depth === 0 && (!inObject || buf[skipSpace(buf, end)] === COLON)) [child, before] = [pos, values];
+      if (end - pos - 2 >= long) return bigChild(buf, at, child, before);
+      values++;
+      i = end;
+      if (depth === 0) level0 = end;
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (depth === 0 && !inObject) [child, before] = [pos, values];
+      if (++depth > maxDepth) return TOO_DEEP;
+      values++;
+      i = pos + 1;
+    } else if (depth === 0) {
+      return { end: pos, next: "close", values };
+    } else {
+      i = pos + 1;
+      if (--depth === 0) level0 = i;
+    }
+  }
+}
+
+/** The run before the big child at `child`: up to the comma before it (the caller checks what lies
+ *  between), or none when it is the first. */
+function bigChild(buf: Buffer, at: number, child: number, values: number): Run {
+  return { end: child === at ? at : Math.max(at, buf.lastIndexOf(COMMA, child - 1)), big: child, values };
 }
