@@ -92,7 +92,9 @@ beforeAll(async () => {
   };
   writeFileSync(join(dir, "config.json"), JSON.stringify(config));
   gw = await processes.startMain(BUILT_ENTRY, ["--config", join(dir, "config.json")]);
-  // a gateway that has served before (its code compiled), as the one the attacker meets would have
+  // a gateway that has served before (its code compiled), as the one the attacker meets would have:
+  // a large body too, parsed in pieces
+  await postRaw("/v1/messages/count_tokens", JSON.stringify({ model: "big", messages: say("warm up ".repeat(150_000)) }), { "x-api-key": KEY }).then((r) => r.arrayBuffer());
   for (let i = 0; i < 3; i++) {
     await post("/v1/chat/completions", { messages: say("warm up") }, KEY).then((r) => r.arrayBuffer());
     await asUser("echo", "warm", { messages: say("warm up"), chatId: "warm" }).then((r) => r.arrayBuffer());
@@ -246,15 +248,12 @@ describe("the anonymous attacker", () => {
     });
   });
 
-  // 100 ms, not the 50 ms asked for: one JSON.parse of the 8 MiB count_tokens body is a single
-  // block of 40-75 ms on this 2-core machine (74 ms in one of four runs on 2026-11-27; before: seconds). Taking
-  // it under 50 ms needs a body parsed off the loop or in pieces (docs/performance.md).
-  it("never stalled the gateway: /healthz answered within 100 ms every time (50 ms but for one 8 MiB parse)", async () => {
+  it("never stalled the gateway: /healthz answered within 50 ms every time (before: 100 ms, one JSON.parse of the 8 MiB count_tokens body)", async () => {
     poller.kill("SIGTERM");
     await once(poller, "close");
     const { count, max } = JSON.parse(polled.slice(polled.indexOf("\n") + 1)) as { count: number; max: number };
     expect(count).toBeGreaterThan(10);
-    expect(max).toBeLessThan(100);
+    expect(max, `the slowest /healthz took ${max.toFixed(1)} ms`).toBeLessThan(50);
   });
 });
 

@@ -6,7 +6,8 @@
 import { isUtf8 } from "node:buffer";
 import { isDeepStrictEqual } from "node:util";
 import { describe, expect, it } from "vitest";
-import { LONG_TEXT, scanLargeBody } from "../src/http/raw-text.js";
+import { parseLarge } from "../src/http/body.js";
+import { LONG_TEXT } from "../src/http/raw-text.js";
 import { JsonScanner, TOO_DEEP, skipSpace } from "../src/json/scan.js";
 import { seeded } from "./support/text-corpus.js";
 
@@ -334,13 +335,13 @@ describe("a string", () => {
     expect(bytewise).toBeGreaterThan(300);
   });
 
-  it("refuses a raw control byte before the escapes that turn the scan bytewise", () => {
+  it("refuses a raw control byte before the escapes that turn the scan bytewise", async () => {
     const escapes = "\\n".repeat(40);
     for (const text of [`"a\u0001b${escapes}"`, `"${"x".repeat(100)}\u001f${escapes}${"y".repeat(100)}"`, `"\u0000${escapes}"`]) {
       expect(new JsonScanner(Buffer.from(text)).string(0), JSON.stringify(text)).toBe(-1);
     }
-    // so a large body holding one is left to the whole parse, which answers 400
+    // so a large body holding one is refused, as JSON.parse refuses it
     const content = `a\u0001b${escapes}${"x".repeat(LONG_TEXT * 5)}`;
-    expect(scanLargeBody(Buffer.from(`{"messages":[{"role":"user","content":"${content}"}]}`), 64)).toBeUndefined();
+    await expect(parseLarge(Buffer.from(`{"messages":[{"role":"user","content":"${content}"}]}`), 64, true)).rejects.toMatchObject({ code: "invalid_json" });
   });
 });

@@ -2,7 +2,9 @@
 // scan gives is what JSON.parse gives, byte lengths are exact, the model gets the same JSON, and
 // every malformed body still ends in the whole parse's error.
 import { beforeEach, describe, expect, it } from "vitest";
-import { LARGE_BODY, LONG_TEXT, RawText, jsonBody, scanLargeBody } from "../src/http/raw-text.js";
+import { parseLarge } from "../src/http/body.js";
+import { GatewayError } from "../src/http/errors.js";
+import { LARGE_BODY, LONG_TEXT, RawText, jsonBody } from "../src/http/raw-text.js";
 import { ECHO_MAX_CHARS } from "../src/demo/echo-channel.js";
 import { boundMessage } from "../src/tokens/counter.js";
 import { chat, coreConfig, userMessage } from "./support/core-config.js";
@@ -28,8 +30,17 @@ function body(contents: string[], style: number, extra = ""): Buffer {
   return Buffer.from(`{"model":"m1",${extra}"messages":[${messages.join(",")}],"stream":false}`);
 }
 
-describe("scanLargeBody", () => {
-  it("gives what JSON.parse gives, with exact UTF-8 lengths, on a seeded corpus of texts and escapes", () => {
+/** A large body as readJsonBody parses it for chat (in pieces, long contents raw). */
+const parseBig = (buf: Buffer) => parseLarge(buf, 64, true) as Promise<{ messages: Array<{ content: unknown }> }>;
+/** The error code a large body is refused with. */
+const refusal = (buf: Buffer) =>
+  parseBig(buf).then(
+    () => "parsed",
+    (err: unknown) => (err instanceof GatewayError ? err.code : String(err)),
+  );
+
+describe("a large body's raw texts", () => {
+  it("gives what JSON.parse gives, with exact UTF-8 lengths, on a seeded corpus of texts and escapes", async () => {
     const rnd = seeded(7);
     let raws = 0;
     for (let n = 0; n < 60; n++) {
@@ -37,14 +48,8 @@ describe("scanLargeBody", () => {
       // lone surrogates and escaped pairs too
       if (n % 5 === 0) contents[0] += "\ud800 x \udfff y \ud83d\ude00";
       const buf = body(contents, n % 3, n % 4 === 0 ? `"temperature":0.5, "variables":{"a":"${"v".repeat(20_000)}"},` : "");
-      const scan = scanLargeBody(buf, 64);
-      if (buf.length < LARGE_BODY) {
-        expect(scan).toBeUndefined();
-        continue;
-      }
-      if (!scan) continue; // escape-dense texts are parsed whole
-      expect("value" in scan).toBe(true);
-      const value = (scan as { value: { messages: Array<{ content: unknown }> } }).value;
+      if (buf.length < LARGE_BODY) continue; // parsed whole (http/body.ts)
+      const value = await parseBig(buf);
       expect(decoded(value)).toEqual(JSON.parse(buf.toString("utf8")));
       for (const m of value.messages) {
         if (!(m.content instanceof RawText)) continue;
@@ -56,20 +61,24 @@ describe("scanLargeBody", () => {
     expect(raws).toBeGreaterThan(8);
   });
 
-  it("leaves small bodies, short contents and strings outside messages[].content to the whole parse", () => {
+  it("keeps only long messages[].content strings raw: short contents and strings elsewhere are strings", async () => {
     const long = "word ".repeat(LONG_TEXT);
-    expect(scanLargeBody(Buffer.from(JSON.stringify({ messages: [{ role: "user", content: "hi" }] })), 64)).toBeUndefined();
-    expect(scanLargeBody(Buffer.from(JSON.stringify({ messages: [{ role: "user", content: "hi" }], pad: long })), 64)).toBeUndefined();
-    const parts = { messages: [{ role: "user", content: [{ type: "text", text: long }] }] };
-    expect(scanLargeBody(Buffer.from(JSON.stringify(parts)), 64)).toBeUndefined();
-    const nested = { other: [{ content: long }], messages: [{ role: "user", content: "x" }] };
-    expect(scanLargeBody(Buffer.from(JSON.stringify(nested)), 64)).toBeUndefined();
+    const bodies = [
+      { messages: [{ role: "user", content: "hi" }], pad: long },
+      { messages: [{ role: "user", content: [{ type: "text", text: long }] }] },
+      { other: [{ content: long }], messages: [{ role: "user", content: "x" }] },
+    ];
+    for (const body of bodies) {
+      const value = await parseBig(Buffer.from(JSON.stringify(body)));
+      expect(value).toEqual(body);
+      expect(JSON.stringify(value, (_, v: unknown) => (v instanceof RawText ? "RAW" : v))).not.toContain("RAW");
+    }
   });
 
-  it("hands every malformed body to the whole parse (which answers 400), and too deep ones back as such", () => {
+  it("answers every malformed body 400 invalid_json, as the whole parse does, and a too deep one json_too_deep", async () => {
     const long = "a".repeat(LONG_TEXT * 5);
     const good = `{"messages":[{"role":"user","content":"${long}"}]}`;
-    expect(scanLargeBody(Buffer.from(good), 64)).toHaveProperty("value");
+    expect((await parseBig(Buffer.from(good))).messages[0]!.content).toBeInstanceOf(RawText);
     const bad = [
       good.replace("aaaa", "a\u0001a"), // a raw control character
       good.replace("aaaa", "a\\xa"), // an unknown escape
@@ -78,27 +87,25 @@ describe("scanLargeBody", () => {
       good.replace(`"}]}`, ""), // unterminated string
       good.replace(`"messages":[`, `"messages":[1,`).replace(`}]}`, `}]`), // unbalanced
       good + " x",
-      Buffer.concat([Buffer.from(good.slice(0, 100)), Buffer.from([0xff, 0xfe]), Buffer.from(good.slice(100))]).toString("latin1"),
     ];
-    for (const text of bad) {
-      const buf = text.includes("\u00ff") ? Buffer.from(text, "latin1") : Buffer.from(text);
-      expect(scanLargeBody(buf, 64), text.slice(0, 60)).toBeUndefined();
-    }
+    for (const text of bad) expect(await refusal(Buffer.from(text)), text.slice(0, 60)).toBe("invalid_json");
+    // invalid UTF-8 in a content is decoded as JSON.parse decodes it (U+FFFD), and so not kept raw
+    const latin = Buffer.concat([Buffer.from(good.slice(0, 100)), Buffer.from([0xff, 0xfe]), Buffer.from(good.slice(100))]);
+    const content = (await parseBig(latin)).messages[0]!.content;
+    expect(content).toBe(JSON.parse(latin.toString("utf8")).messages[0].content);
     // a repeated key: JSON.parse keeps the last, and so does the result
     const twice = Buffer.from(`{"messages":[{"role":"user","content":"${long}"}],"messages":[{"role":"user","content":"short"}]}`);
-    const scan = scanLargeBody(twice, 64);
-    if (scan) expect(decoded((scan as { value: unknown }).value)).toEqual(JSON.parse(twice.toString()));
+    expect(decoded(await parseBig(twice))).toEqual(JSON.parse(twice.toString()));
     const deep = Buffer.from(`{"messages":[{"role":"user","content":"${long}"}],"x":${"[".repeat(70)}${"]".repeat(70)}}`);
-    expect(scanLargeBody(deep, 64)).toEqual({ tooDeep: true });
+    expect(await refusal(deep)).toBe("json_too_deep");
   });
 });
 
 describe("jsonBody", () => {
-  it("writes raw texts as the client's bytes, and is otherwise JSON.stringify", () => {
+  it("writes raw texts as the client's bytes, and is otherwise JSON.stringify", async () => {
     const text = `caf\u00e9 "quoted" ${"x".repeat(LONG_TEXT * 5)}`;
     const sent = Buffer.from(`{"messages":[{"role":"user","content":${literal(text, 1)}}]}`);
-    const scan = scanLargeBody(sent, 64) as { value: { messages: Array<{ content: unknown }> } };
-    const raw = scan.value.messages[0]!.content as RawText;
+    const raw = (await parseBig(sent)).messages[0]!.content as RawText;
     const payload = { model: "up", messages: [{ role: "system", content: "Be brief." }, { role: "user", content: raw }], max_tokens: 5 };
     const out = jsonBody(payload) as Buffer;
     expect(out.includes("caf\\u00e9")).toBe(true); // the client's escape, not a re-encoding
@@ -108,21 +115,21 @@ describe("jsonBody", () => {
 });
 
 describe("the scan of a string", () => {
-  it("finds a control character, a quote or an escape at every byte offset and alignment", () => {
+  it("finds a control character, a quote or an escape at every byte offset and alignment", async () => {
     const rnd = seeded(3);
     for (let n = 0; n < 400; n++) {
       const text = "y".repeat(LONG_TEXT * 4 + rnd(8));
       const at = LONG_TEXT + rnd(64);
       const lead = " ".repeat(rnd(4)); // moves the string against 4-byte words
       const make = (middle: string) => Buffer.from(`${lead}{"messages":[{"role":"user","content":"${text.slice(0, at)}${middle}${text.slice(at)}"}]}`);
-      expect(scanLargeBody(make(String.fromCharCode(rnd(0x20))), 64)).toBeUndefined();
+      expect(await refusal(make(String.fromCharCode(rnd(0x20))))).toBe("invalid_json");
       const escaped = make(['\\"', "\\n", "\\\\", "\\u00e9"][rnd(4)]!);
-      const scan = scanLargeBody(escaped, 64) as { value: { messages: Array<{ content: RawText }> } };
+      const content = (await parseBig(escaped)).messages[0]!.content as RawText;
       const parsed = JSON.parse(escaped.toString()).messages[0].content as string;
-      expect(scan.value.messages[0]!.content.text()).toBe(parsed);
-      expect(scan.value.messages[0]!.content.bytes).toBe(Buffer.byteLength(parsed));
+      expect(content.text()).toBe(parsed);
+      expect(content.bytes).toBe(Buffer.byteLength(parsed));
       // an unescaped quote ends the string there: the rest is not valid JSON
-      expect(scanLargeBody(make('"'), 64)).toBeUndefined();
+      expect(await refusal(make('"'))).toBe("invalid_json");
     }
   });
 });

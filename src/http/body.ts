@@ -5,12 +5,17 @@ import { JsonScanner } from "../json/scan.js";
 import { cutError, type Cancel } from "./cancel.js";
 import { GatewayError, badRequest } from "./errors.js";
 import { nodeRequest } from "./node.js";
-import { LARGE_BODY, scanLargeBody } from "./raw-text.js";
+import { JsonPieceError, parseInPieces } from "../json/slices.js";
+import { LARGE_BODY, LONG_TEXT, keepRawText } from "./raw-text.js";
 
 function tooLarge(limit: number): GatewayError {
   // the connection closes after the answer: what is left of a large body is not worth reading
   return new GatewayError(413, "request_too_large", `Request body is larger than ${limit} bytes.`, { headers: { connection: "close" } });
 }
+
+/** The most objects, arrays and strings (keys counted) a body may hold: a 10,000-message conversation
+ *  holds about 50,000 (docs/api.md#request-bounds). */
+export const MAX_BODY_VALUES = 100_000;
 
 /** The limit of the routes that take a few fields (share, admin), whatever bodyLimitBytes says. */
 export const SMALL_BODY_BYTES = 64 * 1024;
@@ -35,33 +40,35 @@ export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: 
   const nodeReq = nodeRequest(event);
   const buf = nodeReq ? await readNodeBody(nodeReq, limit, cancel) : await readWebBody(event.req, limit);
   check?.(buf);
-  // a large body is checked, parsed and worked on in turns of the event loop of their own: its
-  // reading, its nesting scan, its parsing and what follows never add up to one stall (docs/api.md#request-bounds)
-  const turn = buf.length >= LARGE_BODY ? nextTurn : noTurn;
-  await turn();
-  const value = await parseJson(buf, limits.maxDepth, rawTexts, turn);
-  await turn();
-  return value;
-}
-
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-const noTurn = () => Promise.resolve();
-
-async function parseJson(buf: Buffer, maxDepth: number, rawTexts: boolean, turn: () => Promise<void>): Promise<unknown> {
-  const scan = rawTexts ? scanLargeBody(buf, maxDepth) : undefined;
-  if (scan && "value" in scan) return scan.value;
-  if (scan?.tooDeep) throw tooDeep(maxDepth);
   if (buf.length === 0) throw badRequest("invalid_json", "Request body is empty: send a JSON object.");
-  if (new JsonScanner(buf).nestingExceeds(maxDepth)) throw tooDeep(maxDepth);
-  await turn();
-  const text = buf.toString("utf8");
+  // a large body is parsed in pieces, each in a turn of the event loop of its own: no body, however
+  // it is made, is one long step (docs/api.md#request-bounds)
+  if (buf.length >= LARGE_BODY) return parseLarge(buf, limits.maxDepth, rawTexts);
+  if (new JsonScanner(buf).nestingExceeds(limits.maxDepth)) throw tooDeep(limits.maxDepth);
   try {
-    return JSON.parse(text);
+    return JSON.parse(buf.toString("utf8"));
   } catch {
-    throw badRequest("invalid_json", "Request body is not valid JSON.");
+    throw notJson();
   }
 }
 
+/** A body of LARGE_BODY bytes or more, parsed in pieces; long message contents stay RawTexts when `rawTexts`. */
+export async function parseLarge(buf: Buffer, maxDepth: number, rawTexts: boolean): Promise<unknown> {
+  await nextTurn(); // its reading was a turn of its own
+  try {
+    const keep = rawTexts ? keepRawText(buf) : undefined;
+    const value = await parseInPieces(buf, { maxDepth, maxValues: MAX_BODY_VALUES, longString: LONG_TEXT, keep, turn: nextTurn });
+    await nextTurn();
+    return value;
+  } catch (err) {
+    if (!(err instanceof JsonPieceError)) throw err;
+    if (err.reason === "tooMany") throw badRequest("json_too_many_values", `Request body holds more than ${MAX_BODY_VALUES} objects, arrays and strings.`);
+    throw err.reason === "tooDeep" ? tooDeep(maxDepth) : notJson();
+  }
+}
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+const notJson = () => badRequest("invalid_json", "Request body is not valid JSON.");
 const tooDeep = (max: number) => badRequest("json_too_deep", `Request body nests arrays or objects more than ${max} levels deep.`);
 
 function readNodeBody(req: IncomingMessage, limit: number, cancel?: Cancel): Promise<Buffer> {

@@ -1,6 +1,6 @@
 // The one JSON byte scanner: where white space, a string or a value ends in a Buffer, the bytes a
 // string's escapes save when decoded, and how deep brackets nest, without making JavaScript strings
-// of the bytes. Large request bodies and upstream answers are read with it (http/raw-text.ts,
+// of the bytes. Large request bodies and upstream answers are read with it (json/slices.ts,
 // http/body.ts, embeddings/answer.ts, chat/sse-relay.ts), so it stays fast on long texts: quotes,
 // backslashes and brackets beyond the next few bytes are found by Buffer#indexOf (memchr), each
 // searched for once while a scan moves forward; a string's control bytes are checked four at a
@@ -153,7 +153,7 @@ export class JsonScanner {
     const buf = this.#buf;
     let depth = 0;
     for (let i = at; ; ) {
-      const pos = this.#structural(i);
+      const pos = this.structural(i);
       if (pos >= buf.length) return whole ? buf.length : -1;
       const c = buf[pos]!;
       if (c === QUOTE) {
@@ -181,7 +181,7 @@ export class JsonScanner {
 
   /** The nearest quote or bracket at or after `from` (buf.length: none): the next few bytes are
    *  read (in dense JSON it is one of them), then each of the five is searched for. */
-  #structural(from: number): number {
+  structural(from: number): number {
     const buf = this.#buf;
     const near = Math.min(from + 16, buf.length);
     for (let i = from; i < near; i++) if (STRUCTURAL[buf[i]!] === 1) return i;
