@@ -2,7 +2,7 @@
 // scan gives is what JSON.parse gives, byte lengths are exact, the model gets the same JSON, and
 // every malformed body still ends in the whole parse's error.
 import { beforeEach, describe, expect, it } from "vitest";
-import { parseLarge } from "../src/http/body.js";
+import { parseLarge, parseScanned } from "../src/http/body.js";
 import { GatewayError } from "../src/http/errors.js";
 import { LARGE_BODY, LONG_TEXT, RawText, jsonBody } from "../src/http/raw-text.js";
 import { ECHO_MAX_CHARS } from "../src/demo/echo-channel.js";
@@ -30,16 +30,29 @@ function body(contents: string[], style: number, extra = ""): Buffer {
   return Buffer.from(`{"model":"m1",${extra}"messages":[${messages.join(",")}],"stream":false}`);
 }
 
-/** A large body as readJsonBody parses it for chat (in pieces, long contents raw). */
-const parseBig = (buf: Buffer) => parseLarge(buf, 64, true) as Promise<{ messages: Array<{ content: unknown }> }>;
-/** The error code a large body is refused with. */
-const refusal = (buf: Buffer) =>
-  parseBig(buf).then(
-    () => "parsed",
-    (err: unknown) => (err instanceof GatewayError ? err.code : String(err)),
-  );
+type LargeParse = (buf: Buffer, maxDepth: number, rawTexts: boolean) => Promise<unknown>;
+/** A parse of large bodies as readJsonBody runs it for chat (long contents raw), and the error code
+ *  it refuses a body with. */
+const parsing = (parse: LargeParse) => ({
+  parseEither: (buf: Buffer) => parse(buf, 64, true) as Promise<{ messages: Array<{ content: unknown }> }>,
+  refusal: (buf: Buffer) =>
+    parse(buf, 64, true).then(
+      () => "parsed",
+      (err: unknown) => (err instanceof GatewayError ? err.code : String(err)),
+    ),
+});
+/** A large body parsed in pieces, long contents raw. */
+const { parseEither: parseBig } = parsing(parseLarge);
+// From 256 KiB a body is parsed in pieces, under it scanned and parsed whole (http/body.ts): both
+// ways, whatever the body's size, give one result.
+const BOTH: Array<[string, LargeParse]> = [
+  ["in pieces", parseLarge],
+  ["scanned and parsed whole", parseScanned],
+];
 
-describe("a large body's raw texts", () => {
+describe.each(BOTH)("a large body's raw texts (%s)", (_, parse) => {
+  const { parseEither, refusal } = parsing(parse);
+
   it("gives what JSON.parse gives, with exact UTF-8 lengths, on a seeded corpus of texts and escapes", async () => {
     const rnd = seeded(7);
     let raws = 0;
@@ -49,7 +62,7 @@ describe("a large body's raw texts", () => {
       if (n % 5 === 0) contents[0] += "\ud800 x \udfff y \ud83d\ude00";
       const buf = body(contents, n % 3, n % 4 === 0 ? `"temperature":0.5, "variables":{"a":"${"v".repeat(20_000)}"},` : "");
       if (buf.length < LARGE_BODY) continue; // parsed whole (http/body.ts)
-      const value = await parseBig(buf);
+      const value = await parseEither(buf);
       expect(decoded(value)).toEqual(JSON.parse(buf.toString("utf8")));
       for (const m of value.messages) {
         if (!(m.content instanceof RawText)) continue;
@@ -69,7 +82,7 @@ describe("a large body's raw texts", () => {
       { other: [{ content: long }], messages: [{ role: "user", content: "x" }] },
     ];
     for (const body of bodies) {
-      const value = await parseBig(Buffer.from(JSON.stringify(body)));
+      const value = await parseEither(Buffer.from(JSON.stringify(body)));
       expect(value).toEqual(body);
       expect(JSON.stringify(value, (_, v: unknown) => (v instanceof RawText ? "RAW" : v))).not.toContain("RAW");
     }
@@ -78,7 +91,7 @@ describe("a large body's raw texts", () => {
   it("answers every malformed body 400 invalid_json, as the whole parse does, and a too deep one json_too_deep", async () => {
     const long = "a".repeat(LONG_TEXT * 5);
     const good = `{"messages":[{"role":"user","content":"${long}"}]}`;
-    expect((await parseBig(Buffer.from(good))).messages[0]!.content).toBeInstanceOf(RawText);
+    expect((await parseEither(Buffer.from(good))).messages[0]!.content).toBeInstanceOf(RawText);
     const bad = [
       good.replace("aaaa", "a\u0001a"), // a raw control character
       good.replace("aaaa", "a\\xa"), // an unknown escape
@@ -91,11 +104,11 @@ describe("a large body's raw texts", () => {
     for (const text of bad) expect(await refusal(Buffer.from(text)), text.slice(0, 60)).toBe("invalid_json");
     // invalid UTF-8 in a content is decoded as JSON.parse decodes it (U+FFFD), and so not kept raw
     const latin = Buffer.concat([Buffer.from(good.slice(0, 100)), Buffer.from([0xff, 0xfe]), Buffer.from(good.slice(100))]);
-    const content = (await parseBig(latin)).messages[0]!.content;
+    const content = (await parseEither(latin)).messages[0]!.content;
     expect(content).toBe(JSON.parse(latin.toString("utf8")).messages[0].content);
     // a repeated key: JSON.parse keeps the last, and so does the result
     const twice = Buffer.from(`{"messages":[{"role":"user","content":"${long}"}],"messages":[{"role":"user","content":"short"}]}`);
-    expect(decoded(await parseBig(twice))).toEqual(JSON.parse(twice.toString()));
+    expect(decoded(await parseEither(twice))).toEqual(JSON.parse(twice.toString()));
     const deep = Buffer.from(`{"messages":[{"role":"user","content":"${long}"}],"x":${"[".repeat(70)}${"]".repeat(70)}}`);
     expect(await refusal(deep)).toBe("json_too_deep");
   });
@@ -114,7 +127,8 @@ describe("jsonBody", () => {
   });
 });
 
-describe("the scan of a string", () => {
+describe.each(BOTH)("the scan of a string (%s)", (_, parse) => {
+  const { parseEither, refusal } = parsing(parse);
   it("finds a control character, a quote or an escape at every byte offset and alignment", async () => {
     const rnd = seeded(3);
     for (let n = 0; n < 400; n++) {
@@ -124,7 +138,7 @@ describe("the scan of a string", () => {
       const make = (middle: string) => Buffer.from(`${lead}{"messages":[{"role":"user","content":"${text.slice(0, at)}${middle}${text.slice(at)}"}]}`);
       expect(await refusal(make(String.fromCharCode(rnd(0x20))))).toBe("invalid_json");
       const escaped = make(['\\"', "\\n", "\\\\", "\\u00e9"][rnd(4)]!);
-      const content = (await parseBig(escaped)).messages[0]!.content as RawText;
+      const content = (await parseEither(escaped)).messages[0]!.content as RawText;
       const parsed = JSON.parse(escaped.toString()).messages[0].content as string;
       expect(content.text()).toBe(parsed);
       expect(content.bytes).toBe(Buffer.byteLength(parsed));

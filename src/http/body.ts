@@ -6,7 +6,7 @@ import { cutError, type Cancel } from "./cancel.js";
 import { GatewayError, badRequest } from "./errors.js";
 import { nodeRequest } from "./node.js";
 import { JsonPieceError, parseInPieces } from "../json/slices.js";
-import { LARGE_BODY, LONG_TEXT, keepRawText } from "./raw-text.js";
+import { LARGE_BODY, LONG_TEXT, keepRawText, scanLargeBody } from "./raw-text.js";
 
 function tooLarge(limit: number): GatewayError {
   // the connection closes after the answer: what is left of a large body is not worth reading
@@ -41,10 +41,31 @@ export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: 
   const buf = nodeReq ? await readNodeBody(nodeReq, limit, cancel) : await readWebBody(event.req, limit);
   check?.(buf);
   if (buf.length === 0) throw badRequest("invalid_json", "Request body is empty: send a JSON object.");
-  // a large body is parsed in pieces, each in a turn of the event loop of its own: no body, however
-  // it is made, is one long step (docs/api.md#request-bounds)
-  if (buf.length >= LARGE_BODY) return parseLarge(buf, limits.maxDepth, rawTexts);
-  if (new JsonScanner(buf).nestingExceeds(limits.maxDepth)) throw tooDeep(limits.maxDepth);
+  // a body past PIECES_BODY is parsed in pieces, each in a turn of the event loop of its own: no
+  // body, however it is made, is one long step (docs/api.md#request-bounds)
+  if (buf.length >= PIECES_BODY) return parseLarge(buf, limits.maxDepth, rawTexts);
+  if (buf.length < LARGE_BODY) return parseWhole(buf, limits.maxDepth);
+  return parseScanned(buf, limits.maxDepth, rawTexts);
+}
+
+/** A large body under PIECES_BODY, scanned and parsed whole in turns of their own: a few ms each
+ *  at most, where the pieces' own work costs twice the parse (docs/performance.md#the-non-stream-path);
+ *  long message contents stay RawTexts when `rawTexts`. */
+export async function parseScanned(buf: Buffer, maxDepth: number, rawTexts: boolean): Promise<unknown> {
+  await nextTurn(); // its reading was a turn of its own
+  const scan = rawTexts ? scanLargeBody(buf, maxDepth) : undefined;
+  if (scan && "tooDeep" in scan) throw tooDeep(maxDepth);
+  const value = scan && "value" in scan ? scan.value : parseWhole(buf, maxDepth);
+  await nextTurn();
+  return value;
+}
+
+/** Bodies of this many bytes or more are parsed in pieces: one JSON.parse of 256 KiB of the worst
+ *  shape (87,000 empty arrays) takes 7 ms, 15 at most (docs/api.md#request-bounds). */
+export const PIECES_BODY = 256 * 1024;
+
+function parseWhole(buf: Buffer, maxDepth: number): unknown {
+  if (new JsonScanner(buf).nestingExceeds(maxDepth)) throw tooDeep(maxDepth);
   try {
     return JSON.parse(buf.toString("utf8"));
   } catch {
@@ -52,7 +73,7 @@ export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: 
   }
 }
 
-/** A body of LARGE_BODY bytes or more, parsed in pieces; long message contents stay RawTexts when `rawTexts`. */
+/** A body of PIECES_BODY bytes or more, parsed in pieces; long message contents stay RawTexts when `rawTexts`. */
 export async function parseLarge(buf: Buffer, maxDepth: number, rawTexts: boolean): Promise<unknown> {
   await nextTurn(); // its reading was a turn of its own
   try {

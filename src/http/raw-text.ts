@@ -9,6 +9,7 @@
 // for them than for everything else the gateway does with the request.
 import { randomBytes } from "node:crypto";
 import { isUtf8 } from "node:buffer";
+import { COLON, JsonScanner, QUOTE, skipSpace } from "../json/scan.js";
 import type { JsonPath, LongString } from "../json/slices.js";
 
 /** bodies smaller than this are parsed as a whole (http/body.ts): their strings are cheap */
@@ -58,6 +59,88 @@ export class RawText {
 const nonce = randomBytes(12).toString("hex");
 /** A string no client can send: stands for raw text `k` while the rest of the payload is serialized. */
 const marker = (k: number) => `\u0000sluice:${nonce}:${k}`;
+
+export type LargeBodyScan = { value: unknown } | { tooDeep: true } | undefined;
+
+/**
+ * A large body under PIECES_BODY (http/body.ts), parsed whole, with its long message contents left raw; `tooDeep` past `maxDepth`; undefined when
+ * the body is to be parsed as a whole instead (small, no long content, not valid UTF-8, dense with
+ * escapes, or not valid JSON: the whole parse then gives the client its error).
+ */
+export function scanLargeBody(buf: Buffer, maxDepth: number): LargeBodyScan {
+  if (buf.length < LARGE_BODY || !mayHoldLongString(buf) || !isUtf8(buf)) return undefined;
+  const raws: RawText[] = [];
+  // containers open ('{' or '['); the root object's current key; the message object's current key
+  const open: number[] = [];
+  let rootKey = "";
+  let messageKey = "";
+  const scan = new JsonScanner(buf);
+  for (let i = 0; i < buf.length; i++) {
+    const c = buf[i]!;
+    if (c === 0x7b || c === 0x5b) {
+      if (open.push(c) > maxDepth) return { tooDeep: true };
+    } else if (c === 0x7d || c === 0x5d) {
+      open.pop();
+    } else if (c === QUOTE) {
+      const end = scan.string(i);
+      if (end < 0) return undefined;
+      const saved = scan.saved;
+      const depth = open.length;
+      if (buf[skipSpace(buf, end)] === COLON) {
+        if (depth === 1 || depth === 3) {
+          const key = saved > 0 ? (JSON.parse(buf.toString("utf8", i, end)) as string) : buf.toString("utf8", i + 1, end - 1);
+          if (depth === 1) rootKey = key;
+          else messageKey = key;
+        }
+      } else if (end - i - 2 >= LONG_TEXT && depth === 3 && rootKey === "messages" && messageKey === "content" && open[0] === 0x7b && open[1] === 0x5b && open[2] === 0x7b) {
+        raws.push(new RawText(buf, i, end, end - i - 2 - saved, saved > 0));
+      }
+      i = end - 1;
+    }
+  }
+  return raws.length === 0 ? undefined : withRawTexts(buf, raws);
+}
+
+/** False when every 8 KB window of the body holds a quote: then no string is 16 KB long. */
+function mayHoldLongString(buf: Buffer): boolean {
+  const window = LONG_TEXT / 2;
+  for (let at = 0; at + window <= buf.length; at += window) {
+    const quote = buf.indexOf(QUOTE, at);
+    if (quote < 0 || quote >= at + window) return true;
+  }
+  return false;
+}
+
+/** The body parsed with each raw text standing in its place; undefined if any is not where expected. */
+function withRawTexts(buf: Buffer, raws: RawText[]): LargeBodyScan {
+  const parts: string[] = [];
+  let at = 0;
+  raws.forEach((raw, k) => {
+    parts.push(buf.toString("utf8", at, raw.start), JSON.stringify(marker(k)));
+    at = raw.end;
+  });
+  parts.push(buf.toString("utf8", at));
+  let value: unknown;
+  try {
+    value = JSON.parse(parts.join(""));
+  } catch {
+    return undefined;
+  }
+  // only message contents can be markers; a repeated key may have dropped one: parsed whole then
+  const messages = (value as { messages?: unknown } | null)?.messages;
+  const byMarker = new Map(raws.map((raw, k) => [marker(k), raw]));
+  let found = 0;
+  if (Array.isArray(messages)) {
+    for (const m of messages as Array<{ content?: unknown } | null>) {
+      const raw = typeof m?.content === "string" ? byMarker.get(m.content) : undefined;
+      if (raw) {
+        m!.content = raw;
+        found++;
+      }
+    }
+  }
+  return found === raws.length ? { value } : undefined;
+}
 
 /** What a large body's long string at `path` stays (json/slices.ts `keep`): a RawText for a
  *  `messages[i].content` of LONG_TEXT bytes or more that is valid UTF-8; otherwise its text. */
