@@ -9,8 +9,6 @@ import cluster from "node:cluster";
 import type { Server } from "node:http";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { toNodeHandler } from "h3/node";
 import { ConfigError, loadConfigFile } from "./config/load.js";
 import type { Config } from "./config/schema.js";
@@ -68,7 +66,6 @@ async function main(): Promise<void> {
   //    the event loop about half a second), then listen: the configured port or an error, never a
   //    silently different one.
   for (const name of new Set([...config.llmModels.map((m) => m.tokenizer), "cl100k_base" as const])) loadTokenizer(name);
-  collectStartUpGarbage();
   const server = createHttpServer(toNodeHandler(gateway.app), config.server);
   await new Promise<void>((resolveListen, reject) => {
     server.once("error", reject);
@@ -154,20 +151,6 @@ function connectionsClosed(server: Server, ms: number): Promise<void> {
     server.once("close", done);
     server.getConnections((_, count) => count === 0 && done());
   });
-}
-
-/** A full collection before listening: start-up leaves tens of MB (the token tables) that V8 would
- *  otherwise mark and compact during the first requests (docs/performance.md#start-up). Node has
- *  `gc` only behind a flag; set for a moment, it shows in a new context. */
-function collectStartUpGarbage(): void {
-  setFlagsFromString("--expose-gc");
-  try {
-    (runInNewContext("gc") as () => void)();
-  } catch {
-    // a Node without it: the collection comes when V8 decides
-  } finally {
-    setFlagsFromString("--no-expose-gc");
-  }
 }
 
 /** The process's last resort: never a silent exit. Names, codes and stacks only — no request data. */

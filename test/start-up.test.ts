@@ -2,25 +2,22 @@
 // hold nothing until used (a cache bounded by lru-cache's `max` allocates storage for all its
 // entries when made: 15-20 ms of start-up for 100,000 of them), the built gateway's token
 // encodings read from the JSON the build wrote, the store's channel records read (and the runtime
-// built over them) before the first request, and a full collection before it listens. How long
+// built over them) before the first request. How long
 // start-up takes is the benchmark's `start` section, never a test's.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createMemoryClusterState } from "../src/cluster/memory.js";
 import { TOKENIZER_NAMES, loadEncoder, ranksJson } from "../src/tokens/encodings.js";
 import { createStore } from "../src/store/index.js";
 import type { Store } from "../src/store/types.js";
 import { createHistoryCounts } from "../src/tokens/history-counts.js";
 import { startGateway } from "./support/gateway.js";
-import { BUILT_ENTRY, REPO_ROOT, createMainProcesses } from "./support/main-process.js";
+import { REPO_ROOT } from "./support/main-process.js";
 
-const processes = createMainProcesses();
-afterAll(() => processes.killAll());
 
 // the heap a value keeps, measured between two full collections
 setFlagsFromString("--expose-gc");
@@ -60,23 +57,6 @@ describe("start-up", () => {
     for (const name of TOKENIZER_NAMES) {
       expect(readFileSync(built.ranksFile(name), "utf8") === ranksJson(name), name).toBe(true);
       expect(built.loadEncoder(name).countTokens(text, asText), name).toBe(loadEncoder(name).countTokens(text, asText));
-    }
-  });
-
-  it("the gateway collects its start-up's garbage before it listens, not during its first requests", async () => {
-    const config = join(REPO_ROOT, "config.json");
-    const shipped = JSON.parse(readFileSync(config, "utf8"));
-    const dir = mkdtempSync(join(tmpdir(), "sluice-start-up-"));
-    try {
-      writeFileSync(join(dir, "config.json"), JSON.stringify({ ...shipped, store: { driver: "memory" } }));
-      // V8 traces a collection asked for by gc() as "testing"
-      const gw = await processes.startMain(["--trace-gc", ...BUILT_ENTRY], ["--config", join(dir, "config.json")]);
-      const beforeListening = gw.stdout().slice(0, gw.stdout().indexOf("listening on"));
-      expect(beforeListening).toMatch(/Mark-Compact[^\n]*testing/);
-      gw.proc.kill("SIGTERM");
-      expect(await gw.exited).toBe(0);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
     }
   });
 
