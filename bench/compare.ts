@@ -1,7 +1,8 @@
 // `npm run bench:compare -- <other checkout> [--only a,b] [--seconds N] [--rounds N]`: this build and
 // another (an older commit's checkout, its dist/ built) under the same loads, interleaved round by
 // round against one test upstream process, so a change is judged against what it changed and not
-// against a run on another day. Prints each build's RPS and CPU per request, and their ratio.
+// against a run on another day. Prints each build's RPS and CPU per request, and the median (and
+// range) of the per-round CPU ratios.
 //   git worktree add ../before <commit> && (cd ../before && npm run build) && npm run bench:compare -- ../before
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -47,16 +48,19 @@ async function main(): Promise<void> {
         continue;
       }
       const cpu = (r: typeof mine) => r.slices!.map((s) => s.cpuUs!.toFixed(0)).join("/");
+      // the ratio of each round's slices, as the bench's ratios are (docs/performance.md#reading-the-figures)
+      const ratios = mine.slices!.map((s, i) => s.cpuUs! / theirs.slices![i]!.cpuUs!).sort((a, b) => a - b);
+      const median = ratios.length % 2 ? ratios[(ratios.length - 1) / 2]! : (ratios[ratios.length / 2 - 1]! + ratios[ratios.length / 2]!) / 2;
       rows.push(
         `${load.padEnd(11)} ${mine.load.rps.toFixed(0).padStart(6)} ${theirs.load.rps.toFixed(0).padStart(6)}  ` +
-          `${mine.load.cpuUs!.toFixed(0).padStart(5)} ${theirs.load.cpuUs!.toFixed(0).padStart(5)}  ${(mine.load.cpuUs! / theirs.load.cpuUs!).toFixed(2)}×` +
+          `${mine.load.cpuUs!.toFixed(0).padStart(5)} ${theirs.load.cpuUs!.toFixed(0).padStart(5)}  ${median.toFixed(2)}× (${ratios[0]!.toFixed(2)}–${ratios.at(-1)!.toFixed(2)})` +
           `   this ${cpu(mine)}; other ${cpu(theirs)}`,
       );
     }
     const end = await machineFacts();
     console.log(`\nthis: ${process.cwd()} (${facts.commit})\nother: ${other}\n${facts.date}, ${facts.cores} × ${facts.cpu}, Node ${facts.node}, load average ${facts.loadAverageStart.toFixed(1)} at start, ${end.loadAverageStart.toFixed(1)} at end`);
     console.log(`${timing.rounds} interleaved rounds of ${(timing.seconds / timing.rounds).toFixed(1)} s per build and load; CPU: the gateway process's µs per request\n`);
-    console.log(`load          RPS this/other   CPU this/other   per round (µs)`);
+    console.log(`load          RPS this/other   CPU this/other  this/other: median of the rounds (range)   per round (µs)`);
     for (const row of rows) console.log(row);
   } finally {
     await Promise.all([...builds.map((b) => b.sluice?.stop()), upstream.stop()]);
