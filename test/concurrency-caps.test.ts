@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createRedisClusterState } from "../src/cluster/redis.js";
-import { chat, userMessage } from "./support/core-config.js";
+import { userMessage } from "./support/core-config.js";
 import { expectError } from "./support/fixtures.js";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
 import { BUILT_ENTRY, createMainProcesses } from "./support/main-process.js";

@@ -8,7 +8,7 @@ import Database from "better-sqlite3";
 import { createStore } from "../src/store/index.js";
 import { MIGRATIONS } from "../src/store/migrations.js";
 import { createSqliteStore } from "../src/store/sqlite.js";
-import { DAY, T0, alice, expectUpgradedRecords, history, round, usage, web } from "./support/store-contract.js";
+import { DAY, T0, alice, expectUpgradedRecords, history, round, usage } from "./support/store-contract.js";
 
 describe("persistence", () => {
   let dir: string;
