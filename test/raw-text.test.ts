@@ -1,13 +1,16 @@
 // Large chat bodies with long contents kept as the client's bytes (src/http/raw-text.ts): what the
 // scan gives is what JSON.parse gives, byte lengths are exact, the model gets the same JSON, and
 // every malformed body still ends in the whole parse's error.
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { parseLarge, parseScanned } from "../src/http/body.js";
 import { GatewayError } from "../src/http/errors.js";
-import { LARGE_BODY, LONG_TEXT, RawText, jsonBody } from "../src/http/raw-text.js";
+import { LARGE_BODY, LONG_TEXT, RawText, jsonBody, releaseRawTexts } from "../src/http/raw-text.js";
 import { ECHO_MAX_CHARS } from "../src/demo/echo-channel.js";
 import { boundMessage } from "../src/tokens/counter.js";
 import { chat, coreConfig, userMessage } from "./support/core-config.js";
+import { startGateway, type StartedGateway } from "./support/gateway.js";
+import { startOperatorServer, type OperatorServer } from "./support/operator-server.js";
+import { startUpstream, type Upstream } from "./support/upstream.js";
 import { useGateway } from "./support/harness.js";
 import { ordinaryText, seeded } from "./support/text-corpus.js";
 
@@ -193,5 +196,80 @@ describe("a large prompt through the gateway", () => {
     const again = await chat(h.gw.url, { model: "big", chatId: "raw-1", messages: [userMessage("and now?")] });
     expect(again.status).toBe(200);
     expect(h.upstream.last().body.messages.map((m) => m.content)).toEqual([long, echoed, "and now?"]);
+  });
+});
+
+describe("a raw text once its request is over", () => {
+  it("lets go of the body's bytes: read again, it says so rather than answer from a buffer it no longer holds", async () => {
+    const long = "y".repeat(LARGE_BODY);
+    const parsed = (await parseScanned(body([long, "short"], 0), 64, true)) as { messages: Array<{ content: unknown }> };
+    const raw = parsed.messages[0]!.content as RawText;
+    expect(raw).toBeInstanceOf(RawText);
+    releaseRawTexts(parsed);
+    expect(() => raw.literal()).toThrow(/after its request was over/);
+    expect(() => raw.text()).toThrow(/after its request was over/);
+    expect(parsed.messages[1]!.content).toBe("short");
+    // a text decoded while its request ran is kept (a report or a stored turn may hold it)
+    const again = (await parseScanned(body([long], 0), 64, true)) as { messages: Array<{ content: RawText }> };
+    expect(again.messages[0]!.content.text()).toBe(long);
+    releaseRawTexts(again);
+    expect(again.messages[0]!.content.text()).toBe(long);
+    // bodies without raw texts, or without messages, are left as they are
+    for (const other of [undefined, null, "text", { messages: "x" }, { messages: [null, 1, { content: "s" }] }]) expect(() => releaseRawTexts(other)).not.toThrow();
+  });
+});
+
+describe("a large prompt's bytes through the gateway", () => {
+  let upstream: Upstream;
+  let op: OperatorServer;
+  let gw: StartedGateway;
+  // no quote or backslash in it: a body whose every 8 KB holds a quote is parsed whole (raw-text.ts)
+  const long = ordinaryText(seeded(5), 80_000).replace(/["\\]/g, "'");
+  beforeAll(async () => {
+    upstream = await startUpstream();
+    op = await startOperatorServer();
+    const cfg = coreConfig(upstream.url, { shareLinks: [{ shareId: "guarded", appId: "a1", authHost: op.url }] });
+    (cfg.llmModels as Record<string, unknown>[]).push({ model: "big", maxContext: 256_000, maxResponse: 1000 });
+    (cfg.channels as Record<string, unknown>[])[0]!.models = ["m1", "m-vision", "big"];
+    (cfg.apps as Record<string, unknown>[])[0]!.models = ["m1", "big"];
+    (cfg.apps as Record<string, unknown>[])[0]!.model = "big";
+    gw = await startGateway(cfg);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await op?.close();
+    await upstream?.close();
+  });
+
+  it("are let go once the request is over, whole or streamed, after its turn is stored and its report made", async () => {
+    // each request's raw texts are released by the pipeline, after the answer and its settle
+    const release = vi.spyOn(RawText.prototype, "release");
+    try {
+      const whole = await chat(gw.url, { model: "big", chatId: "bytes-1", detail: true, messages: [userMessage(long)] });
+      expect(whole.status).toBe(200);
+      expect((await whole.json()).responseData[0].query).toBe(long);
+      expect(release).toHaveBeenCalledTimes(1);
+      const streamed = await chat(gw.url, { model: "big", chatId: "bytes-2", stream: true, detail: true, messages: [userMessage(long)] });
+      expect(streamed.status).toBe(200);
+      expect(await streamed.text()).toContain("[DONE]");
+      expect(release).toHaveBeenCalledTimes(2);
+    } finally {
+      release.mockRestore();
+    }
+    // the turns were stored whole: the next request on each chat sends them to the model
+    for (const chatId of ["bytes-1", "bytes-2"]) {
+      expect((await chat(gw.url, { model: "big", chatId, messages: [userMessage("next")] })).status).toBe(200);
+      expect(upstream.last().body.messages[0]!.content).toBe(long);
+    }
+  });
+
+  it("reach a share link's operator whole in its finish report, sent after the request is over", async () => {
+    const res = await chat(gw.url, { messages: [userMessage(long)], shareId: "guarded", outLinkUid: "tok-bytes", chatId: "share-bytes", stream: true }, null);
+    expect(res.status).toBe(200);
+    await res.text();
+    const [finish] = await op.waitForFinish(1);
+    const report = (finish!.body as { responseData: Array<{ query: string; historyPreview: Array<{ value: string }> }> }).responseData[0]!;
+    expect(report.query).toBe(long);
+    expect(report.historyPreview.at(-1)!.value).toBe(long);
   });
 });

@@ -17,12 +17,13 @@ export const LARGE_BODY = 64 * 1024;
 /** a message content at least this long stays raw */
 export const LONG_TEXT = 16 * 1024;
 
-/** A JSON string of the request body, kept as the bytes the client sent. */
+/** A JSON string of the request body, kept as the bytes the client sent, until its request is over. */
 export class RawText {
   #text: string | undefined;
+  #buf: Buffer | undefined;
 
   constructor(
-    private readonly buf: Buffer,
+    buf: Buffer,
     /** the opening quote */
     readonly start: number,
     /** after the closing quote */
@@ -33,18 +34,31 @@ export class RawText {
     /** the text, when the parse decoded it already (a string too long to decode in one step) */
     text?: string,
   ) {
+    this.#buf = buf;
     this.#text = text;
   }
 
   /** The decoded string (made once, on first use). */
   text(): string {
-    this.#text ??= this.escaped ? (JSON.parse(this.buf.toString("utf8", this.start, this.end)) as string) : this.buf.toString("utf8", this.start + 1, this.end - 1);
+    if (this.#text !== undefined) return this.#text;
+    const buf = this.#body();
+    this.#text = this.escaped ? (JSON.parse(buf.toString("utf8", this.start, this.end)) as string) : buf.toString("utf8", this.start + 1, this.end - 1);
     return this.#text;
   }
 
   /** The JSON string literal as the client sent it, quotes included. */
   literal(): Buffer {
-    return this.buf.subarray(this.start, this.end);
+    return this.#body().subarray(this.start, this.end);
+  }
+
+  /** Its request is over: the body's bytes are let go (releaseRawTexts). */
+  release(): void {
+    this.#buf = undefined;
+  }
+
+  #body(): Buffer {
+    if (!this.#buf) throw new Error("A raw text was read after its request was over.");
+    return this.#buf;
   }
 
   // anything that serializes or prints it without knowing it gets the decoded string
@@ -53,6 +67,22 @@ export class RawText {
   }
   toString(): string {
     return this.text();
+  }
+}
+
+/**
+ * A request over, its body's raw texts let go of the body's bytes. Why: V8 moves long-lived object
+ * literals' allocations to the old generation (allocation-site pretenuring), and an old object that
+ * dies keeps what it points to alive until the next full collection; a request's objects that point
+ * at its raw texts would then keep the 200 KB body through two scavenges, promote it, and make a
+ * mark-compact every few hundred such requests (docs/performance.md#large-bodies-and-the-old-generation).
+ */
+export function releaseRawTexts(body: unknown): void {
+  const messages = (body as { messages?: unknown } | null)?.messages;
+  if (!Array.isArray(messages)) return;
+  for (const m of messages) {
+    const content = (m as { content?: unknown } | null)?.content;
+    if (content instanceof RawText) content.release();
   }
 }
 

@@ -7,6 +7,7 @@ import type { H3Event } from "h3";
 import { missingApiKey } from "../auth/keys.js";
 import { factsOf } from "../http/facts.js";
 import { trackRequest } from "../http/inflight.js";
+import { releaseRawTexts } from "../http/raw-text.js";
 import type { Cancel } from "../http/cancel.js";
 import { identifyCaller, type Caller } from "./caller.js";
 import { readBody, type MeteredDeps } from "./pipeline.js";
@@ -41,9 +42,11 @@ export async function runLocal<Req, Out>(event: H3Event, deps: LocalDeps, spec: 
   const key = credential ? await deps.keyring.authenticateFresh(credential) : undefined;
   if (!key && spec.credential !== false) throw missingApiKey();
   const { cancel, untrack } = trackRequest(event, deps.inflight);
+  let body: unknown;
   try {
     // 2. The body, read under the request's Cancel, and validated.
-    const req = spec.parse(requestParts(event, await readBody(event, deps, spec, cancel)));
+    body = await readBody(event, deps, spec, cancel);
+    const req = spec.parse(requestParts(event, body));
     // 3–4. The caller and the cheap refusals (every QPM window counts the request).
     let caller: Caller | undefined;
     if (key) {
@@ -54,5 +57,6 @@ export async function runLocal<Req, Out>(event: H3Event, deps: LocalDeps, spec: 
     return await spec.answer({ event, req, caller, cancel });
   } finally {
     untrack();
+    if (spec.rawTexts) releaseRawTexts(body);
   }
 }

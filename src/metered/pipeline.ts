@@ -5,6 +5,7 @@
 import type { H3Event } from "h3";
 import { missingApiKey, type Keyring, type KeyIdentity } from "../auth/keys.js";
 import { readJsonBody, type BodyLimits } from "../http/body.js";
+import { releaseRawTexts } from "../http/raw-text.js";
 import type { Cancel } from "../http/cancel.js";
 import { GatewayError, toGatewayError } from "../http/errors.js";
 import { UpstreamError } from "../upstream/errors.js";
@@ -157,6 +158,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     freeSlots?.();
     untrack();
     if (body !== undefined) await spec.release?.(body);
+    if (spec.rawTexts) releaseRawTexts(body);
     // a request over with its hold neither settled nor released is the pipeline's bug: never silent
     if (meter && !meter.ended) await unsettled(meter);
   }

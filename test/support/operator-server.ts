@@ -57,8 +57,10 @@ export async function startOperatorServer(opts: { prefix?: string } = {}): Promi
   let finishSlow = false;
 
   const server = createServer(async (req, res) => {
-    let raw = "";
-    for await (const chunk of req) raw += chunk;
+    // decoded once whole: a character split across two chunks stays one character
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks).toString("utf8");
     const path = (req.url ?? "").startsWith(prefix) ? (req.url ?? "").slice(prefix.length) : (req.url ?? "");
     let body: unknown;
     try {
