@@ -183,3 +183,35 @@ describe("an upload's bodies", () => {
     }
   });
 });
+
+describe("a response's bodies once it is closed", () => {
+  it("leave nothing of the capture on the response: its own write and end, no listener of ours", async () => {
+    const { createServer, ServerResponse } = await import("node:http");
+    const { captureBodies } = await import("../src/metered/body-capture.js");
+    const saved: Array<{ request: string; response: string }> = [];
+    const seen: Array<{ write: unknown; end: unknown; closeListeners: number; before: number }> = [];
+    const server = createServer((req, res) => {
+      const before = res.listenerCount("close");
+      const event = { runtime: { node: { req, res } }, req: { headers: new Headers({ authorization: `Bearer ${APP_KEY}` }) } };
+      const deps = { store: { saveBodies: async (b: { request: string; response: string }) => void saved.push(b) }, redact: createRedactor([]), maxBytes: 1024, retentionMs: 60_000 };
+      captureBodies(event as never, deps as never, "all", Buffer.from('{"q":1}'), { channel: "up", requestId: "r-1" } as never, Date.now());
+      res.once("close", () => setImmediate(() => seen.push({ write: res.write, end: res.end, closeListeners: res.listenerCount("close"), before })));
+      res.setHeader("content-type", "application/json");
+      res.write('{"a":');
+      res.end("2}");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as import("node:net").AddressInfo;
+      expect(await (await fetch(`http://127.0.0.1:${port}/`)).text()).toBe('{"a":2}');
+      await vi.waitFor(() => expect(seen).toHaveLength(1));
+      expect(saved).toEqual([expect.objectContaining({ request: '{"q":1}', response: '{"a":2}' })]);
+      // what was patched is the response's own again, and the capture's "close" listener is gone
+      expect(seen[0]!.write).toBe(ServerResponse.prototype.write);
+      expect(seen[0]!.end).toBe(ServerResponse.prototype.end);
+      expect(seen[0]!.closeListeners).toBe(seen[0]!.before);
+    } finally {
+      server.close();
+    }
+  });
+});

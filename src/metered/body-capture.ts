@@ -35,13 +35,14 @@ export function captureBodies(event: H3Event, deps: BodyLogDeps, mode: "errors" 
   const requestOver = typeof request !== "string" && request.length > bound;
   const requestText = typeof request === "string" ? request : request.toString("utf8", 0, requestOver ? bound : request.length);
   const bearer = /^Bearer\s+(\S+)/i.exec(event.req.headers.get("authorization") ?? "")?.[1];
-  const answer = tee(res, bound);
+  const answer = new Tee(res, bound);
   // "close" comes once, whether the answer ended or the client left
-  res.on("close", () => {
-    // only a request that reached a model server has a usage row to show the bodies with
-    if (!facts.channel || !facts.requestId || (mode === "errors" && res.statusCode === 200)) return;
+  res.once("close", () => {
     const type = String(res.getHeader("content-type") ?? "");
     const response = TEXT_TYPE.test(type) ? answer.text() : `<${answer.bytes} bytes ${type || "unknown"}>`;
+    answer.detach();
+    // only a request that reached a model server has a usage row to show the bodies with
+    if (!facts.channel || !facts.requestId || (mode === "errors" && res.statusCode === 200)) return;
     const [req, requestTruncated] = kept(deps.redact(requestText, bearer), requestOver, deps.maxBytes);
     const [resp, responseTruncated] = kept(deps.redact(response, bearer), answer.over, deps.maxBytes);
     const saved = { requestId: facts.requestId, time, request: req, response: resp, requestTruncated, responseTruncated, expiresAt: time + deps.retentionMs };
@@ -67,34 +68,57 @@ function withoutLastWord(text: string): string {
 }
 
 /** Keeps the first `limit` bytes written to the response: a string as it is (a whole JSON answer
- *  usually is one, encoded once, by the socket), bytes as they are. */
-function tee(res: ServerResponse, limit: number) {
-  const chunks: Array<Buffer | string> = [];
-  let kept = 0;
-  let bytes = 0;
-  const keep = (chunk: unknown, encoding?: unknown) => {
+ *  usually is one, encoded once, by the socket), bytes as they are. Detached once the response is
+ *  closed: nothing of the request stays reachable from the response (an object V8 may have moved to
+ *  the old generation, where it keeps what it points to until a full collection:
+ *  docs/performance.md#large-bodies-and-the-old-generation). */
+class Tee {
+  #chunks: Array<Buffer | string> = [];
+  #kept = 0;
+  /** every byte written, kept or not */
+  bytes = 0;
+  readonly #res: ServerResponse;
+  readonly #write: ServerResponse["write"];
+  readonly #end: ServerResponse["end"];
+
+  constructor(
+    res: ServerResponse,
+    private readonly limit: number,
+  ) {
+    this.#res = res;
+    const write = (this.#write = res.write);
+    const end = (this.#end = res.end);
+    res.write = ((...args: unknown[]) => (this.#keep(args[0], args[1]), (write as (...a: unknown[]) => boolean).apply(res, args))) as ServerResponse["write"];
+    res.end = ((...args: unknown[]) => (this.#keep(args[0], args[1]), (end as (...a: unknown[]) => ServerResponse).apply(res, args))) as ServerResponse["end"];
+  }
+
+  /** whether more was written than kept */
+  get over(): boolean {
+    return this.bytes > this.#kept;
+  }
+
+  /** What was kept, decoded: bytes joined before they are decoded (a character may be split between two writes). */
+  text(): string {
+    const chunks = this.#chunks;
+    return chunks.length === 1 ? chunks[0]!.toString() : Buffer.concat(chunks.map((c) => (typeof c === "string" ? Buffer.from(c) : c))).toString("utf8");
+  }
+
+  /** The response's own write and end back, and what was kept let go. */
+  detach(): void {
+    this.#res.write = this.#write;
+    this.#res.end = this.#end;
+    this.#chunks = [];
+  }
+
+  #keep(chunk: unknown, encoding?: unknown): void {
     if (chunk === undefined || chunk === null || typeof chunk === "function") return;
     const utf8 = typeof chunk === "string" && (typeof encoding !== "string" || /^utf-?8$/i.test(encoding));
     const part = utf8 ? chunk : Buffer.isBuffer(chunk) ? chunk : typeof chunk === "string" ? Buffer.from(chunk, encoding as BufferEncoding) : Buffer.from(chunk as Uint8Array);
     const length = typeof part === "string" ? Buffer.byteLength(part) : part.length;
-    bytes += length;
-    if (kept >= limit) return;
-    const room = limit - kept;
-    chunks.push(length <= room ? part : (typeof part === "string" ? Buffer.from(part) : part).subarray(0, room));
-    kept += Math.min(length, room);
-  };
-  const write = res.write as (...args: unknown[]) => boolean;
-  const end = res.end as (...args: unknown[]) => ServerResponse;
-  res.write = ((...args: unknown[]) => (keep(args[0], args[1]), write.apply(res, args))) as ServerResponse["write"];
-  res.end = ((...args: unknown[]) => (keep(args[0], args[1]), end.apply(res, args))) as ServerResponse["end"];
-  return {
-    // bytes joined before they are decoded: a character may be split between two writes
-    text: () => (chunks.length === 1 ? chunks[0]!.toString() : Buffer.concat(chunks.map((c) => (typeof c === "string" ? Buffer.from(c) : c))).toString("utf8")),
-    get bytes() {
-      return bytes;
-    },
-    get over() {
-      return bytes > kept;
-    },
-  };
+    this.bytes += length;
+    if (this.#kept >= this.limit) return;
+    const room = this.limit - this.#kept;
+    this.#chunks.push(length <= room ? part : (typeof part === "string" ? Buffer.from(part) : part).subarray(0, room));
+    this.#kept += Math.min(length, room);
+  }
 }
