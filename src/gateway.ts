@@ -103,7 +103,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     // no request is judged before the keys created through the API are known (read once at start),
     // and none is metered while the state shared with other instances is out of reach (503 store_unavailable)
     const handle = async (event: H3Event) => {
-      await (route.metered ? Promise.all([ready(), state.reachable()]) : ready());
+      if (!isReady) await ready();
+      if (route.metered) await state.reachable();
       return current.handlers[route.handler](event);
     };
     for (const path of route.paths) app.on(route.method === "ALL" ? "" : route.method, path, observe(route.label ?? path, handle, route.errors));
@@ -119,12 +120,16 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   //    before the first request is judged, and the runtime rebuilt over the same config.json whenever
   //    they change, here or on another instance (requests in flight keep the runtime they started with).
   let channelsRead: Promise<void> | undefined;
+  // once ready, always: a request then pays no promise for it
+  let isReady = false;
   function ready(): Promise<void> {
     channelsRead ??= shared.channels.sync(file).then(rebuild, () => {
       channelsRead = undefined;
       throw storeUnavailable();
     });
-    return Promise.all([shared.keys.ready(), channelsRead]).then(() => {});
+    return Promise.all([shared.keys.ready(), channelsRead]).then(() => {
+      isReady = true;
+    });
   }
   function rebuild(): void {
     const old = current;
