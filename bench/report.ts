@@ -1,5 +1,6 @@
 // The benchmark's printout: the machine and run, a table per kind of measure, then every figure
 // the issues set a target for, checked against it.
+import type { HeapSummary } from "./heap-profile.js";
 import { execFileSync } from "node:child_process";
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { median, type LoadResult } from "./autocannon-case.js";
@@ -281,6 +282,12 @@ export function printProfile(mode: string, load: LoadResult, p: ProfileSummary):
   const share = (ms: number) => `${((ms / p.busyMs) * 100).toFixed(1)}%`;
   console.log(alignTable([["module", "self ms", "share"], ...p.modules.map((m) => [m.name, m.ms.toFixed(0), share(m.ms)])]));
   console.log(`\n${alignTable([["function", "self ms", "share"], ...p.functions.map((m) => [m.name, m.ms.toFixed(0), share(m.ms)])])}`);
+}
+
+export function printHeapProfile(mode: string, load: LoadResult, h: HeapSummary): void {
+  const requests = load.answered;
+  console.log(`\nSluice heap profile under the ${mode} load: ${load.rps.toFixed(0)} RPS, ${requests} requests; ${(h.bytes / 1e6).toFixed(1)} MB reached the old generation (${(h.bytes / requests).toFixed(0)} B a request), sampled every 4 KB\n`);
+  console.log(alignTable([["where it was made (innermost frame of Sluice's < its callers  >> what made it)", "MB", "B/request"], ...h.sites.map((s) => [s.site.slice(0, 200), (s.bytes / 1e6).toFixed(2), (s.bytes / requests).toFixed(0)])]));
 }
 
 function diff(a: number | undefined, b: number | undefined): number | undefined {

@@ -54,9 +54,12 @@
 //                     top self-time functions and modules; with --store postgres, on PostgreSQL + Redis,
 //                     and --workers N there profiles every process (summed); --top N lists N rows
 //                     of each table (default 25)
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+//   --heap-profile [case]  instead of the sections: Sluice under one load with V8's sampling heap
+//                     profiler after the warm-up; what reached the old generation (freed by a
+//                     major collection, or still alive) by the frames of Sluice's that made it
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { build } from "esbuild";
@@ -73,7 +76,8 @@ import { spawnNodeServer, type NodeServer } from "./node-process.js";
 import { measureMemory } from "./open-streams.js";
 import { bodyCases, floorRuns, perKbCost } from "./per-kb.js";
 import { readProfile } from "./profile.js";
-import { machineFacts, printProfile, printReport, type BenchResults } from "./report.js";
+import { summariseHeap } from "./heap-profile.js";
+import { machineFacts, printHeapProfile, printProfile, printReport, type BenchResults } from "./report.js";
 import { childProcesses } from "./process-cpu.js";
 import { startSharedSluice, startSharedStore, type SharedSluice, type SharedStore } from "./shared-store.js";
 import { measureScheduling } from "./scheduling.js";
@@ -102,6 +106,7 @@ const { values: flags, positionals } = parseArgs({
     "qpm-seconds": { type: "string" },
     streams: { type: "string", default: "1000,5000" },
     profile: { type: "boolean", default: false },
+    "heap-profile": { type: "boolean", default: false },
     top: { type: "string", default: "25" },
     store: { type: "string", default: "sqlite" },
     workers: { type: "string", default: "1" },
@@ -127,7 +132,7 @@ interface Context {
 
 async function main(): Promise<void> {
   // 1. The upstream and the floor as plain JavaScript, as Sluice runs after `npm run build`.
-  await build({ entryPoints: ["bench/upstream-process.ts", "bench/floor-proxy-process.ts"], bundle: true, packages: "external", outdir: OUT, platform: "node", format: "esm", target: "node20", logLevel: "warning" });
+  await build({ entryPoints: ["bench/upstream-process.ts", "bench/floor-proxy-process.ts", "bench/heap-sampling.ts"], bundle: true, packages: "external", outdir: OUT, platform: "node", format: "esm", target: "node20", logLevel: "warning" });
   const servers: Array<{ stop(): Promise<void> }> = [];
   const facts = await machineFacts();
   try {
@@ -136,6 +141,7 @@ async function main(): Promise<void> {
     const upstream = await spawnNodeServer("test upstream", { args: [`${OUT}/upstream-process.js`], readyPath: "/healthz", ready: (s) => s === 200 });
     servers.push(upstream);
     if (flags.profile) return await profile(upstream, positionals[0] ?? "non-stream");
+    if (flags["heap-profile"]) return await heapProfile(upstream, positionals[0] ?? "non-stream");
     const floor = await startFloor(upstream.url);
     servers.push(floor);
     const sluice = await startSluice(upstream.url);
@@ -396,6 +402,45 @@ async function profile(upstream: NodeServer, mode: string): Promise<void> {
     await shared?.close();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** Sluice with V8's sampling heap profiler (bench/heap-sampling.ts) under one case's load, after
+ *  its warm-up: what of it reached the old generation, and where it was made. */
+async function heapProfile(upstream: NodeServer, mode: string): Promise<void> {
+  const loadOf = LOADS[mode];
+  if (!loadOf) throw new Error(`--heap-profile takes one of ${Object.keys(LOADS).join(", ")}, not ${mode}`);
+  const dir = await mkdtemp(join(tmpdir(), "sluice-heap-"));
+  const file = join(dir, "sluice.heapprofile");
+  process.env.SLUICE_HEAP_PROFILE = file; // the Sluice process inherits it
+  try {
+    const sluice = await startSluice(upstream.url, { nodeArgs: [`--import=${resolve(OUT, "heap-sampling.js")}`] });
+    try {
+      const load = loadOf(sluice.url);
+      await runLoad(load, timingBase.warmupSeconds);
+      process.kill(sluice.pid, "SIGUSR2"); // sampling starts
+      console.error(`heap profile: Sluice under the ${mode} load for ${timingBase.seconds} s`);
+      const result = await runLoad(load, timingBase.seconds, { target: sluice.pid, upstream: upstream.pid });
+      process.kill(sluice.pid, "SIGUSR2"); // the profile is written
+      const written = await waitForFile(file);
+      const profile = JSON.parse(written) as { head?: Parameters<typeof summariseHeap>[0]; error?: string };
+      if (!profile.head) throw new Error(`the heap profiler said: ${profile.error ?? "nothing"}`);
+      printHeapProfile(mode, result, summariseHeap(profile.head, Number(flags.top)));
+    } finally {
+      await sluice.stop();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The file's text once it is written whole (the profile is one JSON write). */
+async function waitForFile(file: string): Promise<string> {
+  for (let i = 0; i < 300; i++) {
+    const text = await readFile(file, "utf8").catch(() => "");
+    if (text.endsWith("}")) return text;
+    await sleep(100);
+  }
+  throw new Error(`no heap profile in ${file} after 30 s`);
 }
 
 main().catch((err: unknown) => {
