@@ -93,9 +93,10 @@ const marker = (k: number) => `\u0000sluice:${nonce}:${k}`;
 export type LargeBodyScan = { value: unknown } | { tooDeep: true } | undefined;
 
 /**
- * A large body under PIECES_BODY (http/body.ts), parsed whole, with its long message contents left raw; `tooDeep` past `maxDepth`; undefined when
- * the body is to be parsed as a whole instead (small, no long content, not valid UTF-8, dense with
- * escapes, or not valid JSON: the whole parse then gives the client its error).
+ * A large body under PIECES_BODY (http/body.ts), parsed whole, with its long message contents left
+ * raw; `tooDeep` past `maxDepth`; undefined when the body is to be parsed as a whole instead (small,
+ * no long content, not valid UTF-8, dense with escapes, or not valid JSON: the whole parse then gives
+ * the client its error).
  */
 export function scanLargeBody(buf: Buffer, maxDepth: number): LargeBodyScan {
   if (buf.length < LARGE_BODY || !mayHoldLongString(buf) || !isUtf8(buf)) return undefined;

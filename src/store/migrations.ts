@@ -208,7 +208,8 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE api_keys ADD COLUMN period TEXT NOT NULL DEFAULT 'day';
   ALTER TABLE api_keys ADD COLUMN expires_at INTEGER;
   ALTER TABLE usage ADD COLUMN user TEXT;
-  `,  // issue 32: kept bodies are purged in the order of their key, which begins with their time
+  `,
+  // issue 32: kept bodies are purged in the order of their key, which begins with their time
   //    (docs/fastgpt.md#bodies): an index by expiry is one more to write with every row, for nothing
   `
   DROP INDEX IF EXISTS usage_bodies_by_expiry;

@@ -154,7 +154,8 @@ export const PG_MIGRATIONS: readonly string[] = [
   ALTER TABLE api_keys ADD COLUMN period text NOT NULL DEFAULT 'day';
   ALTER TABLE api_keys ADD COLUMN expires_at bigint;
   ALTER TABLE usage ADD COLUMN "user" text;
-  `,  // issue 32: kept bodies are purged in the order of their key, which begins with their time
+  `,
+  // issue 32: kept bodies are purged in the order of their key, which begins with their time
   //    (docs/fastgpt.md#bodies): an index by expiry is one more to write with every row, for nothing
   `
   DROP INDEX IF EXISTS usage_bodies_by_expiry;
