@@ -84,9 +84,18 @@ export function usageCsv(groups: ReportGroup[], by: GroupBy[]): string {
   return lines.join("\r\n") + "\r\n";
 }
 
-/** A field quoted when it holds a separator, a quote or a line break; a value a spreadsheet would
- *  run as a formula (=, +, -, @ first) gets a leading apostrophe: user names come from clients. */
+/** A value a spreadsheet may run as a formula: its first character is one of OWASP's (=, +, -, @, tab,
+ *  CR) or a line feed or NUL (ASVS 1.2.10). */
+const FORMULA_START = /^[=+\-@\t\r\n\0]/;
+/** Besides a formula, what makes a value quoted: either separator (`,`, or the `;` of spreadsheets in
+ *  many locales), a quote, a line break. */
+const NEEDS_QUOTES = /[,;"\r\n]/;
+
+/** A field as docs/api.md#usage says (OWASP's advice on CSV injection): user names come from clients.
+ *  A formula's first character gets a `'` before it, inside quotes; a value holding either separator,
+ *  a quote or a line break is quoted, its quotes doubled. */
 function csvField(value: string): string {
-  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
-  return /[",\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
+  const formula = FORMULA_START.test(value);
+  if (!formula && !NEEDS_QUOTES.test(value)) return value;
+  return `"${formula ? "'" : ""}${value.replaceAll('"', '""')}"`;
 }
