@@ -3,6 +3,7 @@
 // over hours on an injected clock; the report's groups by several columns at once, its days and hours
 // in a time zone half an hour off UTC, and its CSV, each equal to what the rows in the SQLite file
 // add up to (days and hours worked out here with another formatter).
+import { createHash } from "node:crypto";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { APP2_KEY, APP_KEY, GLOBAL_KEY, expectError, gatewayConfig, postChat, useTempDir, user } from "./support/fixtures.js";
@@ -114,7 +115,9 @@ function expectGroups(actual: Group[], wanted: Group[]): void {
 describe("usage report groups", () => {
   it("names each row's end user and keeps cached tokens", () => {
     const users = new Set(rows().map((r) => r.user));
-    expect(users).toEqual(new Set([null, "ann", "bob", "cy, the 2nd", "=SUM(A1)", "visitor-1"]));
+    // the share link's user by the digest of their localId (docs/store.md#share-link-users-in-usage-rows)
+    const visitor = `sha256:${createHash("sha256").update("sluice share user|pub|visitor-1").digest("hex").slice(0, 32)}`;
+    expect(users).toEqual(new Set([null, "ann", "bob", "cy, the 2nd", "=SUM(A1)", visitor]));
     expect(rows().some((r) => r.cached_tokens > 0)).toBe(true);
   });
 

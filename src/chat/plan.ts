@@ -9,7 +9,7 @@ import type { Held } from "../metered/quota.js";
 import type { Call, PlanBase } from "../metered/spec.js";
 import { affordedMaxTokens, tokenWorstCase, type TokenAsk } from "../metered/token-budget.js";
 import type { ShareAuth } from "../share/callbacks.js";
-import { chatNotOwned } from "../share/links.js";
+import { chatNotOwned, usageUser } from "../share/links.js";
 import type { ChatOwner, Store } from "../store/types.js";
 import { lastUserText } from "../tokens/counter.js";
 import { historyCounts } from "../tokens/history-counts.js";
@@ -85,7 +85,7 @@ export async function planChat(deps: PlanDeps, call: ChatCall, opts: PlanOptions
     owner,
     answerModel: req.model !== undefined && req.model !== model.model ? req.model : undefined,
     chatId: req.chatId,
-    user: uid,
+    user: caller.share ? usageUser(caller.share.link, uid!) : undefined,
     worstCase: tokenWorstCase(caller, model, askOf(limited, choices)),
   };
 }

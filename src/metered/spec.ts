@@ -72,7 +72,8 @@ export interface PlanBase {
   /** the conversation the usage row names */
   chatId?: string;
   /** the end user the usage row names, when the kind knows better than the request's own fields
-   *  (a share link's uid, from the operator's callback) */
+   *  (a share link's user: the operator's uid, or the digest of a localId,
+   *  docs/store.md#share-link-users-in-usage-rows) */
   user?: string;
 }
 

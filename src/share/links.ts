@@ -2,6 +2,7 @@
 // whether it is still open, and what a valid uid (operator's or the browser's localId) looks like.
 import type { ShareLinkConfig } from "../config/schema.js";
 import { GatewayError, badRequest, notFound } from "../http/errors.js";
+import { shareUserDigest } from "../store/share-user.js";
 
 const MAX_UID_BYTES = 255;
 // the uid becomes part of storage keys and paths, so its separators are refused
@@ -40,4 +41,11 @@ export function validateUid(uid: unknown): string {
     "outLinkUid must be a non-empty string of at most 255 bytes without '|', '\\' or '/'.",
     "outLinkUid",
   );
+}
+
+/** The share-link user a usage row names (docs/store.md#share-link-users-in-usage-rows): the
+ *  operator's uid on a link with `authHost`; else the uid is the browser's localId, which opens the
+ *  user's chats, and only its digest is named. */
+export function usageUser(link: ShareLinkConfig, uid: string): string {
+  return link.authHost ? uid : shareUserDigest(link.shareId, uid);
 }

@@ -1,6 +1,7 @@
 // The SQLite schema and its versions. `PRAGMA user_version` holds how many migrations a database
 // has had; at open, the missing ones run in order inside one transaction.
 import type Database from "better-sqlite3";
+import { shareUserDigest } from "./share-user.js";
 
 /** Append only: a released migration is never edited, a change is a new entry. */
 export const MIGRATIONS: readonly string[] = [
@@ -214,10 +215,18 @@ export const MIGRATIONS: readonly string[] = [
   `
   DROP INDEX IF EXISTS usage_bodies_by_expiry;
   `,
+  // issue 36: a share-link user's uid in a usage row may be the localId that opens their chats: every
+  //    share-link row's user is rewritten as its digest (docs/store.md#share-link-users-in-usage-rows;
+  //    the function is registered by migrate)
+  `
+  UPDATE usage SET user = sluice_share_user_digest(share_id, user) WHERE share_id IS NOT NULL AND user IS NOT NULL;
+  `,
 ];
 
 /** Brings the database to the latest schema version; refuses a database made by a newer build. */
 export function migrate(db: Database.Database): void {
+  // what the issue-36 migration computes in SQL, as the gateway computes it for new rows
+  db.function("sluice_share_user_digest", { deterministic: true }, (shareId: unknown, uid: unknown) => shareUserDigest(String(shareId), String(uid)));
   const apply = db.transaction(() => {
     const current = db.pragma("user_version", { simple: true }) as number;
     if (current > MIGRATIONS.length) {

@@ -160,6 +160,13 @@ export const PG_MIGRATIONS: readonly string[] = [
   `
   DROP INDEX IF EXISTS usage_bodies_by_expiry;
   `,
+  // issue 36: a share-link user's uid in a usage row may be the localId that opens their chats: every
+  //    share-link row's user is rewritten as its digest (docs/store.md#share-link-users-in-usage-rows),
+  //    the one src/store/share-user.ts makes: sha256 is built in since PostgreSQL 11
+  `
+  UPDATE usage SET "user" = 'sha256:' || left(encode(sha256(convert_to('sluice share user|' || share_id || '|' || "user", 'UTF8')), 'hex'), 32)
+  WHERE share_id IS NOT NULL AND "user" IS NOT NULL;
+  `,
 ];
 
 /** Any constant: the advisory lock every Sluice instance takes around its migration. */

@@ -105,7 +105,8 @@ export interface UsageRow {
   ttfbMs?: number | null;
   /** the client's error, `code: message`, at most 1 KB; null on success */
   error?: string | null;
-  /** the end user: a share link's uid, else the request's `user` / `safety_identifier` /
+  /** the end user: a share link's uid (a localId only as its digest,
+   *  docs/store.md#share-link-users-in-usage-rows), else the request's `user` / `safety_identifier` /
    *  `metadata.user_id` (docs/api.md#usage); null when none was named */
   user?: string | null;
 }
