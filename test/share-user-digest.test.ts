@@ -21,6 +21,8 @@ const ADMIN_KEY = "sk-test-admin-key-36";
 const LOCAL_ID = "browser-local-id-4f9c2a7e1b";
 const OTHER_ID = "browser-local-id-0d3e5b8c6a";
 const OP_TOKEN = "operator-token-36";
+/** hashed as UTF-8 by the gateway and by both migrations alike */
+const UNICODE_ID = "visiteur-é-漢字-🦊";
 /** the schema versions written before the digest: the files and databases of the previous build */
 const SQLITE_BEFORE = 11;
 const PG_BEFORE = 7;
@@ -29,6 +31,12 @@ const PG_BEFORE = 7;
 const digest = (shareId: string, uid: string) => `sha256:${createHash("sha256").update(`sluice share user|${shareId}|${uid}`).digest("hex").slice(0, 32)}`;
 
 type Group = { share: string | null; user: string | null; requests: number };
+
+/** As the report orders its groups: by share, then user, null first. */
+function sorted(groups: Group[]): Group[] {
+  const order = (g: Group) => [g.share, g.user].map((v) => (v === null ? "0" : `1${v}`)).join("\n");
+  return groups.sort((a, b) => (order(a) < order(b) ? -1 : 1));
+}
 
 let upstream: Upstream;
 beforeAll(async () => {
@@ -75,11 +83,11 @@ describe("share-link users in new usage rows", () => {
   it("reports a localId as its digest, one group per user; an operator's uid as given", async () => {
     // before (the starting commit): [{pub, "browser-local-id-0d3e5b8c6a", 1}, {pub, "browser-local-id-4f9c2a7e1b", 2}, …]
     expect(await groups(gw)).toEqual(
-      [
+      sorted([
         { share: "op", user: "op-alice", requests: 1 },
         { share: "pub", user: digest("pub", LOCAL_ID), requests: 2 },
         { share: "pub", user: digest("pub", OTHER_ID), requests: 1 },
-      ].sort((a, b) => (`${a.share}\n${a.user}` < `${b.share}\n${b.user}` ? -1 : 1)),
+      ]),
     );
   });
 
@@ -119,13 +127,15 @@ const OLD_ROWS: Array<[string | null, string | null, string | null]> = [
   [null, "pub", LOCAL_ID],
   [null, "pub", LOCAL_ID],
   [null, "pub", null],
+  [null, "pub", UNICODE_ID],
   ["k1", null, "ann"],
 ];
-const UPGRADED: Group[] = [
+const UPGRADED: Group[] = sorted([
   { share: null, user: "ann", requests: 1 },
   { share: "pub", user: null, requests: 1 },
   { share: "pub", user: digest("pub", LOCAL_ID), requests: 2 },
-];
+  { share: "pub", user: digest("pub", UNICODE_ID), requests: 1 },
+]);
 const INSERT_OLD = `INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens, points, status, duration_ms, "user")
   VALUES ($1, 'a1', $2, $3, 'm1', 'up', 5, 3, 0.016, 200, 20, $4)`;
 
@@ -152,7 +162,9 @@ describe("usage rows stored before, upgraded", () => {
       await gw.close();
     }
     const check = new Database(path, { readonly: true });
-    expect(JSON.stringify(check.prepare("SELECT * FROM usage").all())).not.toContain(LOCAL_ID);
+    const stored = JSON.stringify(check.prepare("SELECT * FROM usage").all());
+    expect(stored).not.toContain(LOCAL_ID);
+    expect(stored).not.toContain(UNICODE_ID);
     check.close();
   });
 
@@ -187,7 +199,9 @@ describe("usage rows stored before, upgraded", () => {
       const check = new pg.Client({ connectionString: url });
       await check.connect();
       try {
-        expect(JSON.stringify((await check.query(`SELECT * FROM usage`)).rows)).not.toContain(LOCAL_ID);
+        const stored = JSON.stringify((await check.query(`SELECT * FROM usage`)).rows);
+        expect(stored).not.toContain(LOCAL_ID);
+        expect(stored).not.toContain(UNICODE_ID);
       } finally {
         await check.end();
       }
