@@ -1,5 +1,6 @@
 // Share-link lookup and the share-link user id rule (docs/api.md#share-links): which link a request names,
-// whether it is still open, and what a valid uid (operator's or the browser's localId) looks like.
+// whether it is still open, what a valid uid (operator's or the browser's localId) looks like, and how a
+// usage row names the user.
 import type { ShareLinkConfig } from "../config/schema.js";
 import { GatewayError, badRequest, notFound } from "../http/errors.js";
 import { shareUserDigest } from "../store/share-user.js";
