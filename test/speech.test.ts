@@ -40,6 +40,11 @@ describe("speech request", () => {
     expect(speechUpstreamBody(req, MODEL)).toEqual({ model: "cosyvoice", input: "Hi", voice: "alloy", response_format: "wav", speed: 1.5, instructions: "calm" });
   });
 
+  it("never sends the client's own priority (before: passed through, which an engine without the priority policy refuses)", () => {
+    const req = parseSpeechRequest({ model: "tts", input: "Hi", voice: "alloy", priority: -100, instructions: "calm" });
+    expect(speechUpstreamBody(req, MODEL)).toEqual({ model: "cosyvoice", input: "Hi", voice: "alloy", instructions: "calm" });
+  });
+
   it.each([
     [{ model: "tts", voice: "alloy" }, "input", "input is required"],
     [{ model: "tts", input: "", voice: "alloy" }, "input", "input: must not be empty"],

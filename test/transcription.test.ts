@@ -63,6 +63,18 @@ describe("transcription fields", () => {
     expect(parseTranscriptionFields([["model", "m"]]).responseFormat).toBe("json");
   });
 
+  it("never forwards the client's own priority (before: forwarded, which an engine without the priority policy refuses)", () => {
+    const req = parseTranscriptionFields([
+      ["model", "whisper-1"],
+      ["priority", "-100"],
+      ["language", "en"],
+    ]);
+    expect(transcriptionUpstreamFields(req, MODEL)).toEqual([
+      ["model", "whisper-large-v3"],
+      ["language", "en"],
+    ]);
+  });
+
   it.each<[Array<[string, string]>, string, string]>([
     [[], "model", "model is required"],
     [[["model", "m"], ["response_format", "mp3"]], "response_format", 'response_format: must be one of "json", "text", "srt", "vtt", "verbose_json"'],

@@ -1,10 +1,12 @@
 // The text-to-speech request body (docs/fleet.md#speech), OpenAI's `audio.speech` shape: `model`,
 // `input`, `voice`, `response_format`, `speed`. Other fields (`instructions`, `stream_format`, …)
-// pass through to the upstream untouched. `voice` must be one of the model's voices when it lists any.
+// pass through to the upstream untouched, but a client's `priority` never
+// (docs/routing.md#priority-and-fairness). `voice` must be one of the model's voices when it lists any.
 import { z } from "zod";
 import type { AudioSpeechModelConfig } from "../config/schema.js";
 import { badRequest } from "../http/errors.js";
 import { modelName, parseBody } from "../http/validation.js";
+import { withoutClientPriority } from "../upstream/forward-priority.js";
 
 /** Under the channel's `/v1`. */
 export const SPEECH_PATH = "/audio/speech";
@@ -34,9 +36,9 @@ export function checkVoice(req: SpeechRequest, model: AudioSpeechModelConfig): v
   throw badRequest("unsupported_voice", `voice: ${model.model} has no such voice; use one of ${known}.`, "voice");
 }
 
-/** The upstream body: the client's, with the configured model name. */
+/** The upstream body: the client's but its `priority`, with the configured model name. */
 export function speechUpstreamBody(req: SpeechRequest, model: AudioSpeechModelConfig): Record<string, unknown> {
-  return { ...req, model: model.model };
+  return withoutClientPriority({ ...req, model: model.model });
 }
 
 /** The characters speech is billed by: Unicode code points, so an emoji or a rare CJK character

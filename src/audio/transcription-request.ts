@@ -1,10 +1,12 @@
 // The fields of a transcription upload (docs/fleet.md#transcription), OpenAI's names: `model`,
-// `language`, `prompt`, `response_format`, `temperature`. Every field but `model` and the file is
-// forwarded as it came (repeated ones such as `timestamp_granularities[]` too); the known ones are
-// checked first, so a wrong value is the client's 400, not the model server's.
+// `language`, `prompt`, `response_format`, `temperature`. Every field but `model`, `priority` (never a
+// client's to send an engine: docs/routing.md#priority-and-fairness) and the file is forwarded as it
+// came (repeated ones such as `timestamp_granularities[]` too); the known ones are checked first, so
+// a wrong value is the client's 400, not the model server's.
 import { z } from "zod";
 import { badRequest } from "../http/errors.js";
 import { modelName, parseBody } from "../http/validation.js";
+import { PRIORITY_FIELD } from "../upstream/forward-priority.js";
 
 /** Under the channel's `/v1`. */
 export const TRANSCRIPTION_PATH = "/audio/transcriptions";
@@ -32,7 +34,7 @@ export interface TranscriptionRequest {
   prompt?: string;
   responseFormat: TranscriptionFormat;
   temperature?: number;
-  /** the fields sent on to the upstream, in order, `model` left out (the configured name goes instead) */
+  /** the fields sent on to the upstream, in order, `model` (the configured name goes instead) and `priority` left out */
   forward: Array<[string, string]>;
 }
 
@@ -52,7 +54,7 @@ export function parseTranscriptionFields(fields: Array<[string, string]>): Trans
     prompt: parsed.prompt,
     responseFormat: parsed.response_format,
     temperature: parsed.temperature,
-    forward: fields.filter(([name]) => name !== "model"),
+    forward: fields.filter(([name]) => name !== "model" && name !== PRIORITY_FIELD),
   };
 }
 

@@ -1,6 +1,6 @@
 // The embeddings request body (docs/api.md#embeddings): OpenAI's `model`, `input` (a string, an array of
 // strings, an array of token ids, or an array of such arrays), `encoding_format` and `dimensions`.
-// Other OpenAI fields (`user`, …) pass through untouched.
+// Other OpenAI fields (`user`, …) pass through untouched, except a client's `priority` (./spec.ts).
 import { z } from "zod";
 import { badRequest } from "../http/errors.js";
 import { modelName, parseBody } from "../http/validation.js";

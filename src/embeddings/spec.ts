@@ -11,6 +11,7 @@ import type { MeteredSpec, PlanBase } from "../metered/spec.js";
 import { limited } from "../metered/token-budget.js";
 import { computePoints } from "../tokens/points.js";
 import { badUpstreamReply } from "../upstream/errors.js";
+import { withoutClientPriority } from "../upstream/forward-priority.js";
 import { readReply } from "../upstream/read.js";
 import { scanEmbeddings, withUsage, type EmbeddingsAnswer } from "./answer.js";
 import { checkInputs, countInputs } from "./limits.js";
@@ -39,7 +40,8 @@ export function createEmbeddingsSpec(deps: EmbeddingsSpecDeps): MeteredSpec<Embe
       // every input within maxToken, most proven by their bytes alone (counted once, when needed)
       const bound = await checkInputs(req.input, model);
       const tokens = countOnce(req.input);
-      return { body: jsonBody({ ...req, model: model.model }), inputs: inputItems(req.input).length, tokens, worstCase: worstCase(caller, model, bound, tokens) };
+      // the client's other fields pass through, its `priority` never (docs/routing.md#priority-and-fairness)
+      return { body: jsonBody(withoutClientPriority({ ...req, model: model.model })), inputs: inputItems(req.input).length, tokens, worstCase: worstCase(caller, model, bound, tokens) };
     },
     async attempt(client, plan, { model, cancel }) {
       const reply = await client.post({ path: "/embeddings", body: plan.body, signal: cancel, model: model.model });

@@ -1,6 +1,6 @@
 // The rerank request body (docs/fleet.md#rerank), Jina's and Cohere's shape: `model`, `query`,
 // `documents` (strings, or objects with a `text`), `top_n`, `return_documents`. Other fields (vLLM's
-// `truncate_prompt_tokens`, …) pass through to the upstream untouched.
+// `truncate_prompt_tokens`, …) pass through to the upstream untouched, except `priority` (./upstream.ts).
 import { z } from "zod";
 import type { ReRankModelConfig } from "../config/schema.js";
 import { badRequest } from "../http/errors.js";

@@ -2,8 +2,11 @@
 // rest wait in the gateway's queue for at most `queueTimeoutMs`, and a freed slot goes to the waiter
 // with the highest effective priority (its priority plus one for each `agingMs` it has waited, so
 // none starves), among those to the app served least recently (round robin across apps), inside an
-// app to the oldest (FIFO). A full queue or a wait past the deadline is refused at once
-// (503 channel_busy, docs/api.md#upstream-failures), so a burst never queues without bound.
+// app to the oldest (FIFO). A wait past the deadline is refused (503 channel_busy,
+// docs/api.md#upstream-failures), and so is an arrival at a full queue — unless it outranks the
+// queue's weakest waiter (a lower effective priority, or at the same one an app with more waiters),
+// which is refused in its place: so a burst never queues without bound, and one app's burst cannot
+// shut the others out of the channel.
 import { LRUCache } from "lru-cache";
 import type { Cancel } from "../http/cancel.js";
 
@@ -33,6 +36,8 @@ interface Waiter {
   app: string;
   since: number;
   grant: (release: Release) => void;
+  /** takes the waiter out of the queue, refused as busy (503 channel_busy) */
+  evict: () => void;
 }
 
 export class GateRefused extends Error {
@@ -48,6 +53,8 @@ export class ConnectionGate {
   #active = 0;
   #grants = 0;
   readonly #queue: Waiter[] = [];
+  /** app → its calls in the queue (an app leaves when its last one does) */
+  readonly #waiting = new Map<string, number>();
   /** app → the grant count when it was last served */
   readonly #served = new LRUCache<string, number>({ max: MAX_APPS });
   readonly #opts: GateOptions;
@@ -83,12 +90,13 @@ export class ConnectionGate {
       this.#opts.onWait?.(0, priority);
       return Promise.resolve(this.#releaser());
     }
-    if (this.#queue.length >= this.#opts.maxQueue) return Promise.reject(new GateRefused("busy"));
+    if (this.#queue.length >= this.#opts.maxQueue && !this.#makeRoom(priority, app)) return Promise.reject(new GateRefused("busy"));
     return new Promise<Release>((resolve, reject) => {
       const leave = (reason: "busy" | "cancelled") => {
         const at = this.#queue.indexOf(waiter);
         if (at < 0) return;
         this.#queue.splice(at, 1);
+        this.#left(app);
         this.#depthChanged();
         done();
         reject(new GateRefused(reason));
@@ -108,9 +116,11 @@ export class ConnectionGate {
           this.#opts.onWait?.(this.#now() - waiter.since, priority);
           resolve(release);
         },
+        evict: () => leave("busy"),
       };
       signal?.once("abort", onAbort);
       this.#queue.push(waiter);
+      this.#waiting.set(app, (this.#waiting.get(app) ?? 0) + 1);
       this.#depthChanged();
     });
   }
@@ -141,7 +151,7 @@ export class ConnectionGate {
     let bestServed = 0;
     for (let i = 0; i < this.#queue.length; i++) {
       const w = this.#queue[i]!;
-      const effective = w.priority + Math.floor((now - w.since) / this.#agingMs);
+      const effective = this.#effective(w, now);
       const served = this.#served.peek(w.app) ?? 0;
       if (best < 0 || effective > bestPriority || (effective === bestPriority && served < bestServed)) {
         best = i;
@@ -150,8 +160,46 @@ export class ConnectionGate {
       }
     }
     const [next] = this.#queue.splice(best, 1);
+    this.#left(next!.app);
     this.#served.set(next!.app, ++this.#grants);
     return next;
+  }
+
+  /** At a full queue: refuses the weakest waiter in favour of an arrival (priority, app) that
+   *  outranks it — a higher effective priority, or the same one and an app that, with the arrival,
+   *  still has fewer waiters than the weakest's app. True when the arrival may queue. */
+  #makeRoom(priority: number, app: string): boolean {
+    const weakest = this.#weakest();
+    if (!weakest) return false;
+    const outranks = priority > weakest.effective || (priority === weakest.effective && (this.#waiting.get(app) ?? 0) + 1 < weakest.count);
+    if (outranks) weakest.waiter.evict();
+    return outranks;
+  }
+
+  /** The waiter a full queue gives up first: the lowest effective priority, then the app with the
+   *  most waiters, then the newest. */
+  #weakest(): { waiter: Waiter; effective: number; count: number } | undefined {
+    const now = this.#now();
+    let weakest: { waiter: Waiter; effective: number; count: number } | undefined;
+    // newest first: a tie keeps the newer
+    for (let i = this.#queue.length - 1; i >= 0; i--) {
+      const waiter = this.#queue[i]!;
+      const effective = this.#effective(waiter, now);
+      const count = this.#waiting.get(waiter.app) ?? 0;
+      if (!weakest || effective < weakest.effective || (effective === weakest.effective && count > weakest.count)) weakest = { waiter, effective, count };
+    }
+    return weakest;
+  }
+
+  /** Priority plus one for each `agingMs` waited. */
+  #effective(w: Waiter, now: number): number {
+    return w.priority + Math.floor((now - w.since) / this.#agingMs);
+  }
+
+  #left(app: string): void {
+    const count = (this.#waiting.get(app) ?? 0) - 1;
+    if (count > 0) this.#waiting.set(app, count);
+    else this.#waiting.delete(app);
   }
 
   #depthChanged(): void {

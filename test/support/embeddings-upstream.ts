@@ -1,6 +1,7 @@
 // A small real OpenAI-compatible embeddings server (node:http) for tests: POST …/v1/embeddings
 // answers one fixed vector per input (floats, or base64 when asked), records what it was sent, and
-// answers an error status on demand.
+// answers an error status on demand — or, as vLLM started without `--scheduling-policy priority`,
+// 400 to any body carrying a `priority`.
 import { startJsonServer } from "./json-server.js";
 import { float32Base64 } from "../../src/demo/echo-channel.js";
 
@@ -11,6 +12,8 @@ export interface EmbeddingsBehaviour {
   promptTokens: number | false;
   /** sent as Retry-After with an error status */
   retryAfter?: string;
+  /** refuse (400) any body with a `priority` field, as vLLM without the priority policy */
+  refusePriority?: boolean;
 }
 
 export interface EmbeddingsUpstream {
@@ -21,6 +24,9 @@ export interface EmbeddingsUpstream {
   close(): Promise<void>;
 }
 
+/** vLLM's answer to a request's `priority` when it was not started with the priority policy. */
+export const PRIORITY_REFUSAL = { object: "error", message: "Priority scheduling is not enabled.", type: "BadRequestError", param: null, code: 400 };
+
 /** The vector every input gets, whatever it is. */
 export const UPSTREAM_VECTOR = [0.25, -0.5, 0.75];
 
@@ -29,6 +35,10 @@ export async function startEmbeddingsUpstream(initial: Partial<EmbeddingsBehavio
   const requests: Array<Record<string, unknown>> = [];
   const server = await startJsonServer("/v1/embeddings", (body, res) => {
     requests.push(body);
+    if (b.refusePriority && "priority" in body) {
+      res.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify(PRIORITY_REFUSAL));
+      return;
+    }
     if (b.status !== 200) {
       res.writeHead(b.status, { "content-type": "application/json", ...(b.retryAfter ? { "retry-after": b.retryAfter } : {}) });
       res.end(JSON.stringify({ error: { message: `embedding failed with ${b.status}` } }));

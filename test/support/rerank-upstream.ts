@@ -1,7 +1,9 @@
 // A small real rerank server (node:http) for tests. POST …/rerank (any path ending so, whatever the
 // query: `/v1/rerank` of a channel, or a model's `requestUrl`) scores each document by the share of the query's words it
 // holds, and answers in the shape of a real server: vLLM (default), Jina, Cohere v1 or v2, Xinference,
-// or TEI's bare list. It records what it was sent and answers an error status on demand.
+// or TEI's bare list. It records what it was sent and answers an error status on demand — or, as vLLM
+// started without `--scheduling-policy priority`, 400 to any body carrying a `priority`.
+import { PRIORITY_REFUSAL } from "./embeddings-upstream.js";
 import { startJsonServer } from "./json-server.js";
 
 export type RerankShape = "vllm" | "jina" | "cohere-v1" | "cohere-v2" | "xinference" | "tei";
@@ -10,6 +12,8 @@ export interface RerankBehaviour {
   shape: RerankShape;
   /** 200 answers scores; anything else an OpenAI-style error body with this status */
   status: number;
+  /** refuse (400) any body with a `priority` field, as vLLM without the priority policy */
+  refusePriority?: boolean;
 }
 
 export interface RecordedRerank {
@@ -46,6 +50,10 @@ export async function startRerankUpstream(initial: Partial<RerankBehaviour> = {}
     const body = json as RecordedRerank["body"];
     const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
     requests.push({ path: req.url ?? "/", headers, body });
+    if (b.refusePriority && "priority" in body) {
+      res.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify(PRIORITY_REFUSAL));
+      return;
+    }
     if (b.status !== 200) {
       res.writeHead(b.status, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: `rerank failed with ${b.status}` } }));
       return;
