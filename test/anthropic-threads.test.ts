@@ -229,6 +229,16 @@ describe("message threads: what is refused", () => {
     expect(g!.upstream.requests).toHaveLength(1);
   });
 
+  it("answers thread_unsupported_request once the app keeps as many stored rows as it may", async () => {
+    await start(says, { extra: { responses: { maxRowsPerApp: 1 } } });
+    expect((await post(created())).status).toBe(200);
+    const full = await post(created());
+    expect(full).toMatchObject({ status: 400, body: { error: { details: { error_code: "thread_unsupported_request", unsupported: ["thread_quota"] } } } });
+    // without a thread, the same request is served
+    expect((await post({ ...created(), thread: undefined })).status).toBe(200);
+    expect(g!.rows.map((r) => r.status)).toEqual([200, 200]);
+  });
+
   it("counts the stored conversation toward maxContext: a continue that fits alone is refused", async () => {
     await start(says);
     const long = "word ".repeat(1200);
@@ -247,6 +257,8 @@ describe("message threads: what is refused", () => {
       ((await (await fetch(`${g!.url}/v1/messages/count_tokens`, { method: "POST", headers: { "x-api-key": DEV_KEY, "content-type": "application/json" }, body: JSON.stringify(body) })).json()) as { input_tokens: number }).input_tokens;
     const whole = await count({ ...created([{ role: "user", content: "Write a.txt." }, { role: "assistant", content: "ok" }, { role: "user", content: "And again." }]), thread: undefined });
     expect(await count(continued(first.body.id as string))).toBe(whole);
-    expect(await count(continued("msg_unknown"))).toBeUndefined();
+    const unknown = await fetch(`${g!.url}/v1/messages/count_tokens`, { method: "POST", headers: { "x-api-key": DEV_KEY, "content-type": "application/json" }, body: JSON.stringify(continued("msg_unknown")) });
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toMatchObject({ error: { details: { error_code: "thread_not_found" } } });
   });
 });
