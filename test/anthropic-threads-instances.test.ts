@@ -86,6 +86,7 @@ describe("message threads across two gateways on one PostgreSQL database", () =>
     }
   });
 
+  // before: the continue by another key was a 200, and GET /v1/responses/{msg id} found nothing to hide
   it("answers thread_not_found on the other instance for another key, and keeps threads out of /v1/responses", async () => {
     const instances = await twoInstances(await storeConfig());
     try {
@@ -110,7 +111,7 @@ describe("message threads across two gateways on one PostgreSQL database", () =>
 });
 
 describe("message threads on SQLite", () => {
-  // Before threads were served, the continue reached the model without the conversation.
+  // before: the continue reached the model as the last question alone, without the conversation
   it("continue after a restart on the same file the thread kept before it", async () => {
     const path = join(dir, "threads.db");
     const says = () => ({ chunks: [{ choices: [{ index: 0, delta: { content: "Noted." } }] }], finishReason: "stop", usage: { prompt_tokens: 9, completion_tokens: 2 } });

@@ -144,6 +144,7 @@ describe("message threads: the SDK's tool runner", () => {
     expect(g!.rows.every((r) => r.keyName === "dev" && r.model === CODER && r.status === 200 && r.inputTokens === 50 && r.outputTokens === 10 && r.points === 0.07)).toBe(true);
   });
 
+  // before: the 300-byte limit was not consulted, and the runner threw on the second turn's 400
   it("goes on unthreaded when a thread cannot be kept (thread_unsupported_request), and still ends the loop", async () => {
     // one stored conversation may take 300 bytes: the create's is larger
     await start(fileWriterScript(FILES), { extra: { responses: { maxBytes: 300 } } });
@@ -167,6 +168,7 @@ describe("message threads: the SDK's tool runner", () => {
 describe("message threads: thread_not_found", () => {
   const says = (text: string): ModelScript => () => ({ chunks: textChunks(text), finishReason: "stop", usage: { prompt_tokens: 20, completion_tokens: 3 } });
 
+  // before: 200 — each continue served as a new conversation of one message
   it("for an unknown id and for another key's thread: 404 not_found_error with details.error_code", async () => {
     await start(says("Hello."));
     const first = await post(created());
@@ -184,6 +186,7 @@ describe("message threads: thread_not_found", () => {
     expect(g!.upstream.requests).toHaveLength(2);
   });
 
+  // before: `dialects` was an unknown config key; without it the third send was a 200 with one message
   it("after dialects.threadTtlHours: the SDK's thread then replays its whole history under a new one", async () => {
     await start(says("Noted."), { extra: { dialects: { threadTtlHours: 2 } } });
     const { sdk, sent } = client();
@@ -215,6 +218,7 @@ describe("message threads: thread_not_found", () => {
 describe("message threads: what is refused", () => {
   const says: ModelScript = () => ({ chunks: textChunks("ok"), finishReason: "stop", usage: { prompt_tokens: 20, completion_tokens: 1 } });
 
+  // before: 200 for each, the thread and the tool_addition block dropped
   it("answers thread_unsupported_request for a thread type it does not know and for tool changes", async () => {
     await start(says);
     const fork = await post({ ...created(), thread: { type: "fork" } });
@@ -229,6 +233,7 @@ describe("message threads: what is refused", () => {
     expect(g!.upstream.requests).toHaveLength(1);
   });
 
+  // before: 200, nothing kept
   it("answers thread_unsupported_request once the app keeps as many stored rows as it may", async () => {
     await start(says, { extra: { responses: { maxRowsPerApp: 1 } } });
     expect((await post(created())).status).toBe(200);
@@ -239,6 +244,7 @@ describe("message threads: what is refused", () => {
     expect(g!.rows.map((r) => r.status)).toEqual([200, 200]);
   });
 
+  // before: 200, the continue counted without what it continues
   it("counts the stored conversation toward maxContext: a continue that fits alone is refused", async () => {
     await start(says);
     const long = "word ".repeat(1200);
@@ -250,6 +256,7 @@ describe("message threads: what is refused", () => {
     expect(res).toMatchObject({ status: 400, body: { error: { type: "invalid_request_error", message: expect.stringMatching(/^prompt is too long: \d+ tokens > 1999 maximum$/) } } });
   });
 
+  // before: 9 tokens (the new message alone) for 72
   it("count_tokens counts a continue with the conversation it continues", async () => {
     await start(says);
     const first = await post(created());
