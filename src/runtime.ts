@@ -17,7 +17,7 @@ import { fleetLookups, modelKinds } from "./config/fleet.js";
 import { createEchoChannel } from "./demo/echo-channel.js";
 import { upstreamChannels } from "./upstream/channels.js";
 import { createCountTokensSpec } from "./dialects/anthropic/count-route.js";
-import { anthropicDialect } from "./dialects/anthropic/dialect.js";
+import { createAnthropicDialect } from "./dialects/anthropic/dialect.js";
 import { createResponseRoutes, createResponsesDialect } from "./dialects/responses/index.js";
 import type { ClusterState } from "./cluster/types.js";
 import type { Config } from "./config/schema.js";
@@ -142,7 +142,9 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
   const chatDeps = { models, aliases, serves, store: shared.store, shareAuth: shared.shareAuth, maxBytes: body.maxBytes, maxTurnBytes: config.server.maxTurnBytes };
   const chat = createChatSpec(chatDeps);
   const embeddings = createEmbeddingsSpec({ vectorModels: fleet.embeddings, aliases, serves });
-  const messages = createDialectSpec(chatDeps, anthropicDialect);
+  // message threads are kept as stored responses are, with their own time to live (docs/claude-code.md#message-threads)
+  const threads = { store: shared.store, limits: config.responses, ttlHours: config.dialects.threadTtlHours, clock: shared.clock };
+  const messages = createDialectSpec(chatDeps, createAnthropicDialect(threads));
   const responses = createDialectSpec(chatDeps, createResponsesDialect({ store: shared.store, limits: config.responses }));
   const storedResponses = createResponseRoutes({ keyring, apps, store: shared.store });
   const rerank = createRerankSpec({ rerankModels: fleet.rerank, aliases, serves });
@@ -167,7 +169,7 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
   const smallBody = { ...body, maxBytes: Math.min(SMALL_BODY_BYTES, body.maxBytes) };
   const readJson = (event: H3Event) => readJsonBody(event, smallBody);
   const share = createShareRoutes({ links, apps, store: shared.store, auth: shared.shareAuth, state: shared.state, server: config.server, page: config.server.sharePage });
-  const countTokens = createCountTokensSpec({ models, aliases, serves });
+  const countTokens = createCountTokensSpec({ models, aliases, serves, threads });
   // the share API's callers are named in its bodies: no key (docs/api.md#the-share-api)
   const shareCall = (call: (event: H3Event, body: unknown) => Promise<unknown>) => async (event: H3Event) =>
     jsonResponse(await runLocal(event, { ...metered, body: smallBody }, { what: "Share", credential: false, parse: ({ body }) => body, answer: ({ req }) => call(event, req) }));

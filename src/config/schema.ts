@@ -353,6 +353,13 @@ export const configSchema = z
         maxBytesPerApp: z.number().int().positive().default(256 * MIB),
       })
       .prefault({}),
+    /** The dialects' own settings (docs/configuration.md#dialects). */
+    dialects: z
+      .strictObject({
+        /** how long an Anthropic message thread is kept after its last answer (docs/claude-code.md#message-threads) */
+        threadTtlHours: z.number().positive().max(87_600).default(72),
+      })
+      .prefault({}),
     /** false: FastGPT's AI Proxy API may not create, change or delete channels (docs/fastgpt.md#channels) */
     channelWrites: z.boolean().default(true),
   })

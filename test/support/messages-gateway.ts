@@ -3,7 +3,7 @@
 // coding model, a small-context model, Claude's model names aliased to them, and keys with a QPM and
 // a points budget. Every usage row the gateway writes is kept for the test to read.
 import { createStore } from "../../src/store/index.js";
-import type { UsageRow } from "../../src/store/types.js";
+import type { Store, UsageRow } from "../../src/store/types.js";
 import { startGateway, type StartedGateway } from "./gateway.js";
 import { startScriptedUpstream, type ModelScript, type ScriptedUpstream } from "./scripted-upstream.js";
 
@@ -59,16 +59,23 @@ export interface MessagesGateway {
   close(): Promise<void>;
 }
 
-export async function startMessagesGateway(script: ModelScript, changes: ConfigChanges = {}): Promise<MessagesGateway> {
+export interface MessagesGatewayOptions {
+  /** the gateway's clock (quotas by time, key expiry, message threads) */
+  clock?: () => number;
+  /** the store to use (closed by close()); default a fresh in-memory one */
+  store?: Store;
+}
+
+export async function startMessagesGateway(script: ModelScript, changes: ConfigChanges = {}, opts: MessagesGatewayOptions = {}): Promise<MessagesGateway> {
   const upstream = await startScriptedUpstream(script);
-  const store = createStore({ driver: "memory" });
+  const store = opts.store ?? createStore({ driver: "memory" });
   const rows: UsageRow[] = [];
   const record = store.recordUsage.bind(store);
   store.recordUsage = (row, scopes) => {
     rows.push(row);
     return record(row, scopes);
   };
-  const gw = await startGateway(messagesConfig(upstream.url, changes), { store });
+  const gw = await startGateway(messagesConfig(upstream.url, changes), { store, clock: opts.clock });
   return {
     url: gw.url,
     gw,

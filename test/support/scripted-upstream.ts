@@ -15,6 +15,8 @@ export interface ModelTurn {
   usage?: { prompt_tokens: number; completion_tokens: number; completion_tokens_details?: { reasoning_tokens: number }; prompt_tokens_details?: { cached_tokens: number } };
   /** answer with this HTTP status and an OpenAI error body instead */
   status?: number;
+  /** that error answer's message (default: `scripted failure <status>`) */
+  message?: string;
   /** headers of that error answer (Retry-After, …) */
   headers?: Record<string, string>;
   /** cut the connection after this many chunks (a failure after the first byte) */
@@ -57,7 +59,7 @@ export async function startScriptedUpstream(script: ModelScript): Promise<Script
     const recorded = { path, headers, body };
     requests.push(recorded);
     const turn = await script(recorded, n++);
-    if (turn.status && turn.status !== 200) return send(res, turn.status, { error: { message: `scripted failure ${turn.status}`, type: "server_error" } }, turn.headers);
+    if (turn.status && turn.status !== 200) return send(res, turn.status, { error: { message: turn.message ?? `scripted failure ${turn.status}`, type: "server_error" } }, turn.headers);
     if (body.stream !== true || turn.answerWhole) return send(res, 200, wholeCompletion(turn, String(body.model)));
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
     res.flushHeaders();

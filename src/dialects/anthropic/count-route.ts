@@ -10,25 +10,30 @@ import { factsOf } from "../../http/facts.js";
 import { jsonResponse } from "../../http/json.js";
 import type { LocalSpec } from "../../metered/local.js";
 import { appAllows, resolveModel, type Aliases } from "../../metered/models.js";
-import { countInputTokens, toCountChat } from "./count-tokens.js";
+import { countInputTokens } from "./count-tokens.js";
 import { readAnthropicKey } from "./dialect.js";
-import type { MessagesCtx } from "./to-chat.js";
+import { parseCountTokensRequest, type CountTokensRequest } from "./request-schema.js";
+import { openThread, type ThreadDeps } from "./thread.js";
+import { buildChat } from "./to-chat.js";
 
 export interface CountTokensDeps {
   models: Map<string, ModelConfig>;
   aliases: Aliases;
   serves: (model: string) => boolean;
+  /** a thread's `continue` is counted with the conversation it continues */
+  threads: Pick<ThreadDeps, "store" | "clock">;
 }
 
-export function createCountTokensSpec(deps: CountTokensDeps): LocalSpec<{ chat: ChatRequest; ctx: MessagesCtx }, Response> {
+export function createCountTokensSpec(deps: CountTokensDeps): LocalSpec<CountTokensRequest, Response> {
   return {
     what: "Counting tokens",
     credential: (headers) => asBearer(readAnthropicKey(headers)),
     rawTexts: true,
-    parse: ({ body }) => toCountChat(body),
-    async answer({ event, req: { chat, ctx }, caller }) {
-      const model = resolveModel(deps.models, deps.aliases, ctx.model, (m) => appAllows(caller!.app, m), deps.serves);
+    parse: ({ body }) => parseCountTokensRequest(body),
+    async answer({ event, req, caller }) {
+      const model = resolveModel(deps.models, deps.aliases, req.model, (m) => appAllows(caller!.app, m), deps.serves);
       factsOf(event).model = model.model;
+      const { chat } = buildChat((await openThread(deps.threads, req, caller!)).req);
       return jsonResponse({ input_tokens: await countInputTokens(chat, model) });
     },
   };

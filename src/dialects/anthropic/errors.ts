@@ -2,7 +2,7 @@
 // pipeline becomes `{type: "error", error: {type, message}}` with Anthropic's status and type, so
 // the SDK raises its typed errors and Claude Code retries what Anthropic's API would have it retry.
 import { ContextTooLong } from "../../chat/limits.js";
-import type { GatewayError } from "../../http/errors.js";
+import { GatewayError } from "../../http/errors.js";
 import type { DialectError } from "./types.js";
 
 export type AnthropicErrorType =
@@ -17,8 +17,34 @@ export type AnthropicErrorType =
 
 export interface AnthropicErrorBody {
   type: "error";
-  error: { type: AnthropicErrorType; message: string };
+  error: { type: AnthropicErrorType; message: string; details?: Record<string, unknown> };
 }
+
+/** A refusal a client acts on by its `error.details` (`error_code`, …): the message threads' two. */
+export class DetailedError extends GatewayError {
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    readonly details: Record<string, unknown>,
+  ) {
+    super(status, code, message);
+  }
+}
+
+/** A `continue` naming no live message of the key's threads: the SDK sends the whole history again
+ *  under a new thread (docs/claude-code.md#message-threads). */
+export const threadNotFound = (id: string) =>
+  new DetailedError(404, "thread_not_found", `thread.previous_message_id: no thread of this key holds ${JSON.stringify(id)} (unknown, expired, or another key's)`, {
+    error_code: "thread_not_found",
+  });
+
+/** A thread Sluice cannot serve: the SDK goes on without threads (its tool runner at once). */
+export const threadUnsupported = (unsupported: string[], why: string) =>
+  new DetailedError(400, "thread_unsupported_request", `thread: ${why}; send the request without \`thread\``, {
+    error_code: "thread_unsupported_request",
+    unsupported,
+  });
 
 /** The status, body and headers of `err` in Anthropic's shape. */
 export function anthropicError(err: GatewayError): DialectError {
@@ -27,7 +53,9 @@ export function anthropicError(err: GatewayError): DialectError {
   // a wrong key and a spent budget (or a period's, until it resets) stay so: Anthropic's clients
   // retry every 429 (and Claude Code every 401, for ten tries) unless told not to
   if (status === 401 || err.code === "insufficient_quota" || err.code === "period_budget_exhausted") headers["x-should-retry"] = "false";
-  return { status, body: errorBody(type, messageOf(err)), headers };
+  const body = errorBody(type, messageOf(err));
+  if (err instanceof DetailedError) body.error.details = err.details;
+  return { status, body, headers };
 }
 
 /** The `event: error` that ends a stream which failed after its first byte. */

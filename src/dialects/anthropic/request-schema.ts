@@ -22,13 +22,14 @@ const document = z.looseObject({ type: z.literal("document"), source: z.looseObj
 const toolUse = z.looseObject({ type: z.literal("tool_use"), id: z.string().min(1), name: z.string().min(1), input: z.unknown() });
 const thinking = z.looseObject({ type: z.enum(["thinking", "redacted_thinking"]) });
 
-/** Blocks of a type outside `known` become `{type: "other"}` before validation: accepted, and
- *  dropped by the translation (server_tool_use, web_search_tool_result, container_upload, …). */
+/** Blocks of a type outside `known` become `{type: "other", was}` before validation: accepted, and
+ *  dropped by the translation (server_tool_use, web_search_tool_result, container_upload, …); `was`
+ *  lets a thread refuse what it cannot leave out (./thread.ts). */
 function withOthers<const T extends readonly [z.core.$ZodTypeDiscriminable, ...z.core.$ZodTypeDiscriminable[]]>(known: readonly string[], options: T) {
-  const other = z.object({ type: z.literal("other") });
+  const other = z.object({ type: z.literal("other"), was: z.string() });
   const mapped = (b: unknown) => {
     const type = (b as { type?: unknown } | null)?.type;
-    return typeof type === "string" && !known.includes(type) ? { type: "other" } : b;
+    return typeof type === "string" && !known.includes(type) ? { type: "other", was: type } : b;
   };
   return z.preprocess(mapped, z.discriminatedUnion("type", [...options, other]));
 }
@@ -89,6 +90,9 @@ export const messagesRequestSchema = z.looseObject({
   top_k: z.number().int().optional(),
   stream: z.boolean().optional(),
   metadata: z.looseObject({}).optional(),
+  // message threads (docs/claude-code.md#message-threads): a type Sluice does not know is refused
+  // there, not here, with the refusal the SDK falls back on
+  thread: z.looseObject({ type: z.string(), previous_message_id: z.string().min(1).max(200).optional() }).nullish(),
 });
 
 /** count_tokens takes the same body without `max_tokens` (Claude Code sends none). */
@@ -103,6 +107,7 @@ export type ImageBlock = z.infer<typeof image>;
 export type DocumentBlock = z.infer<typeof document>;
 export type AnthropicTool = NonNullable<MessagesRequest["tools"]>[number];
 export type ToolChoice = z.infer<typeof toolChoice>;
+export type ThreadParam = NonNullable<MessagesRequest["thread"]>;
 
 /** The validated body, or a 400 naming the first offending field. */
 export function parseMessagesRequest(body: unknown): MessagesRequest {

@@ -4,6 +4,7 @@
 // written one after another: data for another block while a tool call's arguments are still
 // incomplete JSON waits, and is written, in arrival order, once that tool call is complete or the
 // answer ends. A tool call's later pieces join its block when it opens, wherever they waited.
+import { toolInput, type ContentBlock } from "./answer.js";
 import { errorEvent } from "./errors.js";
 import { messageId, toolUseId } from "./ids.js";
 import { stopOf, usageOf } from "./stop.js";
@@ -32,6 +33,9 @@ export function createStreamTranslator(ctx: MessagesCtx): StreamTranslator {
   let hadToolUse = false;
   let stopString: unknown;
   let done = false;
+  const id = messageId();
+  // a thread keeps the answer (./thread.ts); no other request pays for recording it
+  const kept = ctx.thread ? createRecord() : undefined;
 
   const same = (block: Block | undefined, seg: Segment) =>
     block !== undefined && (block.kind === "tool" ? seg.kind === "tool" && seg.call === block.call : block.kind === seg.kind);
@@ -40,6 +44,7 @@ export function createStreamTranslator(ctx: MessagesCtx): StreamTranslator {
   /** A delta event: the hot path, written as a template around the one string that needs escaping. */
   function write(seg: Segment): string {
     if (seg.text.length === 0) return "";
+    kept?.add(seg.text);
     const head = `event: content_block_delta\ndata: {"type":"content_block_delta","index":${open!.index},"delta":`;
     if (seg.kind === "tool") {
       seg.call.written += seg.text;
@@ -65,7 +70,8 @@ export function createStreamTranslator(ctx: MessagesCtx): StreamTranslator {
       hadToolUse = true;
       seg.call.state = "open";
       open = { kind: "tool", index, call: seg.call };
-      const block = { type: "tool_use", id: toolUseId(seg.call.id), name: seg.call.name, input: {} };
+      const block = { type: "tool_use" as const, id: toolUseId(seg.call.id), name: seg.call.name, input: {} };
+      kept?.open(block);
       out += event("content_block_start", { type: "content_block_start", index, content_block: block });
       out += write(seg);
       for (let i = 0; i < waiting.length; ) {
@@ -75,7 +81,8 @@ export function createStreamTranslator(ctx: MessagesCtx): StreamTranslator {
       return out;
     }
     open = { kind: seg.kind, index };
-    const block = seg.kind === "text" ? { type: "text", text: "" } : { type: "thinking", thinking: "", signature: "" };
+    const block: ContentBlock = seg.kind === "text" ? { type: "text", text: "" } : { type: "thinking", thinking: "", signature: "" };
+    kept?.open(block);
     return out + event("content_block_start", { type: "content_block_start", index, content_block: block }) + write(seg);
   }
 
@@ -125,7 +132,7 @@ export function createStreamTranslator(ctx: MessagesCtx): StreamTranslator {
 
   return {
     begin(inputTokens = 0) {
-      const message = { id: messageId(), type: "message", role: "assistant", model: ctx.model, content: [], stop_reason: null, stop_sequence: null, usage: usageOf(inputTokens, 0) };
+      const message = { id, type: "message", role: "assistant", model: ctx.model, content: [], stop_reason: null, stop_sequence: null, usage: usageOf(inputTokens, 0) };
       return event("message_start", { type: "message_start", message }) + PING;
     },
 
@@ -160,6 +167,25 @@ export function createStreamTranslator(ctx: MessagesCtx): StreamTranslator {
     },
 
     heartbeat: () => (done ? "" : PING),
+
+    result: () => (kept && done ? { id, content: kept.blocks() } : undefined),
+  };
+}
+
+/** The answer's blocks as they are written: a tool call's input is parsed once it is over. */
+function createRecord() {
+  const blocks: Array<{ block: ContentBlock; text: string }> = [];
+  return {
+    open: (block: ContentBlock) => void blocks.push({ block, text: "" }),
+    add(text: string) {
+      const last = blocks.at(-1);
+      if (last) last.text += text;
+    },
+    blocks: (): ContentBlock[] =>
+      blocks.map(({ block, text }) => {
+        if (block.type === "tool_use") return { ...block, input: toolInput(text) };
+        return block.type === "text" ? { ...block, text } : { ...block, thinking: text };
+      }),
   };
 }
 

@@ -6,6 +6,7 @@ import type { ChatMessage, ChatRequest } from "../../chat/request-schema.js";
 import { badRequest } from "../../http/errors.js";
 import { RawText } from "../../http/raw-text.js";
 import { chatToolCallId } from "./ids.js";
+import type { ThreadCtx } from "./thread.js";
 import {
   parseMessagesRequest,
   type AnthropicMessage,
@@ -24,6 +25,8 @@ export interface MessagesCtx {
   stream: boolean;
   /** the request's stop sequences: a vLLM `stop_reason` naming one is reported as `stop_sequence` */
   stopSequences: string[];
+  /** a message thread's request: its answer is kept under its id (./thread.ts) */
+  thread?: ThreadCtx;
 }
 
 type TextPart = { type: "text"; text: string };

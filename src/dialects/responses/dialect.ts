@@ -12,7 +12,7 @@ import { toResponse } from "./answer.js";
 import { previousResponseNotFound, storedResponseTooLarge, storeQuotaExceeded } from "./errors.js";
 import { parseResponsesRequest, type ResponsesRequest } from "./request-schema.js";
 import type { ResponseObject } from "./response-object.js";
-import { conversationOf, storedRow, storedScope } from "./stored.js";
+import { conversationOf, isResponseId, storedRow, storedScope } from "./stored.js";
 import { createResponsesStream } from "./stream.js";
 import { translateRequest, type ResponsesCtx } from "./to-chat.js";
 
@@ -32,7 +32,8 @@ export function createResponsesDialect(deps: ResponsesDialectDeps): ChatDialect<
     async toChat(req, caller) {
       const now = Date.now();
       const { appId, keyName } = storedScope(caller.app, caller.key?.name);
-      const previous = req.previous_response_id ? await deps.store.getResponse(appId, req.previous_response_id, now, keyName) : undefined;
+      const id = req.previous_response_id;
+      const previous = id && isResponseId(id) ? await deps.store.getResponse(appId, id, now, keyName) : undefined;
       if (req.previous_response_id && !previous) throw previousResponseNotFound();
       const translated = translateRequest(req, previous ? conversationOf(previous) : []);
       if (translated.ctx.store) await assertRoom(deps, caller, translated.ctx, now);

@@ -7,7 +7,7 @@ import type { AppConfig } from "../../config/schema.js";
 import { jsonResponse } from "../../http/json.js";
 import type { Store } from "../../store/types.js";
 import { responseNotFound } from "./errors.js";
-import { deletedResponse, storedResponse, storedScope } from "./stored.js";
+import { deletedResponse, isResponseId, storedResponse, storedScope } from "./stored.js";
 
 export function createResponseRoutes(deps: { keyring: Keyring; apps: Map<string, AppConfig>; store: Store }) {
   const scopeOf = async (event: H3Event) => {
@@ -19,14 +19,15 @@ export function createResponseRoutes(deps: { keyring: Keyring; apps: Map<string,
   return {
     async get(event: H3Event): Promise<Response> {
       const scope = await scopeOf(event);
-      const row = scope ? await deps.store.getResponse(scope.appId, idOf(event), Date.now(), scope.keyName) : undefined;
+      const id = idOf(event);
+      const row = scope && isResponseId(id) ? await deps.store.getResponse(scope.appId, id, Date.now(), scope.keyName) : undefined;
       if (!row) throw responseNotFound();
       return jsonResponse(storedResponse(row));
     },
     async delete(event: H3Event): Promise<Response> {
       const scope = await scopeOf(event);
       const id = idOf(event);
-      if (!scope || !(await deps.store.deleteResponse(scope.appId, id, Date.now(), scope.keyName))) throw responseNotFound();
+      if (!scope || !isResponseId(id) || !(await deps.store.deleteResponse(scope.appId, id, Date.now(), scope.keyName))) throw responseNotFound();
       return jsonResponse(deletedResponse(id));
     },
   };

@@ -19,6 +19,10 @@ export function storedScope(app: AppConfig, keyName: string | undefined): { appI
   return app.sharedChats ? { appId: app.id } : { appId: app.id, keyName: keyName ?? "" };
 }
 
+/** Whether `id` can name a stored response: the same rows hold Anthropic message threads, under
+ *  their `msg_…` ids (docs/store.md#responses), which are no response of this API. */
+export const isResponseId = (id: string): boolean => id.startsWith("resp_");
+
 /** The row to save for `response`, or undefined when the request said `store: false`. */
 export function storedRow(
   ctx: ResponsesCtx,
