@@ -142,8 +142,8 @@ export function createChannelRoutes(deps: ChannelRouteDeps) {
       writer(event);
       const body = readChannelBody(await deps.readJson(event));
       const channel = parsedChannel(() => channelFrom(body, undefined, deps.configured));
-      nameTaken(channel.name);
       await checkAddress(channel);
+      nameTaken(channel.name);
       let id = 0;
       await commit([...deps.channels.channels, channel], async () => (id = await deps.book.create(channel, body.status ?? ENABLED, Date.now())));
       return ok(viewOf({ ...channel, id }, { id, ref: "", source: "api", overridden: false, status: body.status ?? ENABLED, createdAt: Date.now() }));
@@ -154,8 +154,8 @@ export function createChannelRoutes(deps: ChannelRouteDeps) {
       const { channel: current, meta } = found;
       const body = readChannelBody(await deps.readJson(event));
       const channel = parsedChannel(() => channelFrom(body, current, deps.configured));
-      nameTaken(channel.name, found);
       await checkAddress(channel, current);
+      nameTaken(channel.name, found);
       const next = deps.channels.channels.map((c) => (c.name === current.name ? { ...channel, id: current.id } : c));
       await commit(next, async () => {
         await deps.book.write([{ ref: meta.ref, record: toRecord(channel), deleted: false }]);

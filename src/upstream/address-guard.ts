@@ -30,6 +30,7 @@ export interface AddressGuard {
   connect: buildConnector.connector;
   /** for the health check and the engine scrape, over the same connector */
   dispatcher: Dispatcher;
+  /** ends its health-check and scrape connections (a check in flight fails: it is the gateway's close) */
   close(): Promise<void>;
 }
 
@@ -82,7 +83,7 @@ export function createAddressGuard(opts: GuardOptions): AddressGuard {
     return refused && `${host} resolves to ${refused.address}, a link-local or cloud-metadata address (allowLinkLocalChannels in config.json allows it)`;
   }
 
-  return { refusal, connect, dispatcher, close: () => dispatcher.close() };
+  return { refusal, connect, dispatcher, close: () => dispatcher.destroy() };
 }
 
 /** A URL's hostname without the brackets of an IPv6 literal. */
