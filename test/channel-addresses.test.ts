@@ -108,6 +108,7 @@ describe("a channel's base_url written through the API", () => {
       "http://[fe80::1]:8000",
       "http://[fd00:ec2::254]",
       "http://[::ffff:169.254.169.254]",
+      "http://[64:ff9b::169.254.169.254]",
       "http://100.100.100.200",
       "http://metadata.test:8000",
       "http://metadata6.test",

@@ -14,6 +14,7 @@ export type Resolve = (hostname: string) => Promise<LookupAddress[]>;
 const REFUSED = new BlockList();
 REFUSED.addSubnet("169.254.0.0", 16, "ipv4"); // link-local, and AWS's, GCP's and Azure's metadata at .169.254
 REFUSED.addSubnet("fe80::", 10, "ipv6"); // link-local
+REFUSED.addSubnet("64:ff9b::a9fe:0", 112, "ipv6"); // 169.254.0.0/16 through a NAT64 gateway
 REFUSED.addAddress("fd00:ec2::254", "ipv6"); // AWS's metadata over IPv6
 REFUSED.addAddress("100.100.100.200", "ipv4"); // Alibaba Cloud's metadata
 
