@@ -9,6 +9,7 @@ import { createMemoryClusterState } from "./cluster/memory.js";
 import { createRedisClusterState } from "./cluster/redis.js";
 import type { ClusterState } from "./cluster/types.js";
 import { modelKinds } from "./config/fleet.js";
+import { createAddressGuard, type Resolve } from "./upstream/address-guard.js";
 import { upstreamChannels } from "./upstream/channels.js";
 import { ConfigError } from "./config/load.js";
 import type { Config } from "./config/schema.js";
@@ -44,6 +45,8 @@ export interface GatewayDeps {
   loadConfig?: () => Config;
   /** the clock of quotas by time and key expiry (tests move it through minutes and days); absent: Date.now */
   clock?: () => number;
+  /** how channel hosts are resolved (tests: never real DNS); absent: the system's lookup */
+  resolve?: Resolve;
 }
 
 export interface Gateway {
@@ -70,6 +73,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   // breaker options are read at each use, so a reload changes them for every channel at once (the
   // first runtime's health checks read them while it is built: `config` until it exists)
   let breakerOptions = () => config.routing.breaker;
+  let linkLocalAllowed = () => config.allowLinkLocalChannels;
   const state =
     deps.state ??
     (config.cluster
@@ -87,11 +91,13 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     channels: createChannelBook(deps.store, state),
     rebuild: () => rebuild(),
     clock: deps.clock ?? Date.now,
+    guard: createAddressGuard({ allowed: () => linkLocalAllowed(), resolve: deps.resolve }),
   };
   // `file`: config.json as last loaded; the runtime serves it with the store's channels over it
   let file = config;
   let current: Runtime = buildRuntime(config, shared);
   breakerOptions = () => current.config.routing.breaker;
+  linkLocalAllowed = () => current.config.allowLinkLocalChannels;
   const health = createHealth({ ping: () => ready().then(() => deps.store.ping()), clusterPing: () => state.ping() });
 
   // 3. Routes: the table's, each wrapped once for ids, errors, logs and metrics, each reading the
@@ -162,6 +168,13 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       o.configReloaded(false, errors);
       return { ok: false, errors };
     }
+    // names are unique across config.json and the API's channels (docs/fastgpt.md#channel-writes)
+    const clashing = shared.channels.clashes(next.channels.map((c) => c.name));
+    if (clashing.length > 0) {
+      const errors = clashing.map((name) => `channels: "${name}" is also the name of a channel created through the AI Proxy API: rename one of them`);
+      o.configReloaded(false, errors);
+      return { ok: false, errors };
+    }
     const old = current;
     file = next;
     // channels first seen in this config get their records (and numbers) before it is served
@@ -180,6 +193,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     // queued finish reports get a bounded chance; what is left is dropped (and counted)
     await Promise.race([shared.shareAuth.drain(), new Promise((resolve) => setTimeout(resolve, FINISH_DRAIN_MS).unref())]);
     await Promise.all([shared.shareAuth.close(), current.router.close(), deps.logger ? undefined : logger.close(), shared.keys.close()]);
+    await shared.guard.close();
     stopHearingReloads();
     stopHearingChannels();
     if (!deps.state) await state.close();

@@ -41,6 +41,7 @@ import { resolveShareLink } from "./share/links.js";
 import { shareWindowScriptResponse } from "./share/page.js";
 import { createShareRoutes } from "./share/routes.js";
 import type { Store } from "./store/types.js";
+import type { AddressGuard } from "./upstream/address-guard.js";
 import { createChannelRouter, type ChannelRouter } from "./upstream/router.js";
 import { createUsageRoute } from "./usage/route.js";
 
@@ -64,6 +65,8 @@ export interface Shared {
   rebuild: () => void;
   /** what time it is for quotas by time and key expiry (tests inject one) */
   clock: () => number;
+  /** where channels may connect (docs/configuration.md#top-level `allowLinkLocalChannels`) */
+  guard: AddressGuard;
 }
 
 export type Handler = (event: H3Event) => Promise<Reply>;
@@ -107,6 +110,7 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
     enabled: shared.channels.enabled,
     affinity: config.routing.affinity,
     spillLoad: config.routing.spillLoad,
+    guard: shared.guard,
   });
 
   // 2. The metered kinds: specs of the one pipeline, over what every one of them needs.
@@ -188,6 +192,7 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
     readJson,
     rebuild: shared.rebuild,
     configured: (model) => kinds.has(model),
+    guard: shared.guard,
     store: shared.store,
     timezone: config.server.timezone,
     observer: shared.observer,

@@ -62,6 +62,9 @@ export function createAdminRoutes(deps: AdminDeps) {
     const name = decodeURIComponent(event.context.params?.name ?? "");
     if (!deps.configured.has(name) || deps.channels.rowIds([name]).length === 0)
       throw new GatewayError(404, "channel_not_found", "No channel of config.json has that name.");
+    // config.json's channel back beside an API channel of its name: two of one name, every later write refused
+    if (deps.channels.clashes([name]).length > 0)
+      throw new GatewayError(409, "channel_name_taken", "A channel created through the AI Proxy API has that name: rename or delete it first.");
     await deps.channels.write([{ ref: name, record: null, deleted: false }]);
     deps.rebuild();
     return jsonResponse({ ok: true });

@@ -47,6 +47,9 @@ export interface ChannelBook {
   rowIds(refs: string[]): number[];
   /** Sets the status of channels by their store row ids; the ids that exist. */
   setStatus(rowIds: number[], status: number): Promise<number[]>;
+  /** Those of `names` (config.json's) that a channel created through the API also has: a store
+   *  written before names were unique across both, or a config.json that gained the name since. */
+  clashes(names: string[]): string[];
   /** Hears what another instance wrote: `changed` runs once the records are read again. */
   listen(changed: () => void): () => void;
 }
@@ -113,6 +116,10 @@ export function createChannelBook(store: Store, state: ClusterState): ChannelBoo
       const done = await store.setChannelStatus(rowIds, status);
       await changed();
       return done;
+    },
+    clashes(names) {
+      const api = new Set([...records.values()].flatMap((r) => (r.ref.startsWith(API_REF) && !r.deleted && r.record ? [fromRecord(r.record).name] : [])));
+      return names.filter((name) => api.has(name));
     },
     listen(heard) {
       return state.onChannelChange(() => void read().then(heard, () => {}));

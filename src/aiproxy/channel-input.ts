@@ -61,18 +61,31 @@ export function channelFrom(body: ChannelBody, current: ChannelConfig | undefine
   const models = body.models ?? current!.models;
   const mapping = body.model_mapping === undefined ? current?.modelMapping ?? {} : body.model_mapping ?? {};
   for (const model of Object.keys(mapping)) if (!models.includes(model)) throw invalid(`model_mapping: ${model} is not one of the channel's models`);
-  const key = body.key === undefined || body.key === KEY_MASK ? current?.key ?? "" : body.key;
+  const baseUrl = body.base_url === undefined ? current?.baseUrl ?? DEFAULT_BASE_URL : body.base_url || DEFAULT_BASE_URL;
+  const keep = body.key === undefined || body.key === KEY_MASK;
+  // a kept key would go, with the health check's first call, to whatever server the write names
+  if (keep && current?.key && !sameOrigin(baseUrl, current.baseUrl))
+    throw invalid('key: a base_url on another server (scheme, host or port) needs the key again, or "" for none; the current key is not sent to a new server');
+  const key = keep ? current?.key ?? "" : body.key!;
   const { id: _, ...kept } = current ?? ({} as Partial<ChannelConfig>);
   return channelSchema.parse({
     ...kept,
     name: body.name ?? current!.name,
     type: "openai",
     key,
-    baseUrl: body.base_url === undefined ? current?.baseUrl ?? DEFAULT_BASE_URL : body.base_url || DEFAULT_BASE_URL,
+    baseUrl,
     models: [...new Set(models)],
     modelMapping: mapping,
     weight: body.priority ? body.priority : current?.weight ?? 1,
   });
+}
+
+function sameOrigin(a: string, b: string): boolean {
+  try {
+    return new URL(a).origin === new URL(b).origin;
+  } catch {
+    return false;
+  }
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

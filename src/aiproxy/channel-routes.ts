@@ -7,6 +7,7 @@ import type { Keyring } from "../auth/keys.js";
 import { configSchema, type ChannelConfig, type Config } from "../config/schema.js";
 import { GatewayError } from "../http/errors.js";
 import type { ChannelWriteOp, Observer } from "../observability/observer.js";
+import type { AddressGuard } from "../upstream/address-guard.js";
 import type { ChannelRouter } from "../upstream/router.js";
 import { DISABLED, ENABLED, toRecord, type ChannelBook, type ChannelMeta, type EffectiveChannels } from "./channel-book.js";
 import { channelFrom, readChannelBody } from "./channel-input.js";
@@ -27,6 +28,8 @@ export interface ChannelRouteDeps {
   rebuild: () => void;
   /** every model of the config, whatever its kind */
   configured: (model: string) => boolean;
+  /** where a channel may point (docs/fastgpt.md#channel-writes): no link-local or metadata address */
+  guard: Pick<AddressGuard, "refusal">;
   observer: Observer;
 }
 
@@ -78,9 +81,20 @@ export function createChannelRoutes(deps: ChannelRouteDeps) {
     if (found.channel.type === "echo") throw new GatewayError(403, "echo_channel", `channel ${found.channel.name} answers inside Sluice (type echo): it is not written through this API`);
     return found;
   }
-  const nameTaken = (name: string, except?: string) => {
-    if (name !== except && deps.channels.channels.some((c) => c.name === name)) throw new GatewayError(409, "name_taken", `channel name ${name} is taken`);
+  /** Names are unique across config.json (a tombstoned or overridden channel's name too: dropping
+   *  its override brings it back), the API's channels and the channel being written (`own`). */
+  const nameTaken = (name: string, own?: { channel: ChannelConfig; meta: ChannelMeta }) => {
+    if (own && (name === own.channel.name || (own.meta.source === "config" && name === own.meta.ref))) return;
+    if (deps.channels.channels.some((c) => c.name === name) || deps.file.channels.some((c) => c.name === name))
+      throw new GatewayError(409, "name_taken", `channel name ${name} is taken`);
   };
+
+  /** 400 when a write points a channel at a link-local or cloud-metadata address, before anything connects */
+  async function checkAddress(channel: ChannelConfig, current?: ChannelConfig): Promise<void> {
+    if (current && channel.baseUrl === current.baseUrl) return;
+    const refusal = await deps.guard.refusal(channel.baseUrl);
+    if (refusal) throw invalid(`base_url: ${refusal}`);
+  }
 
   async function setStatus(ids: unknown, status: unknown): Promise<void> {
     if (status !== ENABLED && status !== DISABLED) throw invalid("status: expected 1 (enabled) or 2 (disabled)");
@@ -128,6 +142,7 @@ export function createChannelRoutes(deps: ChannelRouteDeps) {
       writer(event);
       const body = readChannelBody(await deps.readJson(event));
       const channel = parsedChannel(() => channelFrom(body, undefined, deps.configured));
+      await checkAddress(channel);
       nameTaken(channel.name);
       let id = 0;
       await commit([...deps.channels.channels, channel], async () => (id = await deps.book.create(channel, body.status ?? ENABLED, Date.now())));
@@ -135,10 +150,12 @@ export function createChannelRoutes(deps: ChannelRouteDeps) {
     }),
     update: counted("update", async (event) => {
       writer(event);
-      const { channel: current, meta } = writableChannel(event.context.params?.id);
+      const found = writableChannel(event.context.params?.id);
+      const { channel: current, meta } = found;
       const body = readChannelBody(await deps.readJson(event));
       const channel = parsedChannel(() => channelFrom(body, current, deps.configured));
-      nameTaken(channel.name, current.name);
+      await checkAddress(channel, current);
+      nameTaken(channel.name, found);
       const next = deps.channels.channels.map((c) => (c.name === current.name ? { ...channel, id: current.id } : c));
       await commit(next, async () => {
         await deps.book.write([{ ref: meta.ref, record: toRecord(channel), deleted: false }]);

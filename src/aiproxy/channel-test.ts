@@ -6,7 +6,7 @@ import type { Keyring } from "../auth/keys.js";
 import type { ModelKind } from "../config/fleet.js";
 import type { Config } from "../config/schema.js";
 import { Cancel } from "../http/cancel.js";
-import { UpstreamError } from "../upstream/errors.js";
+import { redactSecrets, UpstreamError } from "../upstream/errors.js";
 import { readLimited } from "../upstream/read.js";
 import type { ChannelRouter } from "../upstream/router.js";
 import type { PostRequest } from "../upstream/types.js";
@@ -45,7 +45,8 @@ export function createChannelTest(deps: ChannelTestDeps) {
     try {
       const reply = await entry.client.post({ ...testCall(kind, actual, deps.config), signal: cancel, model });
       code = reply.status;
-      response = cut((await readLimited(reply.body, reply.maxBytes)).toString("utf8"));
+      // redacted as an error body is: a server that echoes its headers must not hand FastGPT the key
+      response = cut(redactSecrets((await readLimited(reply.body, reply.maxBytes)).toString("utf8"), entry.config.key ? [entry.config.key] : []));
       deps.router.report(entry, true);
     } catch (err) {
       const upstream = err instanceof UpstreamError ? err : undefined;

@@ -362,6 +362,8 @@ export const configSchema = z
       .prefault({}),
     /** false: FastGPT's AI Proxy API may not create, change or delete channels (docs/fastgpt.md#channels) */
     channelWrites: z.boolean().default(true),
+    /** true: channels may connect to link-local and cloud-metadata addresses (docs/configuration.md#top-level) */
+    allowLinkLocalChannels: z.boolean().default(false),
   })
   .superRefine(checkReferences);
 

@@ -3,7 +3,7 @@
 // once — and the engine's running + waiting requests and KV cache use are kept on the channel's
 // entry. Lines it does not know, or cannot read, are skipped; a scrape that fails or finds none of
 // the engine's figures changes nothing, and a figure older than STALE_INTERVALS intervals is not used.
-import { request } from "undici";
+import { request, type Dispatcher } from "undici";
 import type { ChannelEntry } from "./types.js";
 
 const MAX_SCRAPE_BYTES = 4 * 1024 * 1024;
@@ -48,8 +48,9 @@ export function engineMetricsUrl(entry: ChannelEntry): string | undefined {
 }
 
 /** Reads the text within `timeoutMs` and MAX_SCRAPE_BYTES; rejects otherwise. */
-async function scrape(url: string, timeoutMs: number, key: string | undefined): Promise<string> {
-  const res = await request(url, { method: "GET", headers: key ? { authorization: `Bearer ${key}` } : {}, signal: AbortSignal.timeout(timeoutMs) });
+async function scrape(url: string, timeoutMs: number, key: string | undefined, dispatcher: Dispatcher | undefined): Promise<string> {
+  const headers = key ? { authorization: `Bearer ${key}` } : {};
+  const res = await request(url, { method: "GET", headers, signal: AbortSignal.timeout(timeoutMs), ...(dispatcher && { dispatcher }) });
   if (res.statusCode !== 200) {
     res.body.resume();
     throw new Error(`status ${res.statusCode}`);
@@ -67,7 +68,8 @@ async function scrape(url: string, timeoutMs: number, key: string | undefined): 
   return Buffer.concat(parts).toString("utf8");
 }
 
-export function startEngineScrapes(entries: ChannelEntry[], now: () => number, onFigures: (entry: ChannelEntry) => void): { stop(): void } {
+/** `dispatcher`: the address guard's (docs/configuration.md#top-level `allowLinkLocalChannels`); absent: undici's global one. */
+export function startEngineScrapes(entries: ChannelEntry[], now: () => number, onFigures: (entry: ChannelEntry) => void, dispatcher?: Dispatcher): { stop(): void } {
   const timers: NodeJS.Timeout[] = [];
   for (const entry of entries) {
     const url = engineMetricsUrl(entry);
@@ -79,7 +81,7 @@ export function startEngineScrapes(entries: ChannelEntry[], now: () => number, o
     const run = () => {
       if (busy) return;
       busy = true;
-      scrape(url, intervalMs, key)
+      scrape(url, intervalMs, key, dispatcher)
         .then((text) => {
           const figures = parseEngineMetrics(text);
           if (!figures) return;

@@ -91,6 +91,13 @@ export function mapTransportError(err: unknown, model: string): GatewayError {
 
 const MAX_DETAIL_CHARS = 300;
 
+/** `text` with the channel's key, bearer tokens and anything key-like replaced by `[redacted]`. */
+export function redactSecrets(text: string, secrets: string[]): string {
+  let out = text;
+  for (const secret of secrets) if (secret.length >= 6) out = out.split(secret).join("[redacted]");
+  return out.replace(/\b(Bearer\s+)[^\s"'\\]+/gi, "$1[redacted]").replace(/\b(sk|pk|rk|key)[-_][A-Za-z0-9_-]{8,}/g, "[redacted]");
+}
+
 /** The message of an upstream's error body, cut short, with the channel key and anything key-like removed. */
 export function redactUpstreamMessage(body: string, secrets: string[]): string | undefined {
   let message: unknown = body;
@@ -101,11 +108,7 @@ export function redactUpstreamMessage(body: string, secrets: string[]): string |
     // a plain-text error body is its own message
   }
   if (typeof message !== "string") message = JSON.stringify(message);
-  let text = (message as string).slice(0, MAX_DETAIL_CHARS * 4);
-  for (const secret of secrets) if (secret.length >= 6) text = text.split(secret).join("[redacted]");
-  text = text
-    .replace(/\b(Bearer\s+)\S+/gi, "$1[redacted]")
-    .replace(/\b(sk|pk|rk|key)[-_][A-Za-z0-9_-]{8,}/g, "[redacted]")
+  const text = redactSecrets((message as string).slice(0, MAX_DETAIL_CHARS * 4), secrets)
     .replace(/https?:\/\/\S+/g, "[url]")
     .replace(/\s+/g, " ")
     .trim();

@@ -3,6 +3,7 @@
 // and hands back the answer's bytes; it reads no payload (docs/architecture.md#transport).
 import type { Readable } from "node:stream";
 import { Pool, request } from "undici";
+import type { AddressGuard } from "./address-guard.js";
 import { channelBusy, mapTransportError, redactUpstreamMessage, upstreamStatus } from "./errors.js";
 import { withPriorityField } from "./forward-priority.js";
 import { ConnectionGate, GateRefused, type GateOptions } from "./gate.js";
@@ -23,9 +24,11 @@ function apiBase(baseUrl: string): URL {
 /** What the channel's queue tells: its depth as it changes, each granted call's wait. */
 export type QueueHooks = Pick<GateOptions, "onDepth" | "onWait">;
 
-export function createOpenAIChannel(channel: UpstreamChannelConfig, hooks: QueueHooks = {}): ChannelClient {
+/** `guard`: where it may connect (docs/configuration.md#top-level `allowLinkLocalChannels`); absent: anywhere. */
+export function createOpenAIChannel(channel: UpstreamChannelConfig, hooks: QueueHooks = {}, guard?: AddressGuard): ChannelClient {
   const base = channel.endpoint ? new URL(channel.baseUrl) : apiBase(channel.baseUrl);
   const pool = new Pool(base.origin, {
+    ...(guard && { connect: guard.connect }),
     connections: channel.connections,
     headersTimeout: channel.firstByteTimeoutMs,
     bodyTimeout: channel.idleTimeoutMs,
@@ -96,7 +99,7 @@ export function createOpenAIChannel(channel: UpstreamChannelConfig, hooks: Queue
   const modelsUrl = new URL(`${basePath}/models`, base.origin);
   async function check(timeoutMs: number): Promise<boolean> {
     try {
-      const res = await request(modelsUrl, { method: "GET", headers: checkHeaders, signal: AbortSignal.timeout(timeoutMs) });
+      const res = await request(modelsUrl, { method: "GET", headers: checkHeaders, signal: AbortSignal.timeout(timeoutMs), ...(guard && { dispatcher: guard.dispatcher }) });
       await res.body.dump();
       return res.statusCode >= 200 && res.statusCode < 300;
     } catch {

@@ -4,6 +4,7 @@
 // check succeeded; unknown = down), its breaker in the cluster state, and its engine's load.
 import type { ClusterState } from "../cluster/types.js";
 import type { Observer } from "../observability/observer.js";
+import type { AddressGuard } from "./address-guard.js";
 import { STALE_INTERVALS, startEngineScrapes } from "./engine-load.js";
 import { startHealthChecks } from "./health-check.js";
 import { createOpenAIChannel, type QueueHooks } from "./openai-channel.js";
@@ -29,6 +30,8 @@ export interface RouterOptions {
   /** `routing.affinity` and `routing.spillLoad` (docs/configuration.md#routing) */
   affinity?: "session" | "off";
   spillLoad?: number;
+  /** where channels may connect (docs/configuration.md#top-level `allowLinkLocalChannels`); absent: anywhere */
+  guard?: AddressGuard;
 }
 
 /** How often this instance tells the others its calls in flight per channel (docs/routing.md#load). */
@@ -55,7 +58,7 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
     if (same && JSON.stringify(same.config) === JSON.stringify(config)) return same;
     return {
       config,
-      client: opts.clientFor?.(config) ?? createOpenAIChannel(config, queueHooks(observer, config.name)),
+      client: opts.clientFor?.(config) ?? createOpenAIChannel(config, queueHooks(observer, config.name), opts.guard),
       up: undefined,
     };
   });
@@ -135,7 +138,7 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
   }
 
   const health = startHealthChecks(entries, { report });
-  const scrapes = startEngineScrapes(entries, now, (e) => observer.channelLoad(e.config.name, loadOf(e)));
+  const scrapes = startEngineScrapes(entries, now, (e) => observer.channelLoad(e.config.name, loadOf(e)), opts.guard?.dispatcher);
 
   return {
     entries,

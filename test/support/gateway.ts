@@ -12,6 +12,7 @@ import { createGateway, type Gateway } from "../../src/gateway.js";
 import { createHttpServer } from "../../src/http/server.js";
 import type { Observer } from "../../src/observability/observer.js";
 import type { ShareAuth } from "../../src/share/callbacks.js";
+import type { Resolve } from "../../src/upstream/address-guard.js";
 import { createStore } from "../../src/store/index.js";
 import type { Store } from "../../src/store/types.js";
 
@@ -36,6 +37,8 @@ export interface StartOptions {
   loadConfig?: () => Config;
   /** the clock of quotas by time and key expiry */
   clock?: () => number;
+  /** how channel hosts resolve (never real DNS in a test) */
+  resolve?: Resolve;
 }
 
 /**
@@ -54,7 +57,7 @@ export async function startGateway(rawConfig: unknown, opts: StartOptions = {}):
   };
   const config = parseConfig(withDefaults, opts.env ?? process.env);
   const store = opts.store ?? createStore(config.store);
-  const gateway = createGateway(config, { store, observer: opts.observerExtra, shareAuth: opts.shareAuth, state: opts.state, loadConfig: opts.loadConfig, clock: opts.clock });
+  const gateway = createGateway(config, { store, observer: opts.observerExtra, shareAuth: opts.shareAuth, state: opts.state, loadConfig: opts.loadConfig, clock: opts.clock, resolve: opts.resolve });
   const server = createHttpServer(toNodeHandler(gateway.app), config.server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
