@@ -4,6 +4,7 @@
 // errors too —, each read up to a bound, redacted (body-redact.ts), cut to
 // `server.bodyLog.maxBytes`, and stored once the answer is over, off the request's path. They go to
 // the store only: never to the request log, metrics or the usage API.
+import { randomUUID } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import type { H3Event } from "h3";
 import type { RequestFacts } from "../http/facts.js";
@@ -26,10 +27,13 @@ const TEXT_TYPE = /json|text|event-stream/i;
 const WORD_ENDS = new Set([0x20, 0x09, 0x0a, 0x0d, 0x22, 0x27]);
 
 /** Starts teeing the answer of a request whose app keeps bodies (`mode` errors or all). `request`:
- *  the body's bytes as read, or what the kind says an upload was. */
-export function captureBodies(event: H3Event, deps: BodyLogDeps, mode: "errors" | "all", request: Buffer | string, facts: RequestFacts, time: number): void {
+ *  the body's bytes as read, or what the kind says an upload was. Returns the key the bodies will be
+ *  stored by, for the usage row: an id made here — the client's x-request-id may be any other
+ *  call's too (docs/fastgpt.md#bodies). */
+export function captureBodies(event: H3Event, deps: BodyLogDeps, mode: "errors" | "all", request: Buffer | string, facts: RequestFacts, time: number): string | undefined {
   const res = nodeResponse(event);
-  if (!res) return;
+  if (!res) return undefined;
+  const key = randomUUID();
   const bound = deps.maxBytes * READ_BEYOND;
   // the request's head only, decoded now: the whole body is not held until the answer is over
   const requestOver = typeof request !== "string" && request.length > bound;
@@ -42,13 +46,14 @@ export function captureBodies(event: H3Event, deps: BodyLogDeps, mode: "errors" 
     const response = TEXT_TYPE.test(type) ? answer.text() : `<${answer.bytes} bytes ${type || "unknown"}>`;
     answer.detach();
     // only a request that reached a model server has a usage row to show the bodies with
-    if (!facts.channel || !facts.requestId || (mode === "errors" && res.statusCode === 200)) return;
+    if (!facts.channel || (mode === "errors" && res.statusCode === 200)) return;
     const [req, requestTruncated] = kept(deps.redact(requestText, bearer), requestOver, deps.maxBytes);
     const [resp, responseTruncated] = kept(deps.redact(response, bearer), answer.over, deps.maxBytes);
-    const saved = { requestId: facts.requestId, time, request: req, response: resp, requestTruncated, responseTruncated, expiresAt: time + deps.retentionMs };
+    const saved = { key, time, request: req, response: resp, requestTruncated, responseTruncated, expiresAt: time + deps.retentionMs };
     // a body that could not be kept costs the request nothing
     void deps.store.saveBodies(saved).catch(() => {});
   });
+  return key;
 }
 
 /** A body cut to `maxBytes`. One read only in part (`over`) loses its last word, which may be the
