@@ -143,7 +143,7 @@ async function oldDetails(store: Store): Promise<Array<{ status: number; request
 // the one unambiguous old body is kept; the two that shared an id are no longer shown as each other's
 // (before: no migration; both "shared" rows showed the one "shared" body)
 /** The schema version just before bodies keys. */
-const beforeKeys = (steps: string[]) => steps.findIndex((step) => step.includes("bodies_key"));
+const beforeKeys = (steps: readonly string[]) => steps.findIndex((step) => step.includes("bodies_key"));
 const OLD_SEEN = [{ status: 200, request: '{"asked":"alone"}' }, { status: 404 }, { status: 404 }];
 
 describe("bodies kept before bodies keys", () => {
