@@ -1,0 +1,178 @@
+// A kept JSON body redacted on the values it decodes to (docs/fastgpt.md#redaction), its bytes kept
+// where nothing is redacted: each string read with its escapes, a secret-named member's value
+// (whatever it is: a string, a number, an object) replaced whole. A body with no escape that could
+// hide a character and no secret-named member decodes to its own bytes: it is searched as text, in
+// one pass, and never taken apart.
+import { REDACTED, type Finder } from "./body-redact.js";
+
+/** Members whose values are secrets: their names lowercased, without `-` and `_`. */
+export const SECRET_MEMBERS = [
+  "apikey", "xapikey", "apikeys", "xgoogapikey", "authorization", "proxyauthorization", "password", "passwd", "secret",
+  "clientsecret", "secretkey", "accesskey", "secretaccesskey", "privatekey", "token", "accesstoken", "refreshtoken",
+  "idtoken", "authtoken", "sessiontoken", "bearertoken", "credential", "credentials", "cookie", "setcookie", "outlinkuid",
+];
+const SECRET = new Set(SECRET_MEMBERS);
+const normalized = (name: string) => name.toLowerCase().replace(/[-_]/g, "");
+/** a member whose name is one of them, however spelled: what sends a body to be taken apart */
+export const SECRET_MEMBER = new RegExp(`"[-_]*(?:${SECRET_MEMBERS.map((n) => [...n].join("[-_]*")).join("|")})[-_]*"\\s*:`, "i");
+
+/** A string, a punctuation mark, or a number or literal; after blanks. */
+const TOKEN = /\s*(?:("(?:[^"\\]|\\.)*")|([{}[\]:,])|(-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null))/y;
+/** what a body read in part may end with: blanks, or the head of a string, a number or a literal */
+const OPEN_END = /\s*(?:"(?:[^"\\]|\\.)*\\?(?:u[0-9a-fA-F]{0,3})?|-?[0-9.eE+-]*|t(?:r(?:ue?)?)?|f(?:a(?:l(?:se?)?)?)?|n(?:u(?:ll?)?)?)$/y;
+
+/** A scalar value read, with the member it is under ("" in an array or at the top) and where its token is. */
+export type ScalarSink = (member: string, value: string | number, start: number, end: number) => void;
+
+interface Frame {
+  object: boolean;
+  /** the member whose value comes next (objects) */
+  member: string;
+}
+
+type Expect = "value" | "name" | "colon" | "next" | "end";
+type Edit = [number, number, string];
+
+/** The body redacted; undefined when it is not JSON (or, read in part, not the head of JSON).
+ *  `parsed`: known to be JSON (a request). */
+export function redactJson(text: string, finder: Finder, complete: boolean, parsed = false): string | undefined {
+  if (!finder.escapes(text) && !SECRET_MEMBER.test(text)) {
+    // its bytes are its values; a whole answer is still checked to be JSON
+    if (complete && !parsed && !isJson(text)) return undefined;
+    return finder.scrub(text);
+  }
+  const edits = readJson(text, finder, complete);
+  return edits && applyEdits(text, edits);
+}
+
+/** Every scalar of a JSON body read (a stream's event), for its deltas; false when it is not JSON. */
+export function eachScalar(text: string, finder: Finder, complete: boolean, sink: ScalarSink): boolean {
+  return readJson(text, finder, complete, sink) !== undefined;
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The edits that redact the body, token by token; undefined when it is not JSON. */
+function readJson(text: string, finder: Finder, complete: boolean, sink?: ScalarSink): Edit[] | undefined {
+  const edits: Edit[] = [];
+  const stack: Frame[] = [];
+  let expect: Expect = "value";
+  /** where a secret member's object or array began, and its depth: skipped to its end */
+  let skip: { from: number; depth: number } | undefined;
+  let at = 0;
+  const secretValue = () => !skip && stack.length > 0 && stack[stack.length - 1]!.object && SECRET.has(normalized(stack[stack.length - 1]!.member));
+  for (TOKEN.lastIndex = 0; ; ) {
+    const m = TOKEN.exec(text);
+    if (!m) break;
+    at = TOKEN.lastIndex;
+    const token = m[1] ?? m[2] ?? m[3]!;
+    const start = at - token.length;
+    const top = stack[stack.length - 1];
+    if (m[2] === undefined) {
+      // a scalar: a member's name or a value
+      if (expect !== "value" && expect !== "name") return undefined;
+      const value = m[1] === undefined ? token : skip ? "" : decoded(token);
+      if (value === undefined) return undefined;
+      if (expect === "name") {
+        top!.member = value;
+        if (!sink && finder.spans(value).length) edits.push([start, at, JSON.stringify(finder.scrub(value))]);
+        expect = "colon";
+        continue;
+      }
+      if (!skip) scalar(value, m[1] !== undefined, top, start, at);
+      expect = top ? "next" : "end";
+      continue;
+    }
+    if (token === "{" || token === "[") {
+      if (expect !== "value") return undefined;
+      if (!skip && secretValue()) skip = { from: start, depth: stack.length };
+      stack.push({ object: token === "{", member: "" });
+      expect = token === "{" ? "name" : "value";
+      // an empty container: its end comes at once
+      continue;
+    }
+    if (token === "}" || token === "]") {
+      const empty = (expect === "name" || expect === "value") && text.charCodeAt(lastNonBlank(text, start)) === (token === "}" ? 0x7b : 0x5b);
+      if (!top || top.object !== (token === "}") || (expect !== "next" && !empty)) return undefined;
+      stack.pop();
+      if (skip && stack.length === skip.depth) {
+        edits.push([skip.from, at, `"${REDACTED}"`]);
+        skip = undefined;
+      }
+      expect = stack.length ? "next" : "end";
+      continue;
+    }
+    if (token === ":") {
+      if (expect !== "colon") return undefined;
+      expect = "value";
+      continue;
+    }
+    // ","
+    if (expect !== "next") return undefined;
+    expect = top!.object ? "name" : "value";
+  }
+  if (!ended(text, at, expect, stack.length, complete)) return undefined;
+  if (skip) edits.push([skip.from, text.length, `"${REDACTED}"`]);
+  else if (!complete && !sink && expect === "value") openString(text, at, stack[stack.length - 1], finder, edits);
+  return edits;
+
+  function scalar(value: string | number, string: boolean, top: Frame | undefined, start: number, end: number): void {
+    const member = top?.object ? top.member : "";
+    if (sink) return sink(member, string ? value : Number(value), start, end);
+    if (top?.object && SECRET.has(normalized(member))) edits.push([start, end, `"${REDACTED}"`]);
+    else if (string && finder.spans(value as string).length) edits.push([start, end, JSON.stringify(finder.scrub(value as string))]);
+  }
+}
+
+/** The string a body read in part ends in, if it does: redacted as a whole one would be, its
+ *  closing quote still missing. */
+function openString(text: string, at: number, top: Frame | undefined, finder: Finder, edits: Edit[]): void {
+  const start = text.indexOf('"', at);
+  if (start < 0) return;
+  const raw = text.slice(start + 1);
+  const value = decoded(`"${raw}"`) ?? decoded(`"${raw.replace(/\\(?:u[0-9a-fA-F]{0,3})?$/, "")}"`);
+  if (value === undefined || (top?.object && SECRET.has(normalized(top.member)))) edits.push([start, text.length, `"${REDACTED}`]);
+  else if (finder.spans(value).length) edits.push([start, text.length, JSON.stringify(finder.scrub(value)).slice(0, -1)]);
+}
+
+/** A string token's value; undefined when an escape is not JSON's. */
+function decoded(token: string): string | undefined {
+  if (!token.includes("\\")) return token.slice(1, -1);
+  try {
+    return JSON.parse(token) as string;
+  } catch {
+    return undefined;
+  }
+}
+
+function lastNonBlank(text: string, before: number): number {
+  let i = before - 1;
+  while (i >= 0 && /\s/.test(text[i]!)) i--;
+  return i;
+}
+
+/** Whether what follows the last token is the end a body read whole, or read in part, may have. */
+function ended(text: string, at: number, expect: Expect, depth: number, complete: boolean): boolean {
+  if (complete) return depth === 0 && expect === "end" && text.slice(at).trim() === "";
+  OPEN_END.lastIndex = at;
+  return OPEN_END.test(text);
+}
+
+/** The text with each edit made (edits in order, none overlapping). */
+export function applyEdits(text: string, edits: Array<[number, number, string]>): string {
+  if (edits.length === 0) return text;
+  let out = "";
+  let at = 0;
+  for (const [start, end, replacement] of edits) {
+    out += text.slice(at, start) + replacement;
+    at = end;
+  }
+  return out + text.slice(at);
+}
