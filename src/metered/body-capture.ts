@@ -50,11 +50,18 @@ export function captureBodies(event: H3Event, deps: BodyLogDeps, mode: "errors" 
     answer.detach();
     // only a request that reached a model server has a usage row to show the bodies with
     if (!facts.channel || (mode === "errors" && res.statusCode === 200)) return;
-    const [req, requestTruncated] = kept(deps.redact(requestText, "parsed", keys, !requestOver), requestOver, deps.maxBytes);
-    const [resp, responseTruncated] = kept(kind ? deps.redact(response, kind, keys, !over) : response, over, deps.maxBytes);
-    const saved = { key, time, request: req, response: resp, requestTruncated, responseTruncated, expiresAt: time + deps.retentionMs };
-    // a body that could not be kept costs the request nothing
-    void deps.store.saveBodies(saved).catch(() => {});
+    // redacted once the rest of the answer's end is done: nothing of the request waits for it
+    setImmediate(() => {
+      try {
+        const [req, requestTruncated] = kept(deps.redact(requestText, "parsed", keys, !requestOver), requestOver, deps.maxBytes);
+        const [resp, responseTruncated] = kept(kind ? deps.redact(response, kind, keys, !over) : response, over, deps.maxBytes);
+        const saved = { key, time, request: req, response: resp, requestTruncated, responseTruncated, expiresAt: time + deps.retentionMs };
+        // a body that could not be kept costs the request nothing
+        void deps.store.saveBodies(saved).catch(() => {});
+      } catch {
+        // a body redaction could not read is not kept (never a request's failure, nor the process's)
+      }
+    });
   });
   return key;
 }
