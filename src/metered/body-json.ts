@@ -61,84 +61,114 @@ function isJson(text: string): boolean {
 
 /** The edits that redact the body, token by token; undefined when it is not JSON. */
 function readJson(text: string, finder: Finder, complete: boolean, sink?: ScalarSink): Edit[] | undefined {
-  const edits: Edit[] = [];
-  const stack: Frame[] = [];
-  let expect: Expect = "value";
-  /** where a secret member's object or array began, and its depth: skipped to its end */
-  let skip: { from: number; depth: number } | undefined;
+  const reader = new Reader(text, finder, sink);
   let at = 0;
-  const secretValue = () => !skip && stack.length > 0 && stack[stack.length - 1]!.object && SECRET.has(normalized(stack[stack.length - 1]!.member));
   for (TOKEN.lastIndex = 0; ; ) {
     const m = TOKEN.exec(text);
     if (!m) break;
     at = TOKEN.lastIndex;
     const token = m[1] ?? m[2] ?? m[3]!;
-    const start = at - token.length;
-    const top = stack[stack.length - 1];
-    if (m[2] === undefined) {
-      // a scalar: a member's name or a value
-      if (expect !== "value" && expect !== "name") return undefined;
-      const value = m[1] === undefined ? token : skip ? "" : decoded(token);
-      if (value === undefined) return undefined;
-      if (expect === "name") {
-        top!.member = value;
-        if (!sink && finder.spans(value).length) edits.push([start, at, JSON.stringify(finder.scrub(value))]);
-        expect = "colon";
-        continue;
-      }
-      if (!skip) scalar(value, m[1] !== undefined, top, start, at);
-      expect = top ? "next" : "end";
-      continue;
-    }
-    if (token === "{" || token === "[") {
-      if (expect !== "value") return undefined;
-      if (!skip && secretValue()) skip = { from: start, depth: stack.length };
-      stack.push({ object: token === "{", member: "" });
-      expect = token === "{" ? "name" : "value";
-      // an empty container: its end comes at once
-      continue;
-    }
-    if (token === "}" || token === "]") {
-      const empty = (expect === "name" || expect === "value") && text.charCodeAt(lastNonBlank(text, start)) === (token === "}" ? 0x7b : 0x5b);
-      if (!top || top.object !== (token === "}") || (expect !== "next" && !empty)) return undefined;
-      stack.pop();
-      if (skip && stack.length === skip.depth) {
-        edits.push([skip.from, at, `"${REDACTED}"`]);
-        skip = undefined;
-      }
-      expect = stack.length ? "next" : "end";
-      continue;
-    }
-    if (token === ":") {
-      if (expect !== "colon") return undefined;
-      expect = "value";
-      continue;
-    }
-    // ","
-    if (expect !== "next") return undefined;
-    expect = top!.object ? "name" : "value";
+    if (!reader.read(token, m[2] !== undefined, m[1] !== undefined, at - token.length, at)) return undefined;
   }
-  if (!ended(text, at, expect, stack.length, complete)) return undefined;
-  if (skip) edits.push([skip.from, text.length, `"${REDACTED}"`]);
-  else if (!complete && !sink && expect === "value") openString(text, at, stack[stack.length - 1], finder, edits);
-  return edits;
+  return ended(text, at, reader.expect, reader.depth, complete) ? reader.end(at, complete) : undefined;
+}
 
-  function scalar(value: string | number, string: boolean, top: Frame | undefined, start: number, end: number): void {
-    const member = top?.object ? top.member : "";
-    if (sink) return sink(member, string ? value : Number(value), start, end);
-    if (top?.object && SECRET.has(normalized(member))) edits.push([start, end, `"${REDACTED}"`]);
-    else if (string && finder.spans(value as string).length) edits.push([start, end, JSON.stringify(finder.scrub(value as string))]);
+/** Where a body's reading is, token after token, and what it redacts. */
+class Reader {
+  readonly edits: Edit[] = [];
+  expect: Expect = "value";
+  readonly #stack: Frame[] = [];
+  /** where a secret member's object or array began, and its depth: skipped to its end */
+  #skip: { from: number; depth: number } | undefined;
+
+  constructor(
+    private readonly text: string,
+    private readonly finder: Finder,
+    private readonly sink?: ScalarSink,
+  ) {}
+
+  get depth(): number {
+    return this.#stack.length;
+  }
+
+  /** One token; false where JSON has no such token. */
+  read(token: string, mark: boolean, string: boolean, start: number, end: number): boolean {
+    if (!mark) return this.#scalar(token, string, start, end);
+    if (token === "{" || token === "[") return this.#open(token === "{", start);
+    if (token === "}" || token === "]") return this.#close(token === "}", start, end);
+    const colon = token === ":";
+    if (this.expect !== (colon ? "colon" : "next")) return false;
+    this.expect = colon || !this.#top!.object ? "value" : "name";
+    return true;
+  }
+
+  /** The edits, once the last token is read: a secret value the body ends in is redacted to its end. */
+  end(at: number, complete: boolean): Edit[] {
+    if (this.#skip) this.edits.push([this.#skip.from, this.text.length, `"${REDACTED}"`]);
+    else if (!complete && !this.sink && this.expect === "value") openString(this.text, at, this.#secretNext(), this.finder, this.edits);
+    return this.edits;
+  }
+
+  get #top(): Frame | undefined {
+    return this.#stack[this.#stack.length - 1];
+  }
+
+  /** whether the value that comes next is a secret member's */
+  #secretNext(): boolean {
+    const top = this.#top;
+    return top !== undefined && top.object && SECRET.has(normalized(top.member));
+  }
+
+  #scalar(token: string, string: boolean, start: number, end: number): boolean {
+    if (this.expect !== "value" && this.expect !== "name") return false;
+    const value = !string ? token : this.#skip ? "" : decoded(token);
+    if (value === undefined) return false;
+    const top = this.#top;
+    if (this.expect === "name") {
+      top!.member = value;
+      if (!this.sink && this.finder.spans(value).length) this.edits.push([start, end, JSON.stringify(this.finder.scrub(value))]);
+      this.expect = "colon";
+      return true;
+    }
+    this.expect = top ? "next" : "end";
+    if (this.#skip) return true;
+    if (this.sink) this.sink(top?.object ? top.member : "", string ? value : Number(value), start, end);
+    else if (this.#secretNext()) this.edits.push([start, end, `"${REDACTED}"`]);
+    else if (string && this.finder.spans(value).length) this.edits.push([start, end, JSON.stringify(this.finder.scrub(value))]);
+    return true;
+  }
+
+  #open(object: boolean, start: number): boolean {
+    if (this.expect !== "value") return false;
+    if (!this.#skip && this.#secretNext()) this.#skip = { from: start, depth: this.#stack.length };
+    this.#stack.push({ object, member: "" });
+    this.expect = object ? "name" : "value";
+    return true;
+  }
+
+  #close(object: boolean, start: number, end: number): boolean {
+    const top = this.#top;
+    // right after its opening, a container may close: `{}`, `[]`
+    const empty = (this.expect === "name" || this.expect === "value") && this.text.charCodeAt(lastNonBlank(this.text, start)) === (object ? 0x7b : 0x5b);
+    if (!top || top.object !== object || (this.expect !== "next" && !empty)) return false;
+    this.#stack.pop();
+    if (this.#skip && this.#stack.length === this.#skip.depth) {
+      this.edits.push([this.#skip.from, end, `"${REDACTED}"`]);
+      this.#skip = undefined;
+    }
+    this.expect = this.#stack.length ? "next" : "end";
+    return true;
   }
 }
 
 /** The string a body read in part ends in, if it does: redacted as a whole one would be, its
  *  closing quote still missing. */
-function openString(text: string, at: number, top: Frame | undefined, finder: Finder, edits: Edit[]): void {
+function openString(text: string, at: number, secret: boolean, finder: Finder, edits: Edit[]): void {
   const start = text.indexOf('"', at);
   if (start < 0) return;
   const raw = text.slice(start + 1);
   const value = decoded(`"${raw}"`) ?? decoded(`"${raw.replace(/\\(?:u[0-9a-fA-F]{0,3})?$/, "")}"`);
-  if (value === undefined || (top?.object && SECRET.has(normalized(top.member)))) edits.push([start, text.length, `"${REDACTED}`]);
+  if (value === undefined || secret) edits.push([start, text.length, `"${REDACTED}`]);
   else if (finder.spans(value).length) edits.push([start, text.length, JSON.stringify(finder.scrub(value)).slice(0, -1)]);
 }
 
