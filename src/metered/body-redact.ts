@@ -119,11 +119,10 @@ function base64Runs(value: string): Array<[number, number]> {
 function decodedHolds(run: string, holds: (text: string) => boolean): boolean {
   // atob reads the standard alphabet only, unpadded or padded right, and is the quickest decoder
   const standard = run.replace(/=+$/, "").replace(/[-_]/g, (c) => (c === "-" ? "+" : "/"));
-  for (let from = 0; from < 4; from++) {
-    const part = standard.slice(from, standard.length - ((standard.length - from) % 4 === 1 ? 1 : 0));
-    if (holds(atob(part))) return true;
-  }
-  return false;
+  let decodings = "";
+  for (let from = 0; from < 4; from++) decodings += `${atob(standard.slice(from, standard.length - ((standard.length - from) % 4 === 1 ? 1 : 0)))}\n`;
+  // one search of the four: a secret holds no line end
+  return holds(decodings);
 }
 
 function merged(spans: Array<[number, number]>): Array<[number, number]> {
