@@ -117,12 +117,12 @@ describe("redaction", () => {
   it("redacts each of thousands of configured secrets, a secret holding another whole, and characters of regular expressions as themselves", () => {
     const secrets = [...Array.from({ length: 5000 }, (_, i) => `channel-key-${i}-x`), "p.a+s(s)[w]o*r?d$^|\\", "short-secret", "short-secret-longer"];
     const redact = createRedactor(secrets);
-    expect(redact("a channel-key-4999-x b p.a+s(s)[w]o*r?d$^|\\ c short-secret-longer d short-secret")).toBe("a [redacted] b [redacted] c [redacted] d [redacted]");
-    expect(redact("pxa+s(s)[w]o*r?d channel-key-5000-x")).toBe("pxa+s(s)[w]o*r?d channel-key-5000-x");
+    expect(redact("a channel-key-4999-x b p.a+s(s)[w]o*r?d$^|\\ c short-secret-longer d short-secret", "text", [], true)).toBe("a [redacted] b [redacted] c [redacted] d [redacted]");
+    expect(redact("pxa+s(s)[w]o*r?d channel-key-5000-x", "text", [], true)).toBe("pxa+s(s)[w]o*r?d channel-key-5000-x");
   });
 
   it("redacts the caller's key where the config does not hold it", () => {
-    expect(createRedactor([])("key: k-created-by-api", "k-created-by-api")).toBe("key: [redacted]");
+    expect(createRedactor([])("key: k-created-by-api", "text", ["k-created-by-api"], true)).toBe("key: [redacted]");
   });
 });
 

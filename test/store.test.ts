@@ -130,9 +130,9 @@ describe("persistence", () => {
 
   it("writes the bodies still waiting for their batch when it closes", async () => {
     const path = join(dir, "bodies.db");
-    const bodies = { requestId: "r1", time: T0, request: '{"a":1}', response: "{}", requestTruncated: false, responseTruncated: false, expiresAt: Date.now() + DAY };
+    const bodies = { key: "b1", time: T0, request: '{"a":1}', response: "{}", requestTruncated: false, responseTruncated: false, expiresAt: Date.now() + DAY };
     const first = createStore({ driver: "sqlite", path });
-    await first.recordUsage(usage({ requestId: "r1" }), []);
+    await first.recordUsage(usage({ requestId: "r1", bodiesKey: "b1" }), []);
     const saved = first.saveBodies(bodies);
     await first.close();
     await saved;

@@ -54,7 +54,7 @@ export class Meter {
     private readonly model: string,
     private readonly reservation: Reservation,
     private readonly facts: RequestFacts,
-    private readonly at: { time: number; started: number; chatId?: string; endpoint?: string; user?: string },
+    private readonly at: { time: number; started: number; chatId?: string; endpoint?: string; user?: string; bodiesKey?: string },
   ) {}
 
   /** The answer was given or cut (`cut`: the error that cut it): its usage row, written with `t.writes`
@@ -118,6 +118,7 @@ export class Meter {
         error: error ? cut(`${error.code}: ${error.message}`) : null,
         cachedTokens: t.cachedTokens ?? 0,
         user: this.at.user ?? null,
+        bodiesKey: this.at.bodiesKey ?? null,
       },
       caller.limits.map((l) => l.scope),
     );

@@ -98,7 +98,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     const model = spec.model(req, caller);
     facts.model = model.model;
     const pinned = pinnedChannel(event, caller, deps.router, model.model);
-    if (caller.app.logBodies !== "off" && deps.bodyLog) captureBodies(event, deps.bodyLog, caller.app.logBodies, requestText(body, spec, raw), facts, time);
+    const bodiesKey = caller.app.logBodies !== "off" && deps.bodyLog ? captureBodies(event, deps.bodyLog, caller.app.logBodies, requestText(body, spec, raw), facts, time) : undefined;
     raw = undefined;
     const call: Call<Req, Model> = { event, req, caller, model, time, started, cancel, facts };
     // its calls in flight: a slot in every capped scope, until the request is over
@@ -114,7 +114,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
     // 6. Budgets: the worst case (or what is left of it) is held before the call and settled to the
     //    actual after; a plan the budgets cannot pay in full shrinks to what they hold.
     const reservation = await deps.quota.admit(caller.limits, plan.worstCase, time, { ratesCounted: true });
-    meter = new Meter(deps, caller, model.model, reservation, facts, { time, started, chatId: plan.chatId, endpoint: event.url.pathname, user: plan.user ?? endUser(body) });
+    meter = new Meter(deps, caller, model.model, reservation, facts, { time, started, chatId: plan.chatId, endpoint: event.url.pathname, user: plan.user ?? endUser(body), bodiesKey });
     const m = meter;
     await spec.afford?.(plan, call, reservation);
 

@@ -221,6 +221,12 @@ export const MIGRATIONS: readonly string[] = [
   `
   UPDATE usage SET user = sluice_share_user_digest(share_id, user) WHERE share_id IS NOT NULL AND user IS NOT NULL;
   `,
+  // issue 36: kept bodies are keyed by an id Sluice makes, not the client's x-request-id, which
+  //    many calls may share (docs/fastgpt.md#bodies); bodies kept before stay keyed by request id
+  `
+  ALTER TABLE usage ADD COLUMN bodies_key TEXT;
+  ALTER TABLE usage_bodies RENAME COLUMN request_id TO bodies_key;
+  `,
 ];
 
 /** Brings the database to the latest schema version; refuses a database made by a newer build. */

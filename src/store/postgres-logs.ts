@@ -2,7 +2,7 @@
 // them, and keeps their bodies; the same behaviour as store/sqlite-logs.ts.
 import type { PgPool, PgWrite } from "./postgres-pool.js";
 import { createPgWriteBatcher } from "./postgres-write-batch.js";
-import { PURGE_EVERY, PURGE_ROWS } from "./rows.js";
+import { BODIES_OF_ROW, PURGE_EVERY, PURGE_ROWS } from "./rows.js";
 import type { LoggedBodies, MinuteUsage, UsageRecord, UsageSearch } from "./types.js";
 
 /** One filter for every search: a field given narrows it, null does not. */
@@ -38,21 +38,21 @@ const BODIES = {
   // a batch's bodies in one statement
   save: {
     name: "save-bodies",
-    text: `INSERT INTO usage_bodies (request_id, time, request, response, request_truncated, response_truncated, expires_at)
+    text: `INSERT INTO usage_bodies (bodies_key, time, request, response, request_truncated, response_truncated, expires_at)
       SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::boolean[], $6::boolean[], $7::bigint[])
-      ON CONFLICT (time, request_id) DO NOTHING`,
+      ON CONFLICT (time, bodies_key) DO NOTHING`,
   },
   // the oldest first, along the key: rows older than the retention the newest were saved with;
   // rows another instance is deleting are skipped, not waited for
   purge: {
     name: "purge-bodies",
-    text: `DELETE FROM usage_bodies WHERE (time, request_id) IN (
-        SELECT time, request_id FROM usage_bodies WHERE time <= $1 ORDER BY time LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+    text: `DELETE FROM usage_bodies WHERE (time, bodies_key) IN (
+        SELECT time, bodies_key FROM usage_bodies WHERE time <= $1 ORDER BY time LIMIT $2 FOR UPDATE SKIP LOCKED)`,
   },
   get: {
-    text: `SELECT b.request_id AS "requestId", b.time, b.request, b.response, b.request_truncated AS "requestTruncated",
+    text: `SELECT b.bodies_key AS "key", b.time, b.request, b.response, b.request_truncated AS "requestTruncated",
         b.response_truncated AS "responseTruncated", b.expires_at AS "expiresAt"
-      FROM usage u JOIN usage_bodies b ON b.time = u.time AND b.request_id = u.request_id WHERE u.id = $1 AND b.expires_at > $2`,
+      FROM usage u JOIN usage_bodies b ON ${BODIES_OF_ROW} WHERE u.id = $1 AND b.expires_at > $2`,
   },
 };
 
@@ -62,7 +62,7 @@ export function createPgLogOps(db: PgPool) {
   let unpurged = 0;
   const bodies = createPgWriteBatcher<LoggedBodies>(db, (batch) => {
     const columns: unknown[][] = [[], [], [], [], [], [], []];
-    for (const b of batch) [b.requestId, b.time, b.request, b.response, b.requestTruncated, b.responseTruncated, b.expiresAt].forEach((v, i) => columns[i]!.push(v));
+    for (const b of batch) [b.key, b.time, b.request, b.response, b.requestTruncated, b.responseTruncated, b.expiresAt].forEach((v, i) => columns[i]!.push(v));
     const writes: PgWrite[] = [{ q: BODIES.save, values: columns }];
     // PURGE_ROWS for every PURGE_EVERY rows written (rows.ts)
     if ((unpurged += batch.length) >= PURGE_EVERY) {

@@ -167,6 +167,12 @@ export const PG_MIGRATIONS: readonly string[] = [
   UPDATE usage SET "user" = 'sha256:' || left(encode(sha256(convert_to('sluice share user|' || share_id || '|' || "user", 'UTF8')), 'hex'), 32)
   WHERE share_id IS NOT NULL AND "user" IS NOT NULL;
   `,
+  // issue 36: kept bodies are keyed by an id Sluice makes, not the client's x-request-id, which
+  //    many calls may share (docs/fastgpt.md#bodies); bodies kept before stay keyed by request id
+  `
+  ALTER TABLE usage ADD COLUMN bodies_key text;
+  ALTER TABLE usage_bodies RENAME COLUMN request_id TO bodies_key;
+  `,
 ];
 
 /** Any constant: the advisory lock every Sluice instance takes around its migration. */

@@ -33,15 +33,15 @@ function summarySql(byFinishReason: boolean): string {
 const SQL = {
   // a batch's usage rows, and its points added once per scope (scopes in one order, see usageValues)
   recordUsage: {
-    name: "record-usage-v2",
+    name: "record-usage-v3",
     text: `WITH inserted AS (
         INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens, points, status, duration_ms, chat_id, finish_reason,
-          request_id, endpoint, channel_id, attempts, ttfb_ms, error, cached_tokens, "user")
+          request_id, endpoint, channel_id, attempts, ttfb_ms, error, cached_tokens, "user", bodies_key)
         SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
           $9::numeric[], $10::integer[], $11::bigint[], $12::text[], $13::text[],
-          $14::text[], $15::text[], $16::bigint[], $17::integer[], $18::bigint[], $19::text[], $20::bigint[], $21::text[])
+          $14::text[], $15::text[], $16::bigint[], $17::integer[], $18::bigint[], $19::text[], $20::bigint[], $21::text[], $22::text[])
       )
-      INSERT INTO spend (scope, points) SELECT * FROM unnest($22::text[], $23::float8[])
+      INSERT INTO spend (scope, points) SELECT * FROM unnest($23::text[], $24::float8[])
       ON CONFLICT (scope) DO UPDATE SET points = spend.points + EXCLUDED.points`,
   },
   getSpent: { name: "get-spent", text: `SELECT points FROM spend WHERE scope = $1` },

@@ -104,16 +104,22 @@ export function newestMessages(rounds: readonly StoredRound[], limit: number, ma
   return picked.reverse().flat();
 }
 
+/** The bodies of usage row `u` (`b`): by its bodies key; a row written before bodies keys, by its
+ *  request id, which the client may have given to other calls too — so only where no other row
+ *  has it at that time (docs/fastgpt.md#bodies). */
+export const BODIES_OF_ROW = `b.time = u.time AND (b.bodies_key = u.bodies_key OR (u.bodies_key IS NULL AND b.bodies_key = u.request_id
+  AND NOT EXISTS (SELECT 1 FROM usage o WHERE o.time = u.time AND o.request_id = u.request_id AND o.id <> u.id)))`;
+
 /** The usage table's columns, in the order usageValues gives them. */
-export const USAGE_COLUMNS = 21;
+export const USAGE_COLUMNS = 22;
 
 /** A usage row's values in column order: time, app_id, key_name, share_id, model, channel,
  *  input_tokens, output_tokens, points, status, duration_ms, chat_id, finish_reason, request_id,
- *  endpoint, channel_id, attempts, ttfb_ms, error, cached_tokens, user. */
+ *  endpoint, channel_id, attempts, ttfb_ms, error, cached_tokens, user, bodies_key. */
 export function usageValues(row: UsageRow): unknown[] {
   const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason, cachedTokens } = row;
-  const { requestId = null, endpoint = null, channelId = null, attempts = null, ttfbMs = null, error = null, user = null } = row;
-  return [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason, requestId, endpoint, channelId, attempts, ttfbMs, error, cachedTokens, user];
+  const { requestId = null, endpoint = null, channelId = null, attempts = null, ttfbMs = null, error = null, user = null, bodiesKey = null } = row;
+  return [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason, requestId, endpoint, channelId, attempts, ttfbMs, error, cachedTokens, user, bodiesKey];
 }
 
 /** Adds a row's points to the spend of each budget it counts against: a scope named twice is still

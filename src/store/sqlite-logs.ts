@@ -1,7 +1,7 @@
 // The SQLite half of the Store that reads usage rows as FastGPT's call logs and dashboard read them
 // (docs/fastgpt.md#call-logs): a search with its count, per-minute sums, and the bodies kept of a request.
 import type Database from "better-sqlite3";
-import { PURGE_EVERY, PURGE_ROWS } from "./rows.js";
+import { BODIES_OF_ROW, PURGE_EVERY, PURGE_ROWS } from "./rows.js";
 import type { LoggedBodies, MinuteUsage, UsageRecord, UsageSearch } from "./types.js";
 
 interface Params {
@@ -105,18 +105,16 @@ interface BodiesBatch {
 export function createBodyOps(db: Database.Database) {
   const sql = {
     save: db.prepare<[string, number, string, string, number, number, number]>(
-      `INSERT INTO usage_bodies (request_id, time, request, response, request_truncated, response_truncated, expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (time, request_id) DO NOTHING`,
+      `INSERT INTO usage_bodies (bodies_key, time, request, response, request_truncated, response_truncated, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (time, bodies_key) DO NOTHING`,
     ),
     // the oldest first, along the key: rows older than the retention the newest were saved with
     purge: db.prepare<[number]>(`DELETE FROM usage_bodies WHERE rowid IN (SELECT rowid FROM usage_bodies WHERE time <= ? ORDER BY time LIMIT ${PURGE_ROWS})`),
-    get: db.prepare<[number, number], BodyRow>(
-      `SELECT b.* FROM usage u JOIN usage_bodies b ON b.time = u.time AND b.request_id = u.request_id WHERE u.id = ? AND b.expires_at > ?`,
-    ),
+    get: db.prepare<[number, number], BodyRow>(`SELECT b.* FROM usage u JOIN usage_bodies b ON ${BODIES_OF_ROW} WHERE u.id = ? AND b.expires_at > ?`),
   };
   let unpurged = 0;
   const commit = db.transaction((rows: LoggedBodies[]) => {
-    for (const b of rows) sql.save.run(b.requestId, b.time, b.request, b.response, b.requestTruncated ? 1 : 0, b.responseTruncated ? 1 : 0, b.expiresAt);
+    for (const b of rows) sql.save.run(b.key, b.time, b.request, b.response, b.requestTruncated ? 1 : 0, b.responseTruncated ? 1 : 0, b.expiresAt);
     // PURGE_ROWS for every PURGE_EVERY rows written, until none is due (rows.ts)
     const last = rows[rows.length - 1]!;
     const cutoff = Date.now() - (last.expiresAt - last.time);
@@ -158,13 +156,13 @@ export function createBodyOps(db: Database.Database) {
     },
     async getBodies(usageId: number, now: number): Promise<LoggedBodies | undefined> {
       const row = sql.get.get(usageId, now);
-      return row && { requestId: row.request_id, time: row.time, request: row.request, response: row.response, requestTruncated: row.request_truncated === 1, responseTruncated: row.response_truncated === 1, expiresAt: row.expires_at };
+      return row && { key: row.bodies_key, time: row.time, request: row.request, response: row.response, requestTruncated: row.request_truncated === 1, responseTruncated: row.response_truncated === 1, expiresAt: row.expires_at };
     },
   };
 }
 
 interface BodyRow {
-  request_id: string;
+  bodies_key: string;
   time: number;
   request: string;
   response: string;

@@ -33,7 +33,7 @@ export function createUsageGatherer(db: Database.Database): UsageGatherer {
       const values = Array.from({ length: rows }, () => `(${Array(USAGE_COLUMNS).fill("?").join(", ")})`).join(", ");
       statement = db.prepare<unknown[]>(
         `INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens,
-           points, status, duration_ms, chat_id, finish_reason, request_id, endpoint, channel_id, attempts, ttfb_ms, error, cached_tokens, user) VALUES ${values}`,
+           points, status, duration_ms, chat_id, finish_reason, request_id, endpoint, channel_id, attempts, ttfb_ms, error, cached_tokens, user, bodies_key) VALUES ${values}`,
       );
       inserts.set(rows, statement);
     }

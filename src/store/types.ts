@@ -109,6 +109,9 @@ export interface UsageRow {
    *  docs/store.md#share-link-users-in-usage-rows), else the request's `user` / `safety_identifier` /
    *  `metadata.user_id` (docs/api.md#usage); null when none was named */
   user?: string | null;
+  /** the key of the row's kept bodies: an id Sluice made, unlike the client's request id
+   *  (docs/fastgpt.md#bodies); null when its app keeps none, or on rows written before */
+  bodiesKey?: string | null;
 }
 
 export interface UsageTotals {
@@ -158,9 +161,11 @@ export interface UsageSearch {
 }
 
 /** What a request sent and was answered, kept for FastGPT's log detail (docs/fastgpt.md#bodies):
- *  redacted and cut before it reaches the store. Found by its usage row's request id and time. */
+ *  redacted and cut before it reaches the store. Found by its usage row's bodies key and time (rows
+ *  written before bodies keys: by their request id, where no other row has it at that time). */
 export interface LoggedBodies {
-  requestId: string;
+  /** the usage row's `bodiesKey` */
+  key: string;
   /** the usage row's time */
   time: number;
   request: string;

@@ -75,11 +75,11 @@ export function describeLogContract(current: () => Store): void {
 
   it("keeps a request's bodies by its usage row until their time, and purges them a few at a time", async () => {
     const store = current();
-    const bodies = (requestId: string, time: number, expiresAt: number) => ({ requestId, time, request: '{"a":1}', response: "data: x", requestTruncated: true, responseTruncated: false, expiresAt });
-    await store.recordUsage(row({ requestId: "kept", time: T0 }), []);
-    await store.recordUsage(row({ requestId: "none", time: T0 }), []);
+    const bodies = (key: string, time: number, expiresAt: number) => ({ key, time, request: '{"a":1}', response: "data: x", requestTruncated: true, responseTruncated: false, expiresAt });
+    await store.recordUsage(row({ requestId: "r", bodiesKey: "kept", time: T0 }), []);
+    await store.recordUsage(row({ requestId: "r", bodiesKey: "none", time: T0 }), []);
     await store.saveBodies(bodies("kept", T0, T0 + MINUTE));
-    // the same request id at another time is another request's
+    // the same key at another time is another request's
     await store.saveBodies(bodies("none", T0 + 1, T0 + MINUTE));
     const [kept, none] = (await store.searchUsage(search({ order: { by: "id", desc: false } }))).rows;
     expect(await store.getBodies(kept!.id, T0)).toEqual(bodies("kept", T0, T0 + MINUTE));
