@@ -8,7 +8,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { MIGRATIONS } from "../src/store/migrations.js";
+import { defineMigrationFunctions, MIGRATIONS } from "../src/store/migrations.js";
 import { PG_MIGRATIONS } from "../src/store/postgres-migrations.js";
 import { createStore } from "../src/store/index.js";
 import type { Store } from "../src/store/types.js";
@@ -150,6 +150,7 @@ describe("bodies kept before bodies keys", () => {
   it("are still shown after the SQLite migration, where their request id was their row's alone", async () => {
     const path = join(dir, "old.db");
     const db = new Database(path);
+    defineMigrationFunctions(db);
     db.exec(MIGRATIONS.slice(0, beforeKeys(MIGRATIONS)).join(";\n"));
     db.pragma(`user_version = ${beforeKeys(MIGRATIONS)}`);
     for (const id of OLD_ROWS) db.prepare(`${OLD_USAGE} VALUES (${Array(21).fill("?").join(", ")})`).run(oldRow(id));

@@ -229,10 +229,14 @@ export const MIGRATIONS: readonly string[] = [
   `,
 ];
 
+/** The SQL functions the migrations call: what the issue-36 migration computes, as the gateway does for new rows. */
+export function defineMigrationFunctions(db: Database.Database): void {
+  db.function("sluice_share_user_digest", { deterministic: true }, (shareId: unknown, uid: unknown) => shareUserDigest(String(shareId), String(uid)));
+}
+
 /** Brings the database to the latest schema version; refuses a database made by a newer build. */
 export function migrate(db: Database.Database): void {
-  // what the issue-36 migration computes in SQL, as the gateway computes it for new rows
-  db.function("sluice_share_user_digest", { deterministic: true }, (shareId: unknown, uid: unknown) => shareUserDigest(String(shareId), String(uid)));
+  defineMigrationFunctions(db);
   const apply = db.transaction(() => {
     const current = db.pragma("user_version", { simple: true }) as number;
     if (current > MIGRATIONS.length) {
