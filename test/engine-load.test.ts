@@ -31,7 +31,7 @@ describe("engine metrics", () => {
   });
 
   it("reads a text fed in pieces as it reads it whole, lines cut anywhere", () => {
-    const text = 'm 1\nvllm:num_requests_running{engine="0"} 3\r\nvllm:num_requests_waiting 4\nvllm:kv_cache_usage_perc 0.25\nvllm:num_requests_running 1';
+    const text = 'm 1\nvllm:num_requests_running{engine="0"} 3\r\nvllm:num_requests_running_total 50\nvllm:num_requests_waiting 4\nvllm:kv_cache_usage_perc 0.25\nvllm:num_requests_running 1';
     for (const size of [1, 2, 5, 7, 64]) {
       const reader = new EngineMetricsReader();
       for (let at = 0; at < text.length; at += size) reader.feed(text.slice(at, at + size));

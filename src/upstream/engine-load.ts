@@ -2,8 +2,8 @@
 // text is read every `intervalMs` — at most MAX_SCRAPE_BYTES, within the interval, never two at
 // once — and the engine's running + waiting requests and KV cache use are kept on the channel's
 // entry. The text is parsed as it arrives, in slices of about SLICE_MS with the event loop given
-// back between them, and within PARSE_BUDGET_MS of parsing in all: only lines of the engines'
-// families, of at most MAX_LINE_CHARS, reach the sample pattern. Lines it does not know, or cannot read, are skipped; a scrape
+// back between them, and within PARSE_BUDGET_MS of parsing in all: the lines of the names read are
+// searched for, and only they (of at most MAX_LINE_CHARS) reach the sample pattern. Lines it does not know, or cannot read, are skipped; a scrape
 // that fails, runs over a bound or finds none of the engine's figures changes nothing, and a figure
 // older than STALE_INTERVALS intervals is not used.
 import { StringDecoder } from "node:string_decoder";
@@ -25,7 +25,9 @@ export const STALE_INTERVALS = 3;
 const RUNNING = new Set(["vllm:num_requests_running", "sglang:num_running_reqs"]);
 const WAITING = new Set(["vllm:num_requests_waiting", "sglang:num_queue_reqs"]);
 const KV_USE = new Set(["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"]);
-const FAMILIES = ["vllm:", "sglang:"];
+const NAMES = [...RUNNING, ...WAITING, ...KV_USE];
+/** a line of one of the names read, from the end of the line before it */
+const LINE_STARTS = NAMES.map((name) => `\n${name}`);
 const SAMPLE = /^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{[^}\n]*\})?[ \t]+(\S+)/;
 
 export interface EngineFigures {
@@ -48,20 +50,24 @@ export class EngineMetricsReader {
   /** Reads the whole lines of `piece` (after what is left of the last one). */
   feed(piece: string): void {
     let at = 0;
-    if (this.#skipping) {
+    if (this.#skipping || this.#tail !== "") {
       const end = piece.indexOf("\n");
-      if (end < 0) return;
+      if (end < 0) return this.#skipping ? undefined : this.#keep(this.#tail + piece);
+      if (!this.#skipping) this.#line(this.#tail + piece.slice(0, end));
       this.#skipping = false;
-      at = end + 1;
-    } else if (this.#tail !== "") {
-      const end = piece.indexOf("\n");
-      if (end < 0) return this.#keep(this.#tail + piece);
-      this.#line(this.#tail + piece.slice(0, end));
       this.#tail = "";
       at = end + 1;
     }
-    for (let end = piece.indexOf("\n", at); end >= 0; at = end + 1, end = piece.indexOf("\n", at)) {
-      if (FAMILIES.some((family) => piece.startsWith(family, at))) this.#line(piece.slice(at, end));
+    const last = piece.lastIndexOf("\n");
+    if (last >= at) {
+      // the lines of the names read are searched for; no other line is looked at
+      if (NAMES.some((name) => piece.startsWith(name, at))) this.#line(piece.slice(at, piece.indexOf("\n", at)));
+      for (const name of LINE_STARTS) {
+        for (let found = piece.indexOf(name, at); found >= 0 && found < last; found = piece.indexOf(name, found + 1)) {
+          this.#line(piece.slice(found + 1, piece.indexOf("\n", found + 1)));
+        }
+      }
+      at = last + 1;
     }
     this.#keep(piece.slice(at));
   }
@@ -114,6 +120,12 @@ async function scrape(url: string, timeoutMs: number, key: string | undefined): 
   if (res.statusCode !== 200) {
     res.body.resume();
     throw new Error(`status ${res.statusCode}`);
+  }
+  // undici answers destroy() with an `error` event: it must find a listener
+  res.body.on("error", () => {});
+  if (Number(res.headers["content-length"] ?? 0) > MAX_SCRAPE_BYTES) {
+    res.body.destroy();
+    throw new Error("too large");
   }
   const reader = new EngineMetricsReader();
   const decoder = new StringDecoder("utf8");
