@@ -1,7 +1,7 @@
 import { defineConfig } from "vitest/config";
 
 /** Files that measure how the gateway holds up (latency ceilings): they run alone, after the rest. */
-const ALONE = ["test/abuse.test.ts", "test/tokens-latency.test.ts", "test/body-pieces.test.ts"];
+const ALONE = ["test/abuse.test.ts", "test/tokens-latency.test.ts", "test/body-pieces.test.ts", "test/engine-metrics-lag.test.ts", "test/audio-refusal.test.ts"];
 
 export default defineConfig({
   test: {

@@ -1,7 +1,8 @@
 // Reading an engine's Prometheus text (docs/routing.md#load): vLLM's and SGLang's names, several
-// series summed (the KV cache: the fullest), and nothing at all from a text without them.
+// series summed (the KV cache: the fullest), and nothing at all from a text without them; read in
+// pieces, a line cut between two is read whole and a line too long for a sample is skipped.
 import { describe, expect, it } from "vitest";
-import { parseEngineMetrics } from "../src/upstream/engine-load.js";
+import { EngineMetricsReader, parseEngineMetrics } from "../src/upstream/engine-load.js";
 
 describe("engine metrics", () => {
   it("sums vLLM's running and waiting over its series and keeps the fullest KV cache", () => {
@@ -27,5 +28,21 @@ describe("engine metrics", () => {
     expect(parseEngineMetrics("vllm:num_requests_waiting{ 9\nvllm:num_requests_waiting NaN\nvllm:num_requests_waiting -4\nvllm:num_requests_running 2\n")).toEqual({ queue: 2, kv: 0 });
     expect(parseEngineMetrics("<html>502 Bad Gateway</html>")).toBeUndefined();
     expect(parseEngineMetrics("")).toBeUndefined();
+  });
+
+  it("reads a text fed in pieces as it reads it whole, lines cut anywhere", () => {
+    const text = 'm 1\nvllm:num_requests_running{engine="0"} 3\r\nvllm:num_requests_running_total 50\nvllm:num_requests_waiting 4\nvllm:kv_cache_usage_perc 0.25\nvllm:num_requests_running 1';
+    for (const size of [1, 2, 5, 7, 64]) {
+      const reader = new EngineMetricsReader();
+      for (let at = 0; at < text.length; at += size) reader.feed(text.slice(at, at + size));
+      expect(reader.end(), `pieces of ${size}`).toEqual({ queue: 8, kv: 0.25 });
+    }
+  });
+
+  it("skips a line longer than any sample, held neither whole nor in part", () => {
+    const reader = new EngineMetricsReader();
+    reader.feed(`vllm:num_requests_running{x="${"a".repeat(10_000)}`);
+    reader.feed(`${"a".repeat(10_000)}"} 50\nvllm:num_requests_waiting 2\n`);
+    expect(reader.end()).toEqual({ queue: 2, kv: 0 });
   });
 });

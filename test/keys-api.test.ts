@@ -252,6 +252,35 @@ describe("a key made on another instance whose notice has not arrived", () => {
   });
 });
 
+describe("unknown keys in the created format", () => {
+  it("cost one lookup by digest each, never a read of every key, and the same one again none (issue 36, check c; before: 40 unknown keys, 40 reads of every key)", async () => {
+    const inner = createStore({ driver: "memory" });
+    const calls = { lists: 0, finds: 0 };
+    const store = {
+      ...inner,
+      listCreatedKeys: () => (calls.lists++, inner.listCreatedKeys()),
+      findCreatedKey: (digest: string) => (calls.finds++, inner.findCreatedKey(digest)),
+    };
+    const gw = await startGateway({ ...keysConfig(upstream.url), server: { log: { level: "silent" } } }, { store });
+    try {
+      const held = await createKey(gw.url, { name: "held", kind: "app", appId: "a1" });
+      await chatOk(gw.url, { messages: [user("warm")] }, held.key);
+      const before = { ...calls };
+      const unknown = Array.from({ length: 20 }, (_, i) => `sk-sluice-unknown-${String(i).padStart(2, "0")}-${"x".repeat(30)}`);
+      for (const key of [...unknown, ...unknown]) await expectError(await postChat(gw.url, { messages: [user("x")] }, key), 401, "invalid_api_key");
+      expect(calls.lists - before.lists).toBe(0);
+      expect(calls.finds - before.finds).toBe(20);
+      // a key the store holds and this instance had not heard of is still found by its digest
+      const unheard = "sk-sluice-written-elsewhere-" + "y".repeat(30);
+      await inner.createKey({ name: "elsewhere", kind: "app", appId: "a1", sha256: sha256(unheard), maxUsagePoints: -1, qpm: 0, tpm: 0, periodPoints: -1, period: "day", expiresAt: null, createdAt: Date.now(), revokedAt: null });
+      await chatOk(gw.url, { messages: [user("first use")] }, unheard);
+    } finally {
+      await gw.close();
+      await inner.close();
+    }
+  });
+});
+
 describe("keys API across instances sharing the cluster state and store", () => {
   const instances: Array<{ gateway: Gateway; server: Server; url: string }> = [];
   const store = createStore({ driver: "memory" });

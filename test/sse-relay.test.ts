@@ -61,6 +61,26 @@ describe("SSE relay", () => {
     expect(relay.done).toBe(true);
   });
 
+  it("relays CRLF and CR line ends as LF however the bytes are split, a CRLF cut in two one line end", () => {
+    const lf = run(upstreamText, []).out;
+    for (const ends of ["\r\n", "\r"]) {
+      const text = upstreamText.replace(/\n/g, ends);
+      for (let i = 1; i < text.length; i++) expect(run(text, [i]).out, `${JSON.stringify(ends)} cut at ${i}`).toBe(lf);
+      expect(run(text, Array.from({ length: text.length - 1 }, (_, i) => i + 1)).out).toBe(lf);
+    }
+  });
+
+  it("fails an event over 1 MiB, however it arrives, and relays one just under it", () => {
+    const event = (chars: number) => `data: {"choices":[{"index":0,"delta":{"content":"${"x".repeat(chars)}"}}]}\n\n`;
+    const pieces = (text: string) => Array.from({ length: Math.floor(text.length / 16_384) }, (_, i) => (i + 1) * 16_384);
+    const long = event(1024 * 1024);
+    expect(() => run(long, [])).toThrow("sent a stream event larger than 1048576 bytes");
+    expect(() => run(long, pieces(long))).toThrow("sent a stream event larger than 1048576 bytes");
+    expect(() => run(long, [long.length - 1])).toThrow("larger than 1048576 bytes"); // the blank line cut in two
+    const under = `${event(1024 * 1024 - 100)}data: [DONE]\n\n`;
+    expect(run(under, pieces(under)).relay.text()).toHaveLength(1024 * 1024 - 100);
+  });
+
   it("writes FastGPT answer events with detail", () => {
     const { out } = run(upstreamText, [], { detail: true });
     expect(out.split("\n\n").filter(Boolean).every((e) => e.startsWith("event: answer\ndata: "))).toBe(true);

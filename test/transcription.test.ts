@@ -17,6 +17,7 @@ import OpenAI, { toFile } from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { durationBound, readAudioInfo } from "../src/audio/audio-info.js";
 import { AudioParsers } from "../src/audio/audio-parser.js";
+import { opensAudio } from "../src/audio/audio-sniff.js";
 import { createMultipartBody } from "../src/audio/multipart-body.js";
 import { transcriptionPoints } from "../src/audio/points.js";
 import { answerSeconds, billedSeconds, transcriptionHeaders } from "../src/audio/transcription-answer.js";
@@ -110,12 +111,41 @@ describe("audio duration and points", () => {
 
   it("gives up on bytes crafted to keep the parser busy, within its time budget", async () => {
     // 256 KB of 0xFF reads as an MPEG frame sync at every byte: minutes of parsing without a budget
+    // (behind an ID3 tag, as the first look at a file lets them by: test/audio-refusal.test.ts)
     const path = join(dir, "ff.mp3");
-    await writeFile(path, Buffer.alloc(256 * 1024, 0xff));
+    await writeFile(path, Buffer.concat([Buffer.from("ID3\x03\0\0\0\0\0\0", "latin1"), Buffer.alloc(256 * 1024, 0xff)]));
     const started = performance.now();
     await expect(readAudioInfo(path, new AudioParsers(300))).rejects.toMatchObject({ status: 400, code: "invalid_audio", message: expect.stringContaining("within 0.3 s") });
     expect(performance.now() - started).toBeLessThan(2_000);
     await rm(path);
+  });
+
+  it("takes a file for audio by its first bytes: containers music-metadata reads, MPEG and ADTS frames that exist", () => {
+    const head = (hex: string, text = "") => Buffer.concat([Buffer.from(hex, "hex"), Buffer.from(text, "latin1")]);
+    const audio = [
+      WAV.subarray(0, 16),
+      MP3.subarray(0, 16),
+      Buffer.from("ID3\x04\0\0\0\0\0\0", "latin1"),
+      Buffer.from("fLaC\0\0\0\x22", "latin1"),
+      Buffer.from("OggS\0\x02", "latin1"),
+      head("1a45dfa3a3428286"),
+      head("00000020", "ftypM4A isom"),
+      Buffer.from("FORM\0\0\0\0AIFF", "latin1"),
+      head("fffb9064"), // MPEG-1 Layer III, 128 kbit/s, 44.1 kHz
+      head("fff15080"), // ADTS AAC, 44.1 kHz
+    ];
+    const other = [
+      Buffer.alloc(16, 0xff),
+      Buffer.alloc(16, 0),
+      Buffer.from("RIFF\0\0\0\0AVI LIST", "latin1"),
+      head("fffbf064"), // a bitrate that does not exist
+      head("fffb9c64"), // a reserved sample rate
+      head("fff13c80"), // a sampling frequency index that does not exist
+      Buffer.from("ID"),
+      Buffer.alloc(0),
+    ];
+    audio.forEach((bytes, i) => expect(opensAudio(bytes), `audio ${i}`).toBe(true));
+    other.forEach((bytes, i) => expect(opensAudio(bytes), `other ${i}`).toBe(false));
   });
 
   it("bounds a duration by the file's size both ways, and bills the larger of the file's and the model's within them", () => {

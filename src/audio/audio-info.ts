@@ -1,14 +1,16 @@
 // What an uploaded audio file is and how long it plays (docs/fleet.md#transcription), read by
-// music-metadata from the file on disk, in a worker thread (./audio-parser.ts): its headers only,
-// never a scan of every frame (a 12 MB VBR MP3 without a Xing header takes 90 s to scan). A file it
-// cannot read as audio is refused (400), and so is one it cannot read within the parser's budget:
-// crafted bytes keep a parser busy for minutes, where a real 25 MB file takes well under 100 ms.
+// music-metadata from the file on disk, in a worker thread (./audio-parser.ts), once the file's first
+// bytes have shown an audio container (./audio-sniff.ts): its headers only, never a scan of every
+// frame (a 12 MB VBR MP3 without a Xing header takes 90 s to scan). A file it cannot read as audio
+// is refused (400), and so is one it cannot read within the parser's budget: crafted bytes keep a
+// parser busy for minutes, where a real 25 MB file takes a few ms.
 // Some files hold no duration at all (a browser's MediaRecorder writes WebM without one), so the
 // duration may be unknown; the budget then holds a bound made from the file's size. A header may
 // also lie (a fake Xing frame makes 20 minutes of MP3 say 0.2 s), so the size bounds it from below
 // too, and the answer is billed by the larger of it and what the model reports (./transcription-answer.ts).
 import { badRequest } from "../http/errors.js";
 import { AudioParsers } from "./audio-parser.js";
+import { looksLikeAudio } from "./audio-sniff.js";
 import { FILE_FIELD } from "./multipart-upload.js";
 
 export interface AudioInfo {
@@ -37,7 +39,8 @@ const OTHER_MAX_BITS_PER_SECOND = 576_000;
 /** The file's format and duration; a 400 naming `file` when it is not audio music-metadata can
  *  read within the budget. `using`: the parsers (tests give their own, of another budget). */
 export async function readAudioInfo(path: string, using = parsers): Promise<AudioInfo> {
-  const outcome = await using.parse(path);
+  // a file that opens no audio container costs no parser (./audio-sniff.ts)
+  const outcome = (await looksLikeAudio(path)) ? await using.parse(path) : ({ refused: "unreadable" } as const);
   if ("refused" in outcome) {
     const why = outcome.refused === "too_slow" ? `could not be read as audio within ${using.budgetMs / 1000} s` : "is not audio the gateway can read";
     throw badRequest("invalid_audio", `file: the file ${why} (send mp3, mp4, m4a, wav, webm, ogg or flac).`, FILE_FIELD);

@@ -2,9 +2,12 @@
 // sha256 digest, so a request's lookup touches no store; they are loaded from the store at start and
 // read again on every key change heard through the cluster state (a notice carries a name, never a
 // key's identity), and a revocation drops its key at once — on every instance, as the change
-// reaches each. lastUsedAt is noted in memory per request
+// reaches each. A key not known here is looked up by its digest (one indexed row, never a read of
+// every key), and a digest the store does not hold is remembered a while (bounded, LRU), so
+// unknown keys cost a store at most one lookup each. lastUsedAt is noted in memory per request
 // and written to the store every few seconds, one transaction for all the keys used meanwhile.
 import { hash, randomBytes } from "node:crypto";
+import { LRUCache } from "lru-cache";
 import type { ClusterState, KeyChange } from "../cluster/types.js";
 import { GatewayError } from "../http/errors.js";
 import type { CreatedKeyRow, Store } from "../store/types.js";
@@ -14,6 +17,10 @@ const KEY_PREFIX = CREATED_KEY_PREFIX;
 /** 32 random bytes: 43 url-safe characters after the prefix */
 const KEY_RANDOM_BYTES = 32;
 const USE_FLUSH_MS = 5_000;
+/** Digests the store was asked for and does not hold: at most this many, each for at most MISS_TTL_MS
+ *  (forgotten at once when a key change is heard) */
+const MAX_MISSES = 10_000;
+const MISS_TTL_MS = 60_000;
 const CREATED_KINDS = new Set<string>(["app", "global"]);
 
 export interface NewKey {
@@ -49,6 +56,9 @@ export function createCreatedKeys(store: Store, state: ClusterState): CreatedKey
   let pending = new Map<string, number>();
   let changes = 0;
   let first: Promise<void> | undefined;
+  const misses = new LRUCache<string, true>({ max: MAX_MISSES, ttl: MISS_TTL_MS });
+  // one lookup per digest at a time: the requests of one unknown key share it
+  const lookups = new Map<string, Promise<void>>();
 
   async function load(): Promise<void> {
     const seen = changes;
@@ -70,17 +80,30 @@ export function createCreatedKeys(store: Store, state: ClusterState): CreatedKey
   function heard(change: KeyChange): void {
     if (change.change === "revoked") forget(change.name);
     else changes++;
+    misses.clear();
     // a failed read keeps the keys known so far; the next change or restart reads again
     void load().catch(() => {});
   }
   const stopListening = state.onKeyChange(heard);
 
-  // one read of the store at a time; a caller that arrives during one waits for the next
-  let reading: Promise<void> | undefined;
-  let next: Promise<void> | undefined;
-  function refresh(): Promise<void> {
-    if (!reading) return (reading = load().finally(() => (reading = undefined)));
-    return (next ??= reading.catch(() => {}).then(() => ((next = undefined), refresh())));
+  /** The store's row for a digest, live and of a created kind, joins the known keys; a digest it
+   *  does not hold is remembered. A row read while a key changed may predate the change: read again. */
+  async function find(sha256: string, tries = 2): Promise<void> {
+    const seen = changes;
+    const row = await store.findCreatedKey(sha256);
+    if (seen !== changes) return tries > 1 ? find(sha256, tries - 1) : undefined;
+    if (row && row.revokedAt === null && CREATED_KINDS.has(row.kind)) live.set(row.sha256, identityOf(row));
+    else misses.set(sha256, true);
+  }
+
+  function lookUp(sha256: string): Promise<void> {
+    if (live.has(sha256) || misses.has(sha256)) return Promise.resolve();
+    let pending = lookups.get(sha256);
+    if (!pending) {
+      pending = find(sha256).finally(() => lookups.delete(sha256));
+      lookups.set(sha256, pending);
+    }
+    return pending;
   }
 
   async function flushUses(): Promise<void> {
@@ -99,7 +122,7 @@ export function createCreatedKeys(store: Store, state: ClusterState): CreatedKey
   return {
     ready: () => (first ??= load().catch(() => ((first = undefined), Promise.reject(storeUnavailable())))),
     find: (sha256) => live.get(sha256),
-    refresh,
+    lookUp,
     used: (name, now) => void pending.set(name, now),
 
     async create(input, now) {

@@ -29,8 +29,9 @@ export interface KeySource {
   find(sha256: string): KeyIdentity | undefined;
   /** A key (config or created) authenticated a request: its lastUsedAt moves. */
   used(name: string, now: number): void;
-  /** Reads the keys again from the store (a read that starts after this call; concurrent callers share it). */
-  refresh?(): Promise<void>;
+  /** Looks for the key with this digest in the store: found live, `find` knows it from then on.
+   *  One indexed lookup, or none for a digest looked up lately and not found (docs/operations.md#keys-api). */
+  lookUp?(sha256: string): Promise<void>;
 }
 
 /** The prefix of keys made by the operations API: an unknown key with it may be one just created on another instance. */
@@ -81,8 +82,9 @@ export function createKeyring(keys: ApiKeyConfig[], source?: KeySource, now: () 
       return authenticate(authorization);
     } catch (err) {
       const unknown = err instanceof GatewayError && err.code === "invalid_api_key";
-      if (!unknown || !source?.refresh || !bearerToken(authorization)?.startsWith(CREATED_KEY_PREFIX)) throw err;
-      await source.refresh().catch(() => {});
+      const key = bearerToken(authorization);
+      if (!unknown || !source?.lookUp || !key?.startsWith(CREATED_KEY_PREFIX)) throw err;
+      await source.lookUp(sha256(key).toString("hex")).catch(() => {});
       return authenticate(authorization);
     }
   }

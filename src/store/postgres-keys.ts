@@ -9,6 +9,8 @@ const KEY_COLUMNS = `name, kind, app_id AS "appId", sha256, max_usage_points AS 
 const SQL = {
   list: { text: `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY created_at, name COLLATE "C"` },
   get: { text: `SELECT ${KEY_COLUMNS} FROM api_keys WHERE name = $1` },
+  // sha256 is UNIQUE: a point lookup on its index
+  find: { text: `SELECT ${KEY_COLUMNS} FROM api_keys WHERE sha256 = $1` },
   // a name that a removed config key used starts with no history
   create: {
     text: `WITH added AS (
@@ -29,6 +31,10 @@ const SQL = {
 export function createPgKeyOps(db: PgPool) {
   return {
     listCreatedKeys: () => db.read<CreatedKeyRow>(SQL.list, []),
+    async findCreatedKey(sha256: string): Promise<CreatedKeyRow | undefined> {
+      const [row] = await db.read<CreatedKeyRow>(SQL.find, [sha256]);
+      return row;
+    },
     async createKey(r: CreatedKeyRow): Promise<boolean> {
       const added = await db.write(SQL.create, [r.name, r.kind, r.appId, r.sha256, r.maxUsagePoints, r.qpm, r.tpm ?? 0, r.periodPoints ?? -1, r.period ?? "day", r.expiresAt ?? null, r.createdAt]);
       return added.length === 1;

@@ -23,6 +23,8 @@ export function createKeyOps(db: Database.Database) {
   const sql = {
     list: db.prepare<[], KeyRow>(`SELECT * FROM api_keys ORDER BY created_at, name`),
     get: db.prepare<[string], KeyRow>(`SELECT * FROM api_keys WHERE name = ?`),
+    // sha256 is UNIQUE: a point lookup on its index
+    find: db.prepare<[string], KeyRow>(`SELECT * FROM api_keys WHERE sha256 = ?`),
     insert: db.prepare<[string, string, string | null, string, number, number, number, number, string, number | null, number]>(
       `INSERT INTO api_keys (name, kind, app_id, sha256, max_usage_points, qpm, tpm, period_points, period, expires_at, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -49,6 +51,10 @@ export function createKeyOps(db: Database.Database) {
   return {
     async listCreatedKeys(): Promise<CreatedKeyRow[]> {
       return sql.list.all().map(fromRow);
+    },
+    async findCreatedKey(sha256: string): Promise<CreatedKeyRow | undefined> {
+      const row = sql.find.get(sha256);
+      return row && fromRow(row);
     },
     async createKey(row: CreatedKeyRow): Promise<boolean> {
       return create.immediate(row);

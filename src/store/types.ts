@@ -327,6 +327,8 @@ export interface Store {
   getSpent(scope: string): Promise<number>;
   /** Every created key, revoked ones too, oldest first. */
   listCreatedKeys(): Promise<CreatedKeyRow[]>;
+  /** The created key with this sha256 digest (hex), revoked or not; undefined when none has it. */
+  findCreatedKey(sha256: string): Promise<CreatedKeyRow | undefined>;
   /** Adds a created key; false (nothing written) when a created key already has the name. */
   createKey(row: CreatedKeyRow): Promise<boolean>;
   /** Marks a created key revoked at `at` (a second revoke keeps the first time); the row after,

@@ -8,10 +8,10 @@ import { CLOSE_BRACE, OPEN_BRACE, isSpace } from "../json/scan.js";
 import { badUpstreamReply, upstreamReportedError } from "../upstream/errors.js";
 import type { Usage } from "./chunk.js";
 import type { AnswerSink } from "./pump.js";
+import { SseSplitter } from "./sse-split.js";
 import { dataOf } from "./sse.js";
 
 const EVENT_END = "\n\n";
-const CR = 13;
 /** What makes an event worth parsing. `"usage":null`, which OpenAI-style servers put on every
  *  chunk once usage is asked for, is not: only a usage object is. A false positive costs a parse. */
 const MARKER = /"usage": ?\{|\[DONE\]|"error"/g;
@@ -74,36 +74,28 @@ export class SseRelay implements AnswerSink {
   readonly #opts: RelayOptions;
   readonly #text: StreamText;
   readonly #kept: Buffer[] = [];
-  #pending: Buffer | undefined;
+  readonly #events: SseSplitter;
   #firstContent = false;
   #collected: Collected | undefined;
 
   constructor(opts: RelayOptions) {
     this.#opts = opts;
     this.#text = opts.text ?? CHAT_TEXT;
+    this.#events = new SseSplitter(opts.model);
   }
 
   /** Feeds upstream bytes; returns what the client write returned (false: apply backpressure). */
   push(chunk: Buffer): boolean {
     if (this.done) return true; // after [DONE]: the rest is drained, not relayed
-    let data = this.#pending ? Buffer.concat([this.#pending, chunk]) : chunk;
-    if (data.indexOf(CR) >= 0) data = Buffer.from(data.toString("utf8").replace(/\r\n?/g, "\n"));
-    const cut = data.lastIndexOf(EVENT_END);
-    if (cut < 0) {
-      this.#pending = data;
-      return true;
-    }
-    const end = cut + EVENT_END.length;
-    this.#pending = end === data.length ? undefined : Buffer.from(data.subarray(end));
-    return this.#relay(end === data.length ? data : data.subarray(0, end));
+    const region = this.#events.push(chunk);
+    return region === undefined || this.#relay(region);
   }
 
   /** The upstream ended: anything left unterminated is taken as a last event. */
   finish(): void {
-    if (this.done || !this.#pending) return;
-    const rest = this.#pending;
-    this.#pending = undefined;
-    this.push(Buffer.concat([rest, Buffer.from(EVENT_END)]));
+    if (this.done) return;
+    const rest = this.#events.finish();
+    if (rest) this.#relay(Buffer.concat([rest, Buffer.from(EVENT_END)]));
   }
 
   /** The answer's text (the first choice's), parsed from every relayed region (memoized). */

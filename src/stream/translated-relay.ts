@@ -2,11 +2,11 @@
 // event is parsed and handed to the dialect's translator, whose events are what the client reads.
 // What the gateway must know of the answer — usage, finish reason, the text and tool arguments
 // generated (counted when the upstream gives no usage) — is taken on the way.
-import { StringDecoder } from "node:string_decoder";
 import { CLOSE_BRACE, OPEN_BRACE } from "../json/scan.js";
 import type { ChatChunk, Usage } from "./chunk.js";
 import type { AnswerSink } from "./pump.js";
 import { dataOf } from "./sse.js";
+import { SseSplitter } from "./sse-split.js";
 import { parseChunk } from "./sse-relay.js";
 
 const EVENT_END = "\n\n";
@@ -21,8 +21,7 @@ export class TranslatedRelay implements AnswerSink {
   usage: Usage | undefined;
   #finishReason: string | undefined;
   #generated: string[] = [];
-  #pending = "";
-  readonly #decoder = new StringDecoder("utf8");
+  readonly #events: SseSplitter;
   #first = false;
 
   constructor(
@@ -30,21 +29,17 @@ export class TranslatedRelay implements AnswerSink {
     private readonly write: (text: string) => boolean,
     private readonly model: string,
     private readonly onFirstContent: () => void,
-  ) {}
+  ) {
+    this.#events = new SseSplitter(model);
+  }
 
   push(chunk: Buffer): boolean {
     if (this.done) return true;
-    // a character's bytes may come in two reads: the decoder keeps the first ones for the next
-    let text = this.#pending + this.#decoder.write(chunk);
-    if (text.includes("\r")) text = text.replace(/\r\n?/g, "\n");
-    const cut = text.lastIndexOf(EVENT_END);
-    if (cut < 0) {
-      this.#pending = text;
-      return true;
-    }
-    this.#pending = text.slice(cut + EVENT_END.length);
+    const region = this.#events.push(chunk);
+    if (region === undefined) return true;
+    // a region ends with a blank line: no character's bytes are cut at its end
     let out = "";
-    for (const block of text.slice(0, cut).split(EVENT_END)) {
+    for (const block of region.toString("utf8", 0, region.length - EVENT_END.length).split(EVENT_END)) {
       out += this.#event(block);
       if (this.done) break;
     }
@@ -54,9 +49,8 @@ export class TranslatedRelay implements AnswerSink {
   /** The upstream ended: an unterminated last event is taken as one. */
   finish(): void {
     if (this.done) return;
-    const rest = this.#pending + this.#decoder.end();
+    const rest = this.#events.finish()?.toString("utf8") ?? "";
     if (!rest.trim()) return;
-    this.#pending = "";
     const out = this.#event(rest);
     if (out) this.write(out);
   }

@@ -52,6 +52,10 @@ export const upstreamReportedError = (model: string) =>
 export const answerTooLarge = (model: string, limit: number) =>
   new UpstreamError(502, "upstream_error", `The model server for ${model} sent an answer larger than ${limit} bytes.`, "too_large");
 
+/** docs/api.md#streams: one event of a stream over the bound */
+export const eventTooLarge = (model: string, limit: number) =>
+  new UpstreamError(502, "upstream_error", `The model server for ${model} sent a stream event larger than ${limit} bytes.`, "too_large");
+
 export const channelBusy = (model: string) =>
   new UpstreamError(503, "channel_busy", `The model server for ${model} is busy: too many requests are waiting. Retry shortly.`, "busy", {
     headers: { "Retry-After": "1" },

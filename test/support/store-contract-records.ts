@@ -143,6 +143,17 @@ export function describeRecordContract(current: () => Store): void {
       ]);
     });
 
+    it("finds a created key by its digest, revoked too; an unknown digest is undefined", async () => {
+      const store = current();
+      expect(await store.findCreatedKey("digest-of-k")).toBeUndefined();
+      await store.createKey(createdKey({ name: "k", kind: "global", appId: null, tpm: 10, expiresAt: T0 + 99 }));
+      await store.createKey(createdKey({ name: "other" }));
+      expect(await store.findCreatedKey("digest-of-k")).toEqual(createdKey({ name: "k", kind: "global", appId: null, tpm: 10, expiresAt: T0 + 99 }));
+      await store.revokeKey("k", T0 + 10);
+      expect(await store.findCreatedKey("digest-of-k")).toEqual(createdKey({ name: "k", kind: "global", appId: null, tpm: 10, expiresAt: T0 + 99, revokedAt: T0 + 10 }));
+      expect(await store.findCreatedKey("digest-of-nobody")).toBeUndefined();
+    });
+
     it("revokes once: a second revoke keeps the first time; an unknown name is undefined", async () => {
       const store = current();
       await store.createKey(createdKey({ name: "k" }));
