@@ -111,7 +111,7 @@ describe("keys API on one gateway", () => {
     const { text, keys } = await listKeys(gw.url);
 
     for (const secret of [created.key, sha256(created.key), APP_KEY, sha256(APP_KEY), ADMIN_KEY]) expect(text).not.toContain(secret);
-    for (const k of keys) expect(Object.keys(k).sort()).toEqual(["appId", "createdAt", "expiresAt", "kind", "lastUsedAt", "name", "revokedAt", "source"]);
+    for (const k of keys) expect(Object.keys(k).sort()).toEqual(["appId", "createdAt", "expiresAt", "kind", "lastUsedAt", "limits", "name", "revokedAt", "source"]);
     expect(keys.find((k) => k.name === "k1")).toMatchObject({ kind: "app", appId: "a1", source: "config", createdAt: null, revokedAt: null });
     expect(keys.find((k) => k.name === "root")).toMatchObject({ kind: "admin", appId: null, source: "config" });
     const listed = keys.find((k) => k.name === "listed")!;
