@@ -40,10 +40,10 @@ interface Assets {
   style: Asset;
 }
 
+const asset = (body: string): Asset => ({ body, etag: `"${createHash("sha256").update(body, "utf8").digest("base64url").slice(0, 27)}"` });
+
 const FROM_SOURCES = import.meta.url.endsWith(".ts");
 let assets: Promise<Assets> | undefined = FROM_SOURCES ? undefined : Promise.resolve(readBuilt());
-
-const asset = (body: string): Asset => ({ body, etag: `"${createHash("sha256").update(body, "utf8").digest("base64url").slice(0, 27)}"` });
 
 /** The files `npm run build` wrote; their absence stops the start (a build that did not finish). */
 function readBuilt(): Assets {
