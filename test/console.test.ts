@@ -137,6 +137,7 @@ describe("console: keys", () => {
     await page.context().grantPermissions(["clipboard-read", "clipboard-write"]);
     await signIn(page);
     await go(page, "keys");
+    await page.click("#new-key-button");
     await page.fill("#create-key input[name=name]", "console-made");
     await page.fill("#create-key input[name=appId]", "support-bot");
     await page.fill("#create-key input[name=maxUsagePoints]", "25");
@@ -154,9 +155,10 @@ describe("console: keys", () => {
     await page.waitForSelector("table[aria-label=keys]");
     expect(await page.content()).not.toContain(key);
     const row = page.locator("table[aria-label=keys] tbody tr", { hasText: "console-made" });
-    await expect.poll(() => row.innerText()).toContain("of 25 points");
+    await expect.poll(() => row.innerText()).toContain("25 left of 25 points");
 
     // an API error shows the API's own message
+    await page.click("#new-key-button");
     await page.fill("#create-key input[name=name]", "console-made");
     await page.fill("#create-key input[name=appId]", "support-bot");
     await page.click("#create-key button[type=submit]");

@@ -19,6 +19,8 @@ export const PASTED_SECRET = "sk-live-0123456789abcdefghijklmn";
 export interface ConsoleGateway {
   gw: StartedGateway;
   upstream: Upstream;
+  /** whether the model named like markup is configured and called */
+  markup: boolean;
   /** a chat call through the gateway */
   chat(model: string, opts?: { key?: string; user?: string; content?: string }): Promise<Response>;
   /** an admin API call with ADMIN_KEY */
@@ -28,26 +30,27 @@ export interface ConsoleGateway {
   close(): Promise<void>;
 }
 
-function rawConfig(upstreamUrl: string, withDoomed: boolean): Record<string, unknown> {
+function rawConfig(upstreamUrl: string, withDoomed: boolean, markup: boolean): Record<string, unknown> {
+  const marked = (models: string[]) => (markup ? [...models, MARKUP] : models);
   const admin = [{ name: "console-admin", kind: "admin", key: ADMIN_KEY }];
   if (withDoomed) admin.push({ name: "console-doomed", kind: "admin", key: DOOMED_ADMIN_KEY });
   return {
     channels: [
-      { name: "gpu-a", baseUrl: upstreamUrl, key: CHANNEL_KEY, models: ["chat-small", MARKUP], healthCheck: { intervalMs: 0 } },
+      { name: "gpu-a", baseUrl: upstreamUrl, key: CHANNEL_KEY, models: marked(["chat-small"]), healthCheck: { intervalMs: 0 } },
       { name: "gpu-b", baseUrl: upstreamUrl, key: CHANNEL_KEY, models: ["chat-large"], healthCheck: { intervalMs: 0 } },
     ],
     llmModels: [
       { model: "chat-small", maxContext: 8000, maxResponse: 1000, inputPrice: 0.5, outputPrice: 1.5 },
       { model: "chat-large", maxContext: 8000, maxResponse: 1000, inputPrice: 2, outputPrice: 6 },
-      { model: MARKUP, maxContext: 8000, maxResponse: 1000, inputPrice: 1, outputPrice: 1 },
+      ...(markup ? [{ model: MARKUP, maxContext: 8000, maxResponse: 1000, inputPrice: 1, outputPrice: 1 }] : []),
     ],
     apps: [
-      { id: "support-bot", model: "chat-small", models: ["chat-small", "chat-large", MARKUP], logBodies: "all" },
+      { id: "support-bot", model: "chat-small", models: marked(["chat-small", "chat-large"]), logBodies: "all" },
       { id: "research", model: "chat-large", models: ["chat-small", "chat-large"] },
     ],
     apiKeys: [
       ...admin,
-      { name: "support", kind: "app", appId: "support-bot", key: APP_KEY, maxUsagePoints: 200, periodPoints: 60, period: "day" },
+      { name: "support", kind: "app", appId: "support-bot", key: APP_KEY, maxUsagePoints: 1000, periodPoints: 100, period: "day" },
       { name: "research-team", kind: "app", appId: "research", key: OTHER_APP_KEY, qpm: 60 },
     ],
     routing: { maxAttempts: 1 },
@@ -55,14 +58,16 @@ function rawConfig(upstreamUrl: string, withDoomed: boolean): Record<string, unk
   };
 }
 
-export async function startConsoleGateway(): Promise<ConsoleGateway> {
+/** `markup: false` (the screenshots): no model named like markup */
+export async function startConsoleGateway({ markup = true } = {}): Promise<ConsoleGateway> {
   const upstream = await startUpstream({ usage: { prompt_tokens: 420, completion_tokens: 180, prompt_tokens_details: { cached_tokens: 256 } } });
   let doomed = true;
-  const gw = await startGateway(rawConfig(upstream.url, true), { loadConfig: () => parseConfig(rawConfig(upstream.url, doomed), process.env) });
+  const gw = await startGateway(rawConfig(upstream.url, true, markup), { loadConfig: () => parseConfig(rawConfig(upstream.url, doomed, markup), process.env) });
   const auth = (key: string) => ({ authorization: `Bearer ${key}` });
   return {
     gw,
     upstream,
+    markup,
     chat: (model, { key = APP_KEY, user, content = "Hello there" } = {}) =>
       fetch(`${gw.url}/v1/chat/completions`, {
         method: "POST",
@@ -86,7 +91,8 @@ export async function startConsoleGateway(): Promise<ConsoleGateway> {
   };
 }
 
-/** The calls the tests and screenshots look at: eight calls by two keys and four users on three models. */
+/** The calls the tests and screenshots look at: eight calls by two keys and four users on three
+ *  models (seven, without the model named like markup, for the pictures). */
 export async function makeCalls(c: ConsoleGateway): Promise<number> {
   const calls: Array<[string, { key?: string; user?: string; content?: string }]> = [
     ["chat-small", { user: "alice" }],
@@ -95,7 +101,7 @@ export async function makeCalls(c: ConsoleGateway): Promise<number> {
     ["chat-large", { user: "bob" }],
     ["chat-large", { key: OTHER_APP_KEY, user: "dana" }],
     ["chat-small", { key: OTHER_APP_KEY, user: "dana" }],
-    [MARKUP, { user: MARKUP }],
+    ...(c.markup ? [[MARKUP, { user: MARKUP }] satisfies [string, { user: string }]] : []),
     ["chat-large", { user: "carol", content: `Please use ${APP_KEY} and ${PASTED_SECRET} for the deploy.` }],
   ];
   for (const [model, opts] of calls) {

@@ -10,7 +10,10 @@ export const PALETTE = ["#2563eb", "#16a34a", "#ea580c", "#9333ea", "#0891b2", "
 /**
  * `x`: Unix seconds; `series`: [{label, values}] (one value per x); `format`: a value as text.
  */
-export function TimeChart({ title, x, series, tz, format = compact, height = 200, bars = false, daily = false }) {
+/** steps of an axis of counts: whole numbers only */
+const WHOLE = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 1e7, 1e8, 1e9];
+
+export function TimeChart({ title, x, series, tz, format = compact, height = 200, bars = false, daily = false, whole = false }) {
   const box = useRef(null);
   useEffect(() => {
     const el = box.current;
@@ -24,7 +27,7 @@ export function TimeChart({ title, x, series, tz, format = compact, height = 200
       scales: { y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       axes: [
         { stroke: "#64748b", grid: { stroke: "#eef2f7" }, ticks: { stroke: "#e2e8f0" }, ...(daily ? dayAxis(x, tz) : {}) },
-        { stroke: "#64748b", grid: { stroke: "#eef2f7" }, ticks: { stroke: "#e2e8f0" }, size: 48, values: (_u, vals) => vals.map((v) => format(v)) },
+        { stroke: "#64748b", grid: { stroke: "#eef2f7" }, ticks: { stroke: "#e2e8f0" }, size: 48, values: (_u, vals) => vals.map((v) => format(v)), ...(whole ? { incrs: WHOLE } : {}) },
       ],
       series: [
         {},
@@ -46,7 +49,7 @@ export function TimeChart({ title, x, series, tz, format = compact, height = 200
       resize.disconnect();
       plot.destroy();
     };
-  }, [x, series, tz, height, bars, daily]);
+  }, [x, series, tz, height, bars, daily, whole]);
   const data = JSON.stringify({ x, series: series.map((s) => ({ label: s.label, values: s.values })) });
   return (
     <figure class="chart">

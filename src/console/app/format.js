@@ -55,6 +55,28 @@ export function dateTime(ms, tz) {
   return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}`;
 }
 
+/** 40 s ago, 5 min ago, 3 h ago, 2 d ago */
+export function ago(ms, now = Date.now()) {
+  const s = Math.max(0, Math.round((now - ms) / 1000));
+  if (s < 60) return `${s} s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  return `${Math.floor(s / 86400)} d ago`;
+}
+
+/** 2026-12-02 14:05 in `tz` */
+export function dateMinute(ms, tz) {
+  const p = partsIn(ms, tz);
+  return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}`;
+}
+
+/** 12-02 14:05:09 in `tz`: a table's column of recent times */
+export function shortDateTime(ms, tz) {
+  if (ms === null || ms === undefined) return "–";
+  const p = partsIn(ms, tz);
+  return `${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}`;
+}
+
 /** 2026-12-02 in `tz` */
 export function day(ms, tz) {
   const p = partsIn(ms, tz);

@@ -3,7 +3,7 @@
 // (docs/console.md#keys): lifetime, and since the current day, week or month began in the console's zone.
 import { useState } from "preact/hooks";
 import { api, query } from "./api.js";
-import { dateTime, integer, periodStart, points as pts } from "./format.js";
+import { ago, dateMinute, integer, periodStart, points as pts } from "./format.js";
 import { Badge, Empty, ErrorBox, Loaded, Pager, Table, useLoad, usePages } from "./ui.jsx";
 
 async function spendByKey(from) {
@@ -26,15 +26,15 @@ function status(k) {
   return <Badge tone="ok">active</Badge>;
 }
 
-/** "12.3 of 100 · 87.7 left" with a bar; "no budget" for -1. */
+/** "87.7 left of 100 points" with a bar of what is spent (the figure in its title); "no budget" for -1. */
 function Budget({ spent, max, unit }) {
   if (max < 0) return <span class="muted">{pts(spent)} spent · no budget</span>;
   const left = Math.max(0, max - spent);
   return (
-    <span class="budget">
+    <span class="budget" title={`${pts(spent)} spent of ${pts(max)}${unit}`}>
       <span class="budget-text">
-        {pts(spent)} of {pts(max)}
-        {unit} · <strong>{pts(left)} left</strong>
+        <strong>{pts(left)} left</strong> of {pts(max)}
+        {unit}
       </span>
       <span class="meter" aria-hidden="true">
         <span class={`meter-fill ${left <= 0 ? "bad" : left < max * 0.2 ? "warn" : ""}`} style={{ width: `${max > 0 ? Math.min(100, (100 * spent) / max) : 100}%` }} />
@@ -46,12 +46,19 @@ function Budget({ spent, max, unit }) {
 export function Keys({ tz }) {
   const keys = useLoad(() => loadKeys(tz), [tz]);
   const [created, setCreated] = useState(undefined);
+  const [creating, setCreating] = useState(false);
   return (
     <>
       <div class="page-head">
         <h1>Keys</h1>
+        {!creating && !created && (
+          <button type="button" class="primary" id="new-key-button" onClick={() => setCreating(true)}>
+            New key
+          </button>
+        )}
       </div>
-      {created ? <Reveal made={created} done={() => setCreated(undefined)} /> : <CreateKey apps={appsOf(keys.data)} made={(k) => (setCreated(k), keys.reload())} />}
+      {created && <Reveal made={created} done={() => setCreated(undefined)} />}
+      {creating && !created && <CreateKey apps={appsOf(keys.data)} cancel={() => setCreating(false)} made={(k) => (setCreated(k), setCreating(false), keys.reload())} />}
       <section class="card">
         <h2>All keys</h2>
         <Loaded state={keys} what="Loading keys">
@@ -70,18 +77,27 @@ function KeyTable({ list, tz, changed }) {
     <>
       <Table
         label="keys"
+        stack
         rowKey={(k) => k.name}
         rows={pages.rows}
         columns={[
-          { label: "Name", value: (k) => <span class="key-name">{k.name}</span> },
-          { label: "Kind", value: (k) => `${k.kind}${k.appId ? ` · ${k.appId}` : ""}` },
+          {
+            label: "Name",
+            value: (k) => (
+              <span class="key-name">
+                {k.name}
+                <span class="muted small">{k.source === "config" ? "config.json" : `created ${dateMinute(Date.parse(k.createdAt), tz)}`}</span>
+              </span>
+            ),
+          },
+          { label: "Kind", class: "nowrap", value: (k) => `${k.kind}${k.appId ? ` · ${k.appId}` : ""}` },
           { label: "Status", value: status },
           { label: "Budget", value: (k) => <Budget spent={k.spent} max={k.limits.maxUsagePoints} unit=" points" /> },
           { label: "Period budget", value: (k) => (k.limits.periodPoints < 0 ? <span class="muted">none</span> : <Budget spent={k.periodSpent} max={k.limits.periodPoints} unit={` a ${k.limits.period}`} />) },
-          { label: "Rate", value: (k) => [k.limits.qpm ? `${integer(k.limits.qpm)} QPM` : "", k.limits.tpm ? `${integer(k.limits.tpm)} TPM` : ""].filter(Boolean).join(" · ") || "–" },
-          { label: "Expires", value: (k) => (k.expiresAt ? dateTime(Date.parse(k.expiresAt), tz) : "never") },
-          { label: "Last used", value: (k) => (k.lastUsedAt ? dateTime(Date.parse(k.lastUsedAt), tz) : "never") },
-          { label: "", value: (k) => (k.source === "api" && !k.revokedAt ? <Revoke name={k.name} changed={changed} /> : k.source === "config" ? <span class="muted small">config.json</span> : null) },
+          { label: "Rate", class: "nowrap", value: (k) => [k.limits.qpm ? `${integer(k.limits.qpm)} QPM` : "", k.limits.tpm ? `${integer(k.limits.tpm)} TPM` : ""].filter(Boolean).join(" · ") || "–" },
+          { label: "Expires", class: "nowrap", value: (k) => (k.expiresAt ? dateMinute(Date.parse(k.expiresAt), tz) : "never") },
+          { label: "Last used", class: "nowrap", value: (k) => (k.lastUsedAt ? <span title={dateMinute(Date.parse(k.lastUsedAt), tz)}>{ago(Date.parse(k.lastUsedAt))}</span> : "never") },
+          { label: "", value: (k) => (k.source === "api" && !k.revokedAt ? <Revoke name={k.name} changed={changed} /> : null) },
         ]}
       />
       <Pager {...pages} unit="keys" />
@@ -127,7 +143,7 @@ const NUMBER_FIELDS = [
   ["tpm", "TPM (0 none)", "0"],
 ];
 
-function CreateKey({ apps, made }) {
+function CreateKey({ apps, made, cancel }) {
   const [form, setForm] = useState({ name: "", kind: "app", appId: apps[0] ?? "", period: "day", expiresAt: "", maxUsagePoints: "-1", periodPoints: "-1", qpm: "0", tpm: "0" });
   const [error, setError] = useState(undefined);
   const [busy, setBusy] = useState(false);
@@ -194,9 +210,14 @@ function CreateKey({ apps, made }) {
         </label>
       </div>
       {error && <ErrorBox error={error} />}
-      <button type="submit" class="primary" disabled={busy}>
-        {busy ? "Creating…" : "Create key"}
-      </button>
+      <div class="actions">
+        <button type="submit" class="primary" disabled={busy}>
+          {busy ? "Creating…" : "Create key"}
+        </button>
+        <button type="button" onClick={cancel}>
+          Cancel
+        </button>
+      </div>
     </form>
   );
 }

@@ -1,9 +1,9 @@
 // Logs: the call logs (GET /api/logs/search) filtered by key, model, status and channel, a page at
 // a time; a call's detail with the bodies its app keeps (GET /api/logs/detail/{id}), redacted by
 // the gateway before they were stored (docs/fastgpt.md#call-logs).
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, aiproxy, query } from "./api.js";
-import { compact, dateTime, duration, integer, points as pts } from "./format.js";
+import { compact, dateTime, duration, integer, points as pts, shortDateTime } from "./format.js";
 import { Badge, Empty, ErrorBox, Loaded, Loading, Pager, Select, Table, useLoad } from "./ui.jsx";
 
 const PER_PAGE = 20;
@@ -84,12 +84,13 @@ function LogTable({ logs, names, tz, open, setOpen }) {
   return (
     <Table
       label="calls"
+      stack
       rowKey={(l) => l.id}
       rows={logs}
       selected={open?.id}
       onRow={setOpen}
       columns={[
-        { label: "Time", class: "nowrap", value: (l) => dateTime(l.created_at, tz) },
+        { label: "Time", class: "nowrap", value: (l) => <span title={dateTime(l.created_at, tz)}>{shortDateTime(l.created_at, tz)}</span> },
         { label: "Key", class: "cell-text", value: (l) => l.token_name || "(share link)" },
         { label: "Model", class: "cell-text", value: (l) => l.model },
         { label: "Channel", class: "cell-text", value: (l) => names.get(l.channel) ?? `#${l.channel}` },
@@ -121,8 +122,13 @@ function Detail({ log, name, tz, close }) {
       }),
     [log.id],
   );
+  const box = useRef(null);
+  // on a narrow screen the detail is below the list: bring it into view
+  useEffect(() => {
+    if (innerWidth < 900) box.current?.scrollIntoView({ block: "start" });
+  }, [log.id]);
   return (
-    <aside class="card detail" id="log-detail" aria-label="call detail">
+    <aside class="card detail" id="log-detail" aria-label="call detail" ref={box}>
       <header class="detail-head">
         <h2>Call #{log.id}</h2>
         <button type="button" class="ghost" onClick={close} aria-label="close">

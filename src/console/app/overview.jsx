@@ -9,10 +9,10 @@ import { Badge, Empty, Loaded, Select, Stat, Table, useLoad } from "./ui.jsx";
 import { ChannelState } from "./channels.jsx";
 
 const METRICS = [
-  ["Requests", (i) => i.request_count, compact],
-  ["Errors", (i) => i.exception_count, compact],
-  ["Tokens", (i) => i.total_tokens, compact],
-  ["Points", (i) => i.used_amount, pts],
+  ["Requests", (i) => i.request_count, compact, true],
+  ["Errors", (i) => i.exception_count, compact, true],
+  ["Tokens", (i) => i.total_tokens, compact, true],
+  ["Points", (i) => i.used_amount, pts, false],
 ];
 
 export function Overview({ tz }) {
@@ -40,7 +40,7 @@ export function Overview({ tz }) {
 
 function Figures({ dash, tz }) {
   const all = totalsByChannel(dash.points).get("all");
-  const charts = useMemo(() => METRICS.map(([title, metric, format]) => ({ title, format, series: seriesByModel(dash, metric) })), [dash]);
+  const charts = useMemo(() => METRICS.map(([title, metric, format, whole]) => ({ title, format, whole, series: seriesByModel(dash, metric) })), [dash]);
   if (!all) return <Empty>No calls in this range yet. Calls made through the gateway show here within seconds.</Empty>;
   return (
     <>
@@ -55,7 +55,7 @@ function Figures({ dash, tz }) {
       <div class="charts">
         {charts.map((c) => (
           <section class="card" key={c.title}>
-            <TimeChart title={`${c.title} by model`} x={dash.x} series={c.series} tz={tz} format={c.format} />
+            <TimeChart title={`${c.title} by model`} x={dash.x} series={c.series} tz={tz} format={c.format} whole={c.whole} />
           </section>
         ))}
       </div>

@@ -72,10 +72,11 @@ export function Pager({ page, pages, total, setPage, unit = "rows" }) {
   );
 }
 
-/** A table that scrolls sideways on a narrow screen. `columns`: [{label, value: row => text, num?}] */
-export function Table({ columns, rows, rowKey, onRow, selected, foot, label }) {
+/** A table that scrolls sideways on a narrow screen, or (`stack`) shows each row as a card there.
+ *  `columns`: [{label, value: row => text, num?, class?}] */
+export function Table({ columns, rows, rowKey, onRow, selected, foot, label, stack = false }) {
   return (
-    <div class="table-wrap">
+    <div class={stack ? "table-wrap stack" : "table-wrap"}>
       <table aria-label={label}>
         <thead>
           <tr>
@@ -89,9 +90,15 @@ export function Table({ columns, rows, rowKey, onRow, selected, foot, label }) {
         <tbody>
           {rows.map((r) => (
             <tr key={rowKey(r)} class={`${onRow ? "clickable" : ""} ${selected === rowKey(r) ? "selected" : ""}`} onClick={onRow && (() => onRow(r))}>
-              {columns.map((c) => (
-                <td class={c.num ? "num" : c.class}>{c.value(r)}</td>
-              ))}
+              {columns.map((c) => {
+                const v = c.value(r);
+                // a cut cell keeps its whole text as its title (an attribute preact sets as text)
+                return (
+                  <td class={c.num ? "num" : c.class} data-label={c.label} title={c.class === "cell-text" && typeof v === "string" ? v : undefined}>
+                    {v}
+                  </td>
+                );
+              })}
             </tr>
           ))}
         </tbody>

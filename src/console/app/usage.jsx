@@ -92,7 +92,7 @@ function Report({ report, form, tz, dims }) {
     <>
       <section class="card">
         {chart.x ? (
-          <TimeChart title={`${metricLabel} by ${dims[0]}, per day`} x={chart.x} series={chart.series} tz={tz} format={format} bars={dims.length === 1} daily />
+          <TimeChart title={`${metricLabel} by ${dims[0]}, per day`} x={chart.x} series={chart.series} tz={tz} format={format} bars={dims.length === 1} daily whole={form.metric !== "points"} />
         ) : (
           <BarList title={`${metricLabel} by ${dims[0]}`} items={chart.items} format={format} />
         )}
