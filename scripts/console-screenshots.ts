@@ -15,9 +15,9 @@ const PAGES = ["overview", "keys", "usage", "logs", "channels"];
 
 mkdirSync(out, { recursive: true });
 const c = await startConsoleGateway({ markup: false });
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ["--headless", "--no-sandbox", "--disable-gpu"] });
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-lcd-text"] });
 try {
-  for (let round = 0; round < 3; round++) await makeCalls(c);
+  for (let round = 0; round < 2; round++) await makeCalls(c);
   await backfill(c);
   await c.admin("/api/admin/keys", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "ci-runner", kind: "global", expiresAt: "2027-01-31T00:00:00Z" }) });
   await new Promise((r) => setTimeout(r, 1500)); // the usage rows' write batch
@@ -33,6 +33,8 @@ try {
       await page.waitForSelector(`#page-${name}`);
       await page.waitForFunction(() => document.querySelectorAll(".state.loading").length === 0);
       if (name === "logs") {
+        await page.selectOption("select[name=span]", "3600"); // the last hour: the calls just made
+        await page.waitForFunction(() => document.querySelectorAll(".state.loading").length === 0);
         await page.click("table[aria-label=calls] tbody tr >> nth=0");
         await page.waitForSelector("#request-body");
       }
@@ -92,3 +94,4 @@ async function shoot(page: Page, path: string) {
   await page.screenshot({ path, fullPage: false });
   console.log(path);
 }
+

@@ -93,9 +93,9 @@ function LogTable({ logs, names, tz, open, setOpen }) {
         { label: "Time", class: "nowrap", value: (l) => <span title={dateTime(l.created_at, tz)}>{shortDateTime(l.created_at, tz)}</span> },
         { label: "Key", class: "cell-text", value: (l) => l.token_name || "(share link)" },
         { label: "Model", class: "cell-text", value: (l) => l.model },
-        { label: "Channel", class: "cell-text", value: (l) => names.get(l.channel) ?? `#${l.channel}` },
+        { label: "Channel", class: "cell-text", aside: true, value: (l) => names.get(l.channel) ?? `#${l.channel}` },
         { label: "Status", value: (l) => statusBadge(l.code) },
-        { label: "Tokens", num: true, value: (l) => `${compact(l.usage.input_tokens)} / ${compact(l.usage.output_tokens)}` },
+        { label: "Tokens", num: true, aside: true, value: (l) => `${compact(l.usage.input_tokens)} / ${compact(l.usage.output_tokens)}` },
         { label: "Points", num: true, value: (l) => pts(l.used_amount) },
         { label: "Duration", num: true, value: (l) => duration(l.created_at - l.request_at) },
       ]}

@@ -48,7 +48,7 @@ function Figures({ dash, tz }) {
         <Stat label="Requests" value={compact(all.requests)} note={`${integer(all.requests)} calls`} />
         <Stat label="Errors" value={compact(all.errors)} note={`${percent(all.errors, all.requests)} of calls`} />
         <Stat label="Tokens" value={compact(all.input + all.output)} note={`${compact(all.input)} in · ${compact(all.output)} out`} />
-        <Stat label="Points" value={pts(all.points)} />
+        <Stat label="Points" value={pts(all.points)} note={`${pts(all.points / all.requests)} a call`} />
         <Stat label="Mean duration" value={duration(all.time / all.requests)} note={`first byte ${duration(all.ttfb / all.requests)}`} />
         <Stat label="Cache hits" value={percent(all.cached, all.input)} note={`${compact(all.cached)} cached input tokens`} />
       </div>

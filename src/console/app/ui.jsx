@@ -73,7 +73,7 @@ export function Pager({ page, pages, total, setPage, unit = "rows" }) {
 }
 
 /** A table that scrolls sideways on a narrow screen, or (`stack`) shows each row as a card there.
- *  `columns`: [{label, value: row => text, num?, class?}] */
+ *  `columns`: [{label, value: row => text, num?, class?, aside? (left out beside an open detail)}] */
 export function Table({ columns, rows, rowKey, onRow, selected, foot, label, stack = false }) {
   return (
     <div class={stack ? "table-wrap stack" : "table-wrap"}>
@@ -81,7 +81,7 @@ export function Table({ columns, rows, rowKey, onRow, selected, foot, label, sta
         <thead>
           <tr>
             {columns.map((c) => (
-              <th class={c.num ? "num" : undefined} scope="col">
+              <th class={[c.num && "num", c.aside && "aside"].filter(Boolean).join(" ") || undefined} scope="col">
                 {c.label}
               </th>
             ))}
@@ -94,7 +94,7 @@ export function Table({ columns, rows, rowKey, onRow, selected, foot, label, sta
                 const v = c.value(r);
                 // a cut cell keeps its whole text as its title (an attribute preact sets as text)
                 return (
-                  <td class={c.num ? "num" : c.class} data-label={c.label} title={c.class === "cell-text" && typeof v === "string" ? v : undefined}>
+                  <td class={[c.num ? "num" : c.class, c.aside && "aside"].filter(Boolean).join(" ") || undefined} data-label={c.label} title={c.class === "cell-text" && typeof v === "string" ? v : undefined}>
                     {v}
                   </td>
                 );
