@@ -107,7 +107,6 @@ function ChannelCard({ channel: c, all, totals, points, tz, changed }) {
       setBusy(false);
     }
   }
-  const live = c.live;
   return (
     <article class="card channel" data-channel={c.name}>
       <header class="channel-head">
@@ -119,34 +118,7 @@ function ChannelCard({ channel: c, all, totals, points, tz, changed }) {
         </div>
         <ChannelState channel={c} />
       </header>
-      <dl class="facts">
-        <dt>Load</dt>
-        <dd>
-          {integer(live?.inFlight ?? 0)} in flight · {integer(live?.queued ?? 0)} queued
-        </dd>
-        <dt>Breaker</dt>
-        <dd>
-          {(live?.breaker.state ?? "closed").replace("_", "-")}
-          {live?.breaker.failures ? ` · ${live.breaker.failures} failures` : ""}
-          {live?.breaker.retryAt ? ` · retry ${dateTime(Date.parse(live.breaker.retryAt), tz)}` : ""}
-        </dd>
-        <dt>24 h</dt>
-        <dd>
-          {t ? `${integer(t.requests)} calls · ${integer(t.errors)} errors · ${integer(t.retries)} retried · mean ${duration(t.time / t.requests)}` : "no calls"}
-        </dd>
-        <dt>Cache hits</dt>
-        <dd>{t ? `${percent(t.cached, t.input)} of input tokens (${compact(t.cached)}) · ${integer(t.cacheHits)} calls with hits` : "–"}</dd>
-        <dt>Routed here</dt>
-        <dd>{c.models.map(share).filter(Boolean).join(" · ") || "–"}</dd>
-        {live?.lastError && (
-          <>
-            <dt>Last error</dt>
-            <dd>
-              {live.lastError.outcome} at {dateTime(Date.parse(live.lastError.at), tz)}
-            </dd>
-          </>
-        )}
-      </dl>
+      <ChannelFacts channel={c} t={t} routed={c.models.map(share).filter(Boolean).join(" · ")} tz={tz} />
       <div class="models">
         {c.models.map((m) => (
           <span class="chip">{m}</span>
@@ -166,6 +138,41 @@ function ChannelCard({ channel: c, all, totals, points, tz, changed }) {
         )}
       </footer>
     </article>
+  );
+}
+
+/** A channel's live state and its last 24 hours. */
+function ChannelFacts({ channel, t, routed, tz }) {
+  const live = channel.live;
+  return (
+    <dl class="facts">
+      <dt>Load</dt>
+      <dd>
+        {integer(live?.inFlight ?? 0)} in flight · {integer(live?.queued ?? 0)} queued
+      </dd>
+      <dt>Breaker</dt>
+      <dd>
+        {(live?.breaker.state ?? "closed").replace("_", "-")}
+        {live?.breaker.failures ? ` · ${live.breaker.failures} failures` : ""}
+        {live?.breaker.retryAt ? ` · retry ${dateTime(Date.parse(live.breaker.retryAt), tz)}` : ""}
+      </dd>
+      <dt>24 h</dt>
+      <dd>
+        {t ? `${integer(t.requests)} calls · ${integer(t.errors)} errors · ${integer(t.retries)} retried · mean ${duration(t.time / t.requests)}` : "no calls"}
+      </dd>
+      <dt>Cache hits</dt>
+      <dd>{t ? `${percent(t.cached, t.input)} of input tokens (${compact(t.cached)}) · ${integer(t.cacheHits)} calls with hits` : "–"}</dd>
+      <dt>Routed here</dt>
+      <dd>{routed || "–"}</dd>
+      {live?.lastError && (
+        <>
+          <dt>Last error</dt>
+          <dd>
+            {live.lastError.outcome} at {dateTime(Date.parse(live.lastError.at), tz)}
+          </dd>
+        </>
+      )}
+    </dl>
   );
 }
 

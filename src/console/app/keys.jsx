@@ -167,48 +167,7 @@ function CreateKey({ apps, made, cancel }) {
   return (
     <form class="card create-key" onSubmit={submit} id="create-key">
       <h2>Create a key</h2>
-      <div class="form-grid">
-        <label class="field">
-          <span>Name</span>
-          <input name="name" required value={form.name} onInput={set("name")} placeholder="alice-laptop" />
-        </label>
-        <label class="field">
-          <span>Kind</span>
-          <select name="kind" value={form.kind} onChange={set("kind")}>
-            <option value="app">app (calls models)</option>
-            <option value="global">global (reads usage)</option>
-          </select>
-        </label>
-        {form.kind === "app" && (
-          <label class="field">
-            <span>App</span>
-            <input name="appId" list="known-apps" required value={form.appId} onInput={set("appId")} />
-            <datalist id="known-apps">
-              {apps.map((a) => (
-                <option value={a} />
-              ))}
-            </datalist>
-          </label>
-        )}
-        {NUMBER_FIELDS.map(([field, label]) => (
-          <label class="field">
-            <span>{label}</span>
-            <input name={field} type="number" step="any" value={form[field]} onInput={set(field)} />
-          </label>
-        ))}
-        <label class="field">
-          <span>Period</span>
-          <select name="period" value={form.period} onChange={set("period")}>
-            <option value="day">day</option>
-            <option value="week">week</option>
-            <option value="month">month</option>
-          </select>
-        </label>
-        <label class="field">
-          <span>Expires (your clock)</span>
-          <input name="expiresAt" type="datetime-local" value={form.expiresAt} onInput={set("expiresAt")} />
-        </label>
-      </div>
+      <KeyFields form={form} set={set} apps={apps} />
       {error && <ErrorBox error={error} />}
       <div class="actions">
         <button type="submit" class="primary" disabled={busy}>
@@ -221,6 +180,52 @@ function CreateKey({ apps, made, cancel }) {
     </form>
   );
 }
+
+/** The new key's fields; `set(field)` is an input's handler. */
+const KeyFields = ({ form, set, apps }) => (
+    <div class="form-grid">
+      <label class="field">
+        <span>Name</span>
+        <input name="name" required value={form.name} onInput={set("name")} placeholder="alice-laptop" />
+      </label>
+      <label class="field">
+        <span>Kind</span>
+        <select name="kind" value={form.kind} onChange={set("kind")}>
+          <option value="app">app (calls models)</option>
+          <option value="global">global (reads usage)</option>
+        </select>
+      </label>
+      {form.kind === "app" && (
+        <label class="field">
+          <span>App</span>
+          <input name="appId" list="known-apps" required value={form.appId} onInput={set("appId")} />
+          <datalist id="known-apps">
+            {apps.map((a) => (
+              <option value={a} />
+            ))}
+          </datalist>
+        </label>
+      )}
+      {NUMBER_FIELDS.map(([field, label]) => (
+        <label class="field">
+          <span>{label}</span>
+          <input name={field} type="number" step="any" value={form[field]} onInput={set(field)} />
+        </label>
+      ))}
+      <label class="field">
+        <span>Period</span>
+        <select name="period" value={form.period} onChange={set("period")}>
+          <option value="day">day</option>
+          <option value="week">week</option>
+          <option value="month">month</option>
+        </select>
+      </label>
+      <label class="field">
+        <span>Expires (your clock)</span>
+        <input name="expiresAt" type="datetime-local" value={form.expiresAt} onInput={set("expiresAt")} />
+      </label>
+    </div>
+);
 
 /** The new key, this once: when it is dismissed the page forgets it. */
 function Reveal({ made, done }) {

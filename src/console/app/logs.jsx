@@ -135,40 +135,7 @@ function Detail({ log, name, tz, close }) {
           ✕
         </button>
       </header>
-      <dl class="facts">
-        <dt>Request id</dt>
-        <dd class="mono">{log.request_id || "–"}</dd>
-        <dt>Arrived</dt>
-        <dd>{dateTime(log.request_at, tz)}</dd>
-        <dt>Endpoint</dt>
-        <dd class="mono">{log.endpoint}</dd>
-        <dt>Key · app</dt>
-        <dd>
-          {log.token_name || "(share link)"} · {log.group || "–"}
-        </dd>
-        <dt>Model · channel</dt>
-        <dd>
-          {log.model} · {name ?? `#${log.channel}`}
-        </dd>
-        <dt>Status</dt>
-        <dd>
-          {statusBadge(log.code)} {log.retry_times ? `after ${integer(log.retry_times)} retries` : ""}
-        </dd>
-        <dt>Tokens</dt>
-        <dd>
-          {integer(log.usage.input_tokens)} in ({integer(log.usage.cached_tokens ?? 0)} cached) · {integer(log.usage.output_tokens)} out · {pts(log.used_amount)} points
-        </dd>
-        <dt>Time</dt>
-        <dd>
-          {duration(log.created_at - log.request_at)} · first byte {duration(log.ttfb_milliseconds)}
-        </dd>
-        {log.content && (
-          <>
-            <dt>Error</dt>
-            <dd class="mono">{log.content}</dd>
-          </>
-        )}
-      </dl>
+      <CallFacts log={log} name={name} tz={tz} />
       {bodies.error ? (
         <ErrorBox error={bodies.error} retry={bodies.reload} />
       ) : bodies.loading ? (
@@ -184,6 +151,44 @@ function Detail({ log, name, tz, close }) {
     </aside>
   );
 }
+
+/** What the call log says of one call. */
+const CallFacts = ({ log, name, tz }) => (
+    <dl class="facts">
+      <dt>Request id</dt>
+      <dd class="mono">{log.request_id || "–"}</dd>
+      <dt>Arrived</dt>
+      <dd>{dateTime(log.request_at, tz)}</dd>
+      <dt>Endpoint</dt>
+      <dd class="mono">{log.endpoint}</dd>
+      <dt>Key · app</dt>
+      <dd>
+        {log.token_name || "(share link)"} · {log.group || "–"}
+      </dd>
+      <dt>Model · channel</dt>
+      <dd>
+        {log.model} · {name ?? `#${log.channel}`}
+      </dd>
+      <dt>Status</dt>
+      <dd>
+        {statusBadge(log.code)} {log.retry_times ? `after ${integer(log.retry_times)} retries` : ""}
+      </dd>
+      <dt>Tokens</dt>
+      <dd>
+        {integer(log.usage.input_tokens)} in ({integer(log.usage.cached_tokens ?? 0)} cached) · {integer(log.usage.output_tokens)} out · {pts(log.used_amount)} points
+      </dd>
+      <dt>Time</dt>
+      <dd>
+        {duration(log.created_at - log.request_at)} · first byte {duration(log.ttfb_milliseconds)}
+      </dd>
+      {log.content && (
+        <>
+          <dt>Error</dt>
+          <dd class="mono">{log.content}</dd>
+        </>
+      )}
+    </dl>
+);
 
 const Body = ({ title, text, cut, id }) => (
   <section class="body">
