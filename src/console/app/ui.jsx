@@ -89,7 +89,13 @@ export function Table({ columns, rows, rowKey, onRow, selected, foot, label, sta
         </thead>
         <tbody>
           {rows.map((r) => (
-            <tr key={rowKey(r)} class={`${onRow ? "clickable" : ""} ${selected === rowKey(r) ? "selected" : ""}`} onClick={onRow && (() => onRow(r))}>
+            <tr
+              key={rowKey(r)}
+              class={`${onRow ? "clickable" : ""} ${selected === rowKey(r) ? "selected" : ""}`}
+              onClick={onRow && (() => onRow(r))}
+              tabIndex={onRow ? 0 : undefined}
+              onKeyDown={onRow && ((e) => e.key === "Enter" && onRow(r))}
+            >
               {columns.map((c) => {
                 const v = c.value(r);
                 // a cut cell keeps its whole text as its title (an attribute preact sets as text)
