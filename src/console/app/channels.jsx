@@ -124,9 +124,9 @@ function ChannelCard({ channel: c, all, totals, points, tz, changed }) {
           <span class="chip">{m}</span>
         ))}
       </div>
-      <ChannelTest channel={c} />
       {error && <ErrorBox error={error} />}
-      <footer class="actions">
+      <footer class="channel-actions">
+        <ChannelTest channel={c} />
         {c.status === 2 ? (
           <button type="button" class="primary" disabled={busy} onClick={() => setStatus(1)}>
             Enable
@@ -156,7 +156,7 @@ function ChannelFacts({ channel, t, routed, tz }) {
         {live?.breaker.failures ? ` · ${live.breaker.failures} failures` : ""}
         {live?.breaker.retryAt ? ` · retry ${dateTime(Date.parse(live.breaker.retryAt), tz)}` : ""}
       </dd>
-      <dt>24 h</dt>
+      <dt>Last 24 h</dt>
       <dd>
         {t ? `${integer(t.requests)} calls · ${integer(t.errors)} errors · ${integer(t.retries)} retried · mean ${duration(t.time / t.requests)}` : "no calls"}
       </dd>

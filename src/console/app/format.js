@@ -27,13 +27,15 @@ export const integer = (n) => (n === null || n === undefined ? "–" : Math.roun
 
 export const percent = (part, whole) => (whole > 0 ? `${trim((100 * part) / whole, part / whole < 0.1 ? 1 : 0)}%` : "–");
 
+const NBSP = "\u00a0"; // a figure and its unit stay on one line
+
 /** 340 ms, 3.4 s, 2 min 5 s */
 export function duration(ms) {
   if (ms === null || ms === undefined || Number.isNaN(ms)) return "–";
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60_000) return `${trim(ms / 1000, 1)} s`;
+  if (ms < 1000) return `${Math.round(ms)}${NBSP}ms`;
+  if (ms < 60_000) return `${trim(ms / 1000, 1)}${NBSP}s`;
   const s = Math.round(ms / 1000);
-  return s < 3600 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+  return s < 3600 ? `${Math.floor(s / 60)}${NBSP}min ${s % 60}${NBSP}s` : `${Math.floor(s / 3600)}${NBSP}h ${Math.floor((s % 3600) / 60)}${NBSP}min`;
 }
 
 const formatters = new Map();
