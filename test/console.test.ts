@@ -205,6 +205,23 @@ describe("console: usage", () => {
     expect((await cellTexts(page, "usage")).map((r) => r[0])).toEqual(byUser.groups.map((g) => g.user ?? "(none)"));
   });
 
+  it("asks for the days of the zone picked in the bar, and shows them", async () => {
+    const page = await open();
+    await signIn(page);
+    await go(page, "usage");
+    const tz = "America/St_Johns"; // -03:30 in winter: its days start at 03:30 UTC
+    await page.selectOption("select[name=tz]", tz);
+    await expect.poll(() => page.locator("#page-usage .muted.small").innerText()).toContain(`Days in ${tz}`);
+    await page.waitForFunction(() => document.querySelectorAll(".state.loading").length === 0);
+    const from = await page.inputValue("input[name=from]");
+    const to = await page.inputValue("input[name=to]");
+    const range = `from=${new Date(startOfDay(from, tz)).toISOString()}&to=${new Date(startOfDay(to, tz) + 86_400_000).toISOString()}&tz=${tz}`;
+    expect(range).toContain("T03:30:00.000Z");
+    const api = await c.admin<{ groups: Array<{ key: string; day: string; requests: number }> }>(`/api/v1/usage?groupBy=key,day&${range}`);
+    expect((await cellTexts(page, "usage")).map((r) => r.slice(0, 3))).toEqual(api.groups.map((g) => [g.key, g.day, integer(g.requests)]));
+    expect(requests.some((u) => u.includes(`tz=${encodeURIComponent(tz)}`))).toBe(true);
+  });
+
   it("downloads the API's CSV of the same query", async () => {
     const page = await open();
     await signIn(page);
