@@ -17,10 +17,12 @@ mkdirSync(out, { recursive: true });
 const c = await startConsoleGateway({ markup: false });
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-lcd-text"] });
 try {
-  for (let round = 0; round < 2; round++) await makeCalls(c);
+  let calls = 0;
+  for (let round = 0; round < 2; round++) calls += await makeCalls(c);
+  // the calls' usage rows are written in batches: wait until all are in, then add the history
+  while ((await c.admin<{ totals: { requests: number } }>("/api/v1/usage")).totals.requests < calls) await new Promise((r) => setTimeout(r, 100));
   await backfill(c);
   await c.admin("/api/admin/keys", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "ci-runner", kind: "global", expiresAt: "2027-01-31T00:00:00Z" }) });
-  await new Promise((r) => setTimeout(r, 1500)); // the usage rows' write batch
   for (const [size, viewport] of SIZES) {
     const context = await browser.newContext({ viewport, deviceScaleFactor: 1, locale: "en-US", timezoneId: "Europe/Berlin" });
     const page = await context.newPage();
