@@ -1,6 +1,7 @@
 // Builds dist/: src/ transpiled by esbuild (types stripped, one file per module), the share page's
 // assets copied beside their module, the share window's script bundled with marked and DOMPurify
-// (dist/share/window.bundle.js, see src/share/window-bundle.ts), the token encodings' tables as JSON
+// (dist/share/window.bundle.js, see src/share/window-bundle.ts), the console's script and style
+// bundled with preact and uPlot (dist/console/console.bundle.{js,css}, src/console/bundle.ts), the token encodings' tables as JSON
 // (dist/tokens/*.ranks.json, see src/tokens/encodings.ts), then the gateway's entry,
 // dist/main.js, bundled with its dependencies into one file: Node loads one module instead of
 // hundreds, which halves the time to ready (docs/performance.md#start-up). `npm start` then runs
@@ -59,7 +60,7 @@ if (!esbuild) {
   fail(`${why}, and cannot be built here: ${advice}${existsSync(stampFile) ? " `node dist/main.js` runs the old build as it is." : ""}`);
 }
 
-// 3. The modules, their assets, the share window's bundle and the encodings' tables as JSON (each
+// 3. The modules, their assets, the share window's and the console's bundles (docs/console.md) and the encodings' tables as JSON (each
 // made by the built module that reads it).
 rmSync(dist, { recursive: true, force: true });
 await esbuild.build({
@@ -75,6 +76,10 @@ await esbuild.build({
 for (const asset of all.filter((f) => !f.endsWith(".ts"))) cpSync(asset, join(dist, relative(src, asset)));
 const { WINDOW_BUNDLE_FILE, bundleShareWindow } = await import(pathToFileURL(join(dist, "share/window-bundle.js")).href);
 writeFileSync(join(dist, "share", WINDOW_BUNDLE_FILE), await bundleShareWindow());
+const { CONSOLE_SCRIPT_FILE, CONSOLE_STYLE_FILE, bundleConsole } = await import(pathToFileURL(join(dist, "console/bundle.js")).href);
+const consoleBundle = await bundleConsole();
+writeFileSync(join(dist, "console", CONSOLE_SCRIPT_FILE), consoleBundle.script);
+writeFileSync(join(dist, "console", CONSOLE_STYLE_FILE), consoleBundle.style);
 const { TOKENIZER_NAMES, ranksFile, ranksJson } = await import(pathToFileURL(join(dist, "tokens/encodings.js")).href);
 for (const name of TOKENIZER_NAMES) writeFileSync(ranksFile(name), ranksJson(name));
 await bundleGateway(esbuild);

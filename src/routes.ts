@@ -48,6 +48,9 @@ export const ROUTES: RouteDef[] = [
   { method: "POST", paths: ["/api/share/chat"], handler: "shareChat" },
   { method: "GET", paths: ["/chat/share"], handler: "sharePage" },
   { method: "GET", paths: ["/chat/share/window.js"], handler: "shareScript" },
+  // the console (docs/console.md): a static page and its bundle; it calls the admin APIs above and below
+  { method: "GET", paths: ["/console", "/console/"], label: "console", handler: "consolePage" },
+  { method: "GET", paths: ["/console/console.js", "/console/console.css"], label: "console", handler: "consoleAsset" },
   { method: "GET", paths: ["/api/admin/channels"], handler: "adminChannels" },
   { method: "POST", paths: ["/api/admin/reload"], handler: "adminReload" },
   { method: "DELETE", paths: ["/api/admin/channels/:name/override"], label: "/api/admin/channels/override", handler: "adminChannelOverride" },

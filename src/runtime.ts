@@ -13,6 +13,7 @@ import { createCatalogRoutes } from "./catalog/routes.js";
 import { createDialectSpec } from "./chat/dialect-spec.js";
 import { createChatSpec } from "./chat/spec.js";
 import { createCompletionsSpec } from "./completions/spec.js";
+import { consoleAsset, consolePage } from "./console/assets.js";
 import { fleetLookups, modelKinds } from "./config/fleet.js";
 import { createEchoChannel } from "./demo/echo-channel.js";
 import { upstreamChannels } from "./upstream/channels.js";
@@ -223,6 +224,8 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
       shareChat: shareCall(share.chat),
       sharePage: async (e) => share.page(e),
       shareScript: async (e) => shareWindowScriptResponse(e.req.headers.get("if-none-match")),
+      consolePage: async () => consolePage(),
+      consoleAsset: async (e) => consoleAsset(e.url.pathname, e.req.headers.get("if-none-match")),
       adminChannels: admin.channels,
       adminReload: admin.reload,
       adminChannelOverride: admin.dropOverride,

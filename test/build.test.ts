@@ -24,7 +24,7 @@ afterAll(async () => {
 });
 
 // Resolving a dev dependency fails in the gateway's process, as after `npm ci --omit=dev`.
-const DEV_ONLY = ["esbuild", "marked", "dompurify", "tsx", "listhen"];
+const DEV_ONLY = ["esbuild", "marked", "dompurify", "tsx", "listhen", "preact", "uplot"];
 const HOOKS = `export async function resolve(specifier, context, next) {
   if (${JSON.stringify(DEV_ONLY)}.includes(specifier)) throw Object.assign(new Error("dev dependency " + specifier + " is not installed"), { code: "ERR_MODULE_NOT_FOUND" });
   return next(specifier, context);
@@ -47,6 +47,11 @@ describe("the build", () => {
     const script = await fetch(`${gw.url}/chat/share/window.js`);
     expect(script.status).toBe(200);
     expect(await script.text()).toBe(built);
+    // the console's bundle too (docs/console.md), read from dist/ with no bundler at hand
+    const consoleScript = await fetch(`${gw.url}/console/console.js`);
+    expect(consoleScript.status).toBe(200);
+    expect(await consoleScript.text()).toBe(readFileSync(join(REPO_ROOT, "dist/console/console.bundle.js"), "utf8"));
+    expect(await (await fetch(`${gw.url}/console/console.css`)).text()).toBe(readFileSync(join(REPO_ROOT, "dist/console/console.bundle.css"), "utf8"));
     gw.proc.kill("SIGTERM");
     expect(await gw.exited).toBe(0);
   });

@@ -39,6 +39,7 @@ interface ListedKey {
   createdAt: string | null;
   revokedAt: string | null;
   lastUsedAt: string | null;
+  limits: { maxUsagePoints: number; qpm: number; tpm: number; periodPoints: number; period: string };
 }
 
 /** gatewayConfig with an admin key besides its app keys (k1, k2) and global key (ops); no health
@@ -111,12 +112,19 @@ describe("keys API on one gateway", () => {
     const { text, keys } = await listKeys(gw.url);
 
     for (const secret of [created.key, sha256(created.key), APP_KEY, sha256(APP_KEY), ADMIN_KEY]) expect(text).not.toContain(secret);
-    for (const k of keys) expect(Object.keys(k).sort()).toEqual(["appId", "createdAt", "expiresAt", "kind", "lastUsedAt", "name", "revokedAt", "source"]);
+    for (const k of keys) expect(Object.keys(k).sort()).toEqual(["appId", "createdAt", "expiresAt", "kind", "lastUsedAt", "limits", "name", "revokedAt", "source"]);
     expect(keys.find((k) => k.name === "k1")).toMatchObject({ kind: "app", appId: "a1", source: "config", createdAt: null, revokedAt: null });
     expect(keys.find((k) => k.name === "root")).toMatchObject({ kind: "admin", appId: null, source: "config" });
     const listed = keys.find((k) => k.name === "listed")!;
     expect(listed).toMatchObject({ kind: "app", appId: "a2", source: "api", createdAt: created.createdAt, revokedAt: null });
     expect(Date.parse(listed.lastUsedAt!)).toBeGreaterThanOrEqual(Date.parse(created.createdAt));
+  });
+
+  it("lists each key's own limits, what the console shows its budgets against", async () => {
+    await createKey(gw.url, { name: "limited", kind: "app", appId: "a1", maxUsagePoints: 40, qpm: 7, tpm: 900, periodPoints: 5, period: "week" });
+    const { keys } = await listKeys(gw.url);
+    expect(keys.find((k) => k.name === "limited")?.limits).toEqual({ maxUsagePoints: 40, qpm: 7, tpm: 900, periodPoints: 5, period: "week" });
+    expect(keys.find((k) => k.name === "root")?.limits).toEqual({ maxUsagePoints: -1, qpm: 0, tpm: 0, periodPoints: -1, period: "day" });
   });
 
   it("revokes a created key: 401 invalid_api_key at once, listed with revokedAt, a second DELETE keeps the first time", async () => {

@@ -18,7 +18,7 @@ const LAYERS = [
   ["config"],
   ["http"],
   ["cluster", "store", "tokens", "metrics"],
-  ["auth", "upstream", "share"],
+  ["auth", "upstream", "share", "console"],
   ["aiproxy"],
   ["stream", "admin", "usage", "demo"],
   ["metered"],

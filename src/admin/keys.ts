@@ -4,7 +4,7 @@
 import type { H3Event } from "h3";
 import { z } from "zod";
 import type { CreatedKeys } from "../auth/created-keys.js";
-import type { Keyring } from "../auth/keys.js";
+import type { KeyIdentity, Keyring } from "../auth/keys.js";
 import type { AppConfig } from "../config/schema.js";
 import { GatewayError, badRequest, notFound } from "../http/errors.js";
 import { jsonResponse } from "../http/json.js";
@@ -78,6 +78,7 @@ export function createKeyRoutes(deps: KeyRouteDeps) {
       expiresAt: isoTime(k.expiresAt),
       revokedAt: null,
       lastUsedAt: lastUsedAt(k.name),
+      limits: limitsOf(k),
     }));
     const created = rows.map((r) => ({
       name: r.name,
@@ -88,6 +89,7 @@ export function createKeyRoutes(deps: KeyRouteDeps) {
       expiresAt: isoTime(r.expiresAt ?? null),
       revokedAt: isoTime(r.revokedAt),
       lastUsedAt: lastUsedAt(r.name),
+      limits: limitsOf({ maxUsagePoints: r.maxUsagePoints, qpm: r.qpm, tpm: r.tpm ?? 0, periodPoints: r.periodPoints ?? -1, period: r.period ?? "day" }),
     }));
     return jsonResponse({ keys: [...configured, ...created] });
   }
@@ -122,6 +124,11 @@ function pathName(raw: string | undefined): string {
   } catch {
     throw badRequest("invalid_request", "The key name in the path is not valid percent-encoding.");
   }
+}
+
+/** A key's own limits as the list shows them (the console's budgets: docs/operations.md#keys-api). */
+function limitsOf(k: Pick<KeyIdentity, "maxUsagePoints" | "qpm" | "tpm" | "periodPoints" | "period">) {
+  return { maxUsagePoints: k.maxUsagePoints, qpm: k.qpm, tpm: k.tpm, periodPoints: k.periodPoints, period: k.period };
 }
 
 function isoTime(ms: number | null): string | null {
