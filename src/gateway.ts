@@ -123,9 +123,9 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   // once ready, always: a request then pays no promise for it
   let isReady = false;
   function ready(): Promise<void> {
-    channelsRead ??= shared.channels.sync(file).then(rebuild, () => {
+    channelsRead ??= shared.channels.sync(file).then(rebuild, (err: unknown) => {
       channelsRead = undefined;
-      throw storeUnavailable();
+      throw storeUnavailable(err);
     });
     return Promise.all([shared.keys.ready(), channelsRead]).then(() => {
       isReady = true;
@@ -212,10 +212,11 @@ function hiddenChannels(runtime: Runtime): string[] {
   });
 }
 
-function storeUnavailable(): GatewayError {
+function storeUnavailable(cause: unknown): GatewayError {
   return new GatewayError(503, "store_unavailable", "The gateway cannot read its channels from the store yet; retry shortly.", {
     type: "api_error",
     headers: { "Retry-After": "1" },
+    cause,
   });
 }
 
