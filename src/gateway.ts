@@ -17,6 +17,7 @@ import { allowedOrigin, preflightResponse } from "./http/cors.js";
 import { GatewayError, notFound } from "./http/errors.js";
 import { Inflight } from "./http/inflight.js";
 import { createRouteWrapper } from "./http/observe.js";
+import { markFastgptRoute } from "./http/route-flags.js";
 import { createMetrics, type Metrics } from "./metrics/prometheus.js";
 import { metricsResponse } from "./metrics/route.js";
 import { createHealth } from "./observability/health.js";
@@ -113,7 +114,11 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       if (route.metered) await state.reachable();
       return current.handlers[route.handler](event);
     };
-    for (const path of route.paths) app.on(route.method === "ALL" ? "" : route.method, path, observe(route.label ?? path, handle, route.errors));
+    // a path FastGPT calls is flagged on its request (docs/fastgpt.md#reasoning)
+    const handleFastgpt = (event: H3Event) => handle(markFastgptRoute(event));
+    for (const path of route.paths) {
+      app.on(route.method === "ALL" ? "" : route.method, path, observe(route.label ?? path, route.fastgpt?.includes(path) ? handleFastgpt : handle, route.errors));
+    }
   }
   app.get("/metrics", (e) => metricsResponse(metrics, current.config.server.metricsToken, e.req.headers.get("authorization")));
   app.get("/healthz", () => health.live());
@@ -129,9 +134,9 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   // once ready, always: a request then pays no promise for it
   let isReady = false;
   function ready(): Promise<void> {
-    channelsRead ??= shared.channels.sync(file).then(rebuild, () => {
+    channelsRead ??= shared.channels.sync(file).then(rebuild, (err: unknown) => {
       channelsRead = undefined;
-      throw storeUnavailable();
+      throw storeUnavailable(err);
     });
     return Promise.all([shared.keys.ready(), channelsRead]).then(() => {
       isReady = true;
@@ -226,10 +231,11 @@ function hiddenChannels(runtime: Runtime): string[] {
   });
 }
 
-function storeUnavailable(): GatewayError {
+function storeUnavailable(cause: unknown): GatewayError {
   return new GatewayError(503, "store_unavailable", "The gateway cannot read its channels from the store yet; retry shortly.", {
     type: "api_error",
     headers: { "Retry-After": "1" },
+    cause,
   });
 }
 

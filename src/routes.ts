@@ -1,6 +1,6 @@
 // The route table (docs/api.md#endpoints): every route once — method, paths, the label its metrics
-// and request log use, whether it is metered, its error dialect, and its handler in the current
-// runtime. src/gateway.ts registers them in one loop.
+// and request log use, whether it is metered, its error dialect, which of its paths FastGPT calls,
+// and its handler in the current runtime. src/gateway.ts registers them in one loop.
 import { aiproxyError } from "./aiproxy/envelope.js";
 import { anthropicError } from "./dialects/anthropic/errors.js";
 import type { ErrorFormat } from "./http/errors.js";
@@ -16,32 +16,36 @@ export interface RouteDef {
   metered?: true;
   /** how errors are written (default: OpenAI's shape) */
   errors?: ErrorFormat;
+  /** those of its paths FastGPT calls: their answers are FastGPT's (a model's reasoning also as
+   *  `reasoning_content`, docs/fastgpt.md#reasoning) */
+  fastgpt?: string[];
   handler: keyof Handlers;
 }
 
-const V1 = (path: string) => [`/v1${path}`, `/api/v1${path}`];
+/** a model route under OpenAI's prefix and FastGPT's (`/api/v1/…`, flagged); `more`: its other paths */
+const V1 = (path: string, ...more: string[]) => ({ paths: [`/v1${path}`, `/api/v1${path}`, ...more], fastgpt: [`/api/v1${path}`] });
 /** aiproxy's paths take a trailing `/` or none (FastGPT calls `/api/channel/`) */
 const SLASH = (...paths: string[]) => paths.flatMap((p) => [p, `${p}/`]);
 /** FastGPT's AI Proxy API (docs/fastgpt.md#the-admin-api): aiproxy's envelope, one metrics label */
 const AIPROXY = { label: "aiproxy", errors: aiproxyError } as const;
 
 export const ROUTES: RouteDef[] = [
-  { method: "POST", paths: V1("/chat/completions"), metered: true, handler: "chat" },
+  { method: "POST", ...V1("/chat/completions"), metered: true, handler: "chat" },
   // one label for both prefixes: dashboards select sluice_requests_total{route="embeddings"}
-  { method: "POST", paths: V1("/embeddings"), label: "embeddings", metered: true, handler: "embeddings" },
+  { method: "POST", ...V1("/embeddings"), label: "embeddings", metered: true, handler: "embeddings" },
   // the dialects (docs/api.md#dialects): Anthropic's Messages, with its own error shape, and Responses
-  { method: "POST", paths: V1("/messages"), label: "messages", metered: true, errors: anthropicError, handler: "messages" },
-  { method: "POST", paths: V1("/messages/count_tokens"), label: "count_tokens", errors: anthropicError, handler: "countTokens" },
-  { method: "POST", paths: V1("/responses"), label: "responses", metered: true, handler: "responses" },
-  { method: "GET", paths: V1("/responses/:id"), label: "response_get", handler: "responseGet" },
-  { method: "DELETE", paths: V1("/responses/:id"), label: "response_delete", handler: "responseDelete" },
+  { method: "POST", ...V1("/messages"), label: "messages", metered: true, errors: anthropicError, handler: "messages" },
+  { method: "POST", ...V1("/messages/count_tokens"), label: "count_tokens", errors: anthropicError, handler: "countTokens" },
+  { method: "POST", ...V1("/responses"), label: "responses", metered: true, handler: "responses" },
+  { method: "GET", ...V1("/responses/:id"), label: "response_get", handler: "responseGet" },
+  { method: "DELETE", ...V1("/responses/:id"), label: "response_delete", handler: "responseDelete" },
   // the rest of a model fleet (docs/fleet.md); Cohere's v2 clients post to /v2/rerank
-  { method: "POST", paths: [...V1("/rerank"), "/v2/rerank"], label: "rerank", metered: true, handler: "rerank" },
-  { method: "POST", paths: V1("/audio/speech"), label: "speech", metered: true, handler: "speech" },
-  { method: "POST", paths: V1("/audio/transcriptions"), label: "transcription", metered: true, handler: "transcription" },
-  { method: "POST", paths: V1("/completions"), label: "completions", metered: true, handler: "completions" },
-  { method: "GET", paths: V1("/models"), handler: "models" },
-  { method: "GET", paths: V1("/models/:id"), handler: "model" },
+  { method: "POST", ...V1("/rerank", "/v2/rerank"), label: "rerank", metered: true, handler: "rerank" },
+  { method: "POST", ...V1("/audio/speech"), label: "speech", metered: true, handler: "speech" },
+  { method: "POST", ...V1("/audio/transcriptions"), label: "transcription", metered: true, handler: "transcription" },
+  { method: "POST", ...V1("/completions"), label: "completions", metered: true, handler: "completions" },
+  { method: "GET", ...V1("/models"), handler: "models" },
+  { method: "GET", ...V1("/models/:id"), handler: "model" },
   { method: "GET", paths: ["/api/v1/usage"], handler: "usage" },
   { method: "POST", paths: ["/api/share/init"], handler: "shareInit" },
   { method: "POST", paths: ["/api/share/chats"], handler: "shareChats" },

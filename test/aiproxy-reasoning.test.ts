@@ -67,6 +67,15 @@ describe("reasoning as FastGPT reads it", () => {
     expect(deltas[1]).toEqual({ content: "Hi." });
   });
 
+  it("goes by the route, not the URL's spelling: FastGPT's route spelled `/api/%761/…` is FastGPT's too", async () => {
+    // (the router routes the path decoded; the flag is the route's, whatever the spelling)
+    const answer = (await (await ask("/api/%761/chat/completions", APP_KEY, false)).json()) as { choices: Array<{ message: Record<string, unknown> }> };
+    expect(answer.choices[0]!.message).toMatchObject({ reasoning: "Think.", reasoning_content: "Think." });
+    // and OpenAI's route spelled otherwise stays OpenAI's
+    const plain = (await (await ask("/v1/chat/%63ompletions", APP_KEY, false)).json()) as { choices: Array<{ message: Record<string, unknown> }> };
+    expect(plain.choices[0]!.message.reasoning_content).toBeUndefined();
+  });
+
   it("leaves an app key's /v1 answer as the model server gave it", async () => {
     const answer = (await (await ask("/v1/chat/completions", APP_KEY, false)).json()) as { choices: Array<{ message: Record<string, unknown> }> };
     expect(answer.choices[0]!.message.reasoning_content).toBeUndefined();

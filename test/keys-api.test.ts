@@ -195,6 +195,28 @@ describe("keys API on one gateway", () => {
     expect(keys.map((k) => k.name)).not.toContain("n1");
   });
 
+  it("words its 400s as every request body's 400 is worded (one formatter: json/issues.ts)", async () => {
+    // before, the keys API's own words: "name: is required", "qpm: expected a number",
+    // "qpm: expected a whole number", "maxUsagePoints: expected -1 (no budget) or more", "body: expected a JSON object"
+    const cases: Array<[unknown, string]> = [
+      [{ kind: "app", appId: "a1" }, "name is required"],
+      [{ name: "n1", kind: "app", appId: "a1", qpm: "10" }, "qpm: expected a number, got a string"],
+      [{ name: "n1", kind: "app", appId: "a1", qpm: 1.5 }, "qpm: expected an integer, got 1.5"],
+      [{ name: "n1", kind: "app", appId: "a1", maxUsagePoints: -2 }, "maxUsagePoints: must be at least -1"],
+      [{ name: "n1", kind: "admin" }, 'kind: must be "app" or "global"'],
+      [{ name: "n1", kind: "app" }, "appId: an app key needs appId"],
+      [{ name: "n1", kind: "app", appId: "a1", key: "sk-my-own-choice" }, "key: unknown field"],
+      [[1, 2], "Request body must be a JSON object, got an array."],
+    ];
+    for (const [body, message] of cases) {
+      const error = await expectError(await admin(gw.url, "POST", "/api/admin/keys", body), 400, "invalid_request");
+      expect(error.message, JSON.stringify(body)).toBe(message);
+    }
+    // the same mistake in a chat body is told in the same words
+    const chat = await expectError(await postChat(gw.url, { messages: [user("hi")], max_tokens: 1.5 }), 400, "invalid_request");
+    expect(chat.message).toBe("max_tokens: expected an integer, got 1.5");
+  });
+
   it("answers 401 without a key or with an unknown one, and 403 admin_key_required to app and global keys", async () => {
     await expectError(await admin(gw.url, "GET", "/api/admin/keys", undefined, null), 401, "missing_api_key");
     await expectError(await admin(gw.url, "GET", "/api/admin/keys", undefined, "sk-sluice-not-a-key-at-all-000000000000"), 401, "invalid_api_key");

@@ -137,4 +137,12 @@ describe("the structure of src/", () => {
     expect(settling.filter((f) => !f.startsWith("metered/"))).toEqual([]);
     expect(settling.length).toBeGreaterThan(0);
   });
+
+  it("has no kind read its route from the URL: what a route is (FastGPT's /api/v1/…) is the route table's", () => {
+    // before: chat/reasoning.ts read `url.pathname.startsWith("/api/v1/")`
+    const reading = [...graph.keys()]
+      .filter((f) => KINDS.has(relative(SRC, f).split("/")[0]!) && /url\.pathname|"\/api\/v1\//.test(readFileSync(f, "utf8")))
+      .map((f) => relative(SRC, f));
+    expect(reading).toEqual([]);
+  });
 });

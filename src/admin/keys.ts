@@ -8,24 +8,26 @@ import type { KeyIdentity, Keyring } from "../auth/keys.js";
 import type { AppConfig } from "../config/schema.js";
 import { GatewayError, badRequest, notFound } from "../http/errors.js";
 import { jsonResponse } from "../http/json.js";
+import { parseBody } from "../http/validation.js";
 import { requireAdmin } from "./routes.js";
 
 /** Names go into URLs (DELETE /api/admin/keys/{name}) and metric-free logs: a plain, short set. */
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
-const required = (expected: string) => (issue: { input: unknown }) => (issue.input === undefined ? "is required" : `expected ${expected}`);
-
+// a field of the wrong type, out of bounds or not one of its values is worded as every 400 of the
+// API is (json/issues.ts): only the schema's own checks carry a message
 const newKeySchema = z
   .strictObject({
-    name: z.string({ error: required("a string") }).regex(NAME, "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"),
-    kind: z.enum(["app", "global"], { error: 'expected "app" or "global" (admin keys come only from config.json)' }),
-    appId: z.string({ error: required("a string") }).min(1, "must not be empty").optional(),
-    maxUsagePoints: z.number({ error: required("a number") }).min(-1, "expected -1 (no budget) or more").default(-1),
-    qpm: z.number({ error: required("a number") }).int("expected a whole number").min(0, "expected 0 (no limit) or more").default(0),
+    name: z.string().regex(NAME, "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"),
+    // admin keys come only from config.json
+    kind: z.enum(["app", "global"]),
+    appId: z.string().min(1).optional(),
+    maxUsagePoints: z.number().min(-1).default(-1),
+    qpm: z.number().int().min(0).default(0),
     // quotas by time (docs/configuration.md#quotas-by-time)
-    tpm: z.number({ error: required("a number") }).int("expected a whole number").min(0, "expected 0 (no limit) or more").default(0),
-    periodPoints: z.number({ error: required("a number") }).min(-1, "expected -1 (no budget) or more").default(-1),
-    period: z.enum(["day", "week", "month"], { error: 'expected "day", "week" or "month"' }).default("day"),
+    tpm: z.number().int().min(0).default(0),
+    periodPoints: z.number().min(-1).default(-1),
+    period: z.enum(["day", "week", "month"]).default("day"),
     expiresAt: z.iso
       .datetime({ offset: true, error: "expected an ISO 8601 date-time such as 2027-01-31T00:00:00Z" })
       .nullable()
@@ -50,7 +52,7 @@ export function createKeyRoutes(deps: KeyRouteDeps) {
 
   async function create(event: H3Event): Promise<Response> {
     admin(event);
-    const input = parseNewKey(await deps.readJson(event));
+    const input = parseBody(newKeySchema, await deps.readJson(event));
     if (input.appId !== undefined && !deps.apps.has(input.appId)) {
       throw badRequest("invalid_request", `appId: unknown app ${quote(input.appId)}`, "appId");
     }
@@ -106,16 +108,6 @@ export function createKeyRoutes(deps: KeyRouteDeps) {
   }
 
   return { create, list, revoke };
-}
-
-/** The body as a NewKey, or a 400 naming the first wrong field. */
-function parseNewKey(raw: unknown): z.infer<typeof newKeySchema> {
-  const result = newKeySchema.safeParse(raw);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
-  const field = issue.code === "unrecognized_keys" ? issue.keys[0]! : issue.path.join(".");
-  const message = issue.code === "unrecognized_keys" ? "unknown field" : issue.message;
-  throw badRequest("invalid_request", `${field || "body"}: ${field ? message : "expected a JSON object"}`, field || null);
 }
 
 function pathName(raw: string | undefined): string {

@@ -12,6 +12,7 @@ import type { ServerResponse } from "node:http";
 import type { AudioSpeechModelConfig } from "../config/schema.js";
 import type { AnswerSink } from "../stream/pump.js";
 import { appAllowsListed, resolveModel, type Aliases } from "../metered/models.js";
+import { budgeted } from "../metered/quota.js";
 import type { MeteredSpec, PlanBase } from "../metered/spec.js";
 import type { UpstreamReply } from "../upstream/types.js";
 import { speechPoints } from "./points.js";
@@ -39,8 +40,7 @@ export function createSpeechSpec(deps: SpeechSpecDeps): MeteredSpec<SpeechReques
     async prepare({ req, caller, model }) {
       checkVoice(req, model);
       const characters = speechCharacters(req.input);
-      const budgeted = caller.limits.some((l) => l.maxUsagePoints >= 0);
-      return { body: JSON.stringify(speechUpstreamBody(req, model)), characters, worstCase: budgeted ? speechPoints(model, characters) : 0 };
+      return { body: JSON.stringify(speechUpstreamBody(req, model)), characters, worstCase: budgeted(caller.limits, { tokens: false }) ? speechPoints(model, characters) : 0 };
     },
     // the answer is taken once its head arrived: its audio is relayed, not read here
     attempt: (client, plan, { model, cancel }) => client.post({ path: SPEECH_PATH, body: plan.body, signal: cancel, model: model.model }),

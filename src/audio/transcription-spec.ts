@@ -11,6 +11,7 @@ import { GatewayError } from "../http/errors.js";
 import { nodeRequest } from "../http/node.js";
 import type { Caller } from "../metered/caller.js";
 import { appAllowsListed, resolveModel, type Aliases } from "../metered/models.js";
+import { budgeted } from "../metered/quota.js";
 import type { MeteredSpec, PlanBase } from "../metered/spec.js";
 import { readReply } from "../upstream/read.js";
 import { durationBound, readAudioInfo, type AudioInfo } from "./audio-info.js";
@@ -78,8 +79,7 @@ export function createTranscriptionSpec(deps: TranscriptionSpecDeps): MeteredSpe
       // 400 for a file that is not audio, before any budget is held or channel called
       const info = await readAudioInfo(req.upload.path);
       const body = createMultipartBody(transcriptionUpstreamFields(req, model), req.upload);
-      const budgeted = caller.limits.some((l) => l.maxUsagePoints >= 0);
-      return { info, body, worstCase: budgeted ? transcriptionPoints(model, durationBound(info, req.upload.bytes)) : 0 };
+      return { info, body, worstCase: budgeted(caller.limits, { tokens: false }) ? transcriptionPoints(model, durationBound(info, req.upload.bytes)) : 0 };
     },
     async attempt(client, { body }, { model, cancel }) {
       const reply = await client.post({

@@ -41,7 +41,7 @@ export function createDialectSpec<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDia
       const { chat, ctx } = await dialect.toChat(call.req, call.caller);
       const chatCall: ChatCall = { ...call, req: chat };
       // an agent resends its whole conversation every turn: its counts are kept between requests
-      const known = historyCounts.forCaller(call.caller.limits.at(-1)!.scope, call.model.tokenizer);
+      const known = historyCounts.forCaller(call.caller.scope, call.model.tokenizer);
       return { ...(await planChat(deps, chatCall, { trim: false, known })), ctx, chatCall };
     },
     afford: (plan, call, held) => affordChat(plan, call.model, held),

@@ -1,8 +1,10 @@
 // Today's engines, as FastGPT reads them (docs/fastgpt.md#reasoning): vLLM renamed a message's
 // `reasoning_content` to `reasoning`, and FastGPT reads only `reasoning_content`. So on the answers
-// FastGPT gets — `/api/v1/…`, share links, and the calls of an admin key (its AI Proxy token) — a
-// `reasoning` from the model also arrives as `reasoning_content`, whole and streamed. A stream's
-// bytes are searched, not parsed: a region without the key passes untouched.
+// FastGPT gets — its routes (`/api/v1/…`, flagged in src/routes.ts), share links, and the calls of
+// an admin key (its AI Proxy token) — a `reasoning` from the model also arrives as
+// `reasoning_content`, whole and streamed. A stream's bytes are searched, not parsed: a region
+// without the key passes untouched.
+import { onFastgptRoute } from "../http/route-flags.js";
 import type { CompletionJson } from "./attempt.js";
 import type { ChatCall } from "./plan.js";
 
@@ -12,9 +14,9 @@ const REASONING_KEY = Buffer.from('"reasoning":');
 const REASONING_KEY_SPACED = Buffer.from('"reasoning": ');
 const CONTENT_KEY = Buffer.from('"reasoning_content"');
 
-/** Is this call's answer read by FastGPT? */
+/** Is this call's answer read by FastGPT? Its route says so (src/routes.ts), not its URL. */
 export function readsReasoningContent(call: ChatCall): boolean {
-  return call.event.url.pathname.startsWith("/api/v1/") || call.caller.share !== undefined || call.caller.key?.kind === "admin";
+  return onFastgptRoute(call.event) || call.caller.share !== undefined || call.caller.key?.kind === "admin";
 }
 
 /** SSE bytes with each `reasoning` also given as `reasoning_content` (a region that has one already stays). */

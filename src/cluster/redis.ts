@@ -83,9 +83,9 @@ export function createRedisClusterState(opts: RedisClusterOptions): ClusterState
       const result = await run();
       failing = false;
       return result;
-    } catch {
+    } catch (err) {
       noteFailure();
-      throw storeUnavailable();
+      throw storeUnavailable(err);
     }
   }
   // A stalled Redis keeps its connection "ready": after a failed call this instance counts as out of
@@ -249,10 +249,12 @@ function readKeyChange(value: unknown): KeyChange | undefined {
   return undefined;
 }
 
-function storeUnavailable(): GatewayError {
+/** `cause`: Redis's own error, when a call failed */
+function storeUnavailable(cause?: unknown): GatewayError {
   return new GatewayError(503, "store_unavailable", "The gateway cannot reach its shared counters; retry shortly.", {
     type: "api_error",
     headers: { "Retry-After": "1" },
+    cause,
   });
 }
 

@@ -4,6 +4,7 @@
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { z } from "zod";
+import { describeIssue, formatPath } from "../json/issues.js";
 import { jsonErrorPlace } from "./json-position.js";
 import { configSchema, type Config } from "./schema.js";
 
@@ -40,15 +41,11 @@ function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, path: string, pro
   return value;
 }
 
-function formatPath(path: PropertyKey[]): string {
-  let out = "";
-  for (const p of path) out += typeof p === "number" ? `[${p}]` : out ? `.${String(p)}` : String(p);
-  return out || "(root)";
-}
-
 /** One problem per issue, except one per key for unknown keys. */
-function describeIssue(issue: z.core.$ZodIssue, input: unknown): string[] {
-  if (issue.code !== "unrecognized_keys") return [`${formatPath(issue.path)}: ${issue.message}`];
+/** An issue's problems in the schema's words (json/issues.ts); every unknown key, with the nearest
+ *  name its object knows. */
+function problemsOf(issue: z.core.$ZodIssue, input: unknown): string[] {
+  if (issue.code !== "unrecognized_keys") return [describeIssue(issue, input, { words: "schema", root: "(root)" }).text];
   const known = knownKeysAt(configSchema, issue.path, input);
   return issue.keys.map((key) => {
     const near = nearest(key, known);
@@ -111,7 +108,7 @@ export function parseConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env, 
   const substituted = substituteEnv(raw, env, "", problems);
   const result = configSchema.safeParse(substituted);
   if (!result.success) {
-    for (const issue of result.error.issues) problems.push(...describeIssue(issue, substituted));
+    for (const issue of result.error.issues) problems.push(...problemsOf(issue, substituted));
   }
   if (problems.length > 0 || !result.success) throw new ConfigError(source, problems);
   return result.data;

@@ -6,9 +6,8 @@ import { jsonBody } from "../http/raw-text.js";
 import { sendJsonParts } from "../http/json.js";
 import type { Caller } from "../metered/caller.js";
 import { appAllowsTool, resolveModel, type Aliases } from "../metered/models.js";
-import type { WorstCase } from "../metered/quota.js";
+import { budgeted, type WorstCase } from "../metered/quota.js";
 import type { MeteredSpec, PlanBase } from "../metered/spec.js";
-import { limited } from "../metered/token-budget.js";
 import { computePoints } from "../tokens/points.js";
 import { badUpstreamReply } from "../upstream/errors.js";
 import { withoutClientPriority } from "../upstream/forward-priority.js";
@@ -65,7 +64,7 @@ function countOnce(input: EmbeddingInput): () => Promise<number> {
 
 /** The most the input can cost: its bound, or its count when a budget cannot hold the bound. */
 function worstCase(caller: Caller, model: VectorModelConfig, bound: number, tokens: () => Promise<number>): WorstCase | number {
-  if (!limited(caller)) return 0;
+  if (!budgeted(caller.limits, { tokens: true })) return 0;
   return {
     bound: computePoints(model, bound, 0),
     tokens: { bound },

@@ -26,13 +26,20 @@ export class GatewayError extends Error {
   /** extra response headers, e.g. Retry-After */
   readonly headers: Record<string, string>;
 
+  /**
+   * `cause`: the error this one stands for (ES2022's Error cause: an upstream's transport error, the
+   * store's or Redis's), for whoever reads the error in the process. Never in the answer, which
+   * `toBody` and the dialects' formats make from the fields above; the request log prints it only
+   * under a 500 `internal_error`, by its name, code, message and stack (docs/architecture.md#errors).
+   */
   constructor(
     status: number,
     code: string,
     message: string,
-    opts: { type?: ErrorType; param?: string | null; headers?: Record<string, string> } = {},
+    opts: { type?: ErrorType; param?: string | null; headers?: Record<string, string>; cause?: unknown } = {},
   ) {
-    super(message);
+    // no `cause` property at all when there is none
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = "GatewayError";
     this.status = status;
     this.code = code;
@@ -73,9 +80,9 @@ export function toGatewayError(err: unknown): GatewayError {
   if (typeof status === "number" && status >= 400 && status < 500) {
     // h3's own errors (malformed URL, 405 …): keep the status, use h3's message
     const message = (err as Error).message || "Bad request";
-    return new GatewayError(status, status === 404 ? "not_found" : "invalid_request", message);
+    return new GatewayError(status, status === 404 ? "not_found" : "invalid_request", message, { cause: err });
   }
-  return new GatewayError(500, "internal_error", "Internal server error", { type: "server_error" });
+  return new GatewayError(500, "internal_error", "Internal server error", { type: "server_error", cause: err });
 }
 
 /** How one dialect writes an error: status, body and headers (Retry-After, …). */

@@ -13,6 +13,10 @@ export interface Caller {
   key?: KeyIdentity;
   /** share-link callers: the link and the outLinkUid (authToken or localId) they sent */
   share?: { link: ShareLinkConfig; token: string };
+  /** its own scope, `key:<name>` or `share:<shareId>`: what is kept of it across requests (an
+   *  agent's counts) is kept under it, never under a period's scope (docs/api.md#limits) */
+  scope: string;
+  /** its app's limits, then its own (a period budget last) */
   limits: QuotaLimit[];
   /** its place in a channel's queue: the key's or link's priority, else its app's */
   priority: number;
@@ -61,11 +65,13 @@ export function identifyCaller(
     if (!req.outLinkUid) throw new GatewayError(400, "missing_out_link_uid", "outLinkUid is required with shareId.", { param: "outLinkUid" });
     const app = deps.apps.get(link.appId)!;
     // a link's cap is per user: the outLinkUid, hashed (it may be an operator's token)
-    const user = link.maxConcurrent ? `share:${link.shareId}:user:${hash("sha256", req.outLinkUid).slice(0, 24)}` : "";
+    const scope = `share:${link.shareId}`;
+    const user = link.maxConcurrent ? `${scope}:user:${hash("sha256", req.outLinkUid).slice(0, 24)}` : "";
     return {
       app,
       share: { link, token: req.outLinkUid },
-      limits: [...appLimits(app, now, deps.timezone), ...limitsOf(`share:${link.shareId}`, "This share link", link, now, deps.timezone)],
+      scope,
+      limits: [...appLimits(app, now, deps.timezone), ...limitsOf(scope, "This share link", link, now, deps.timezone)],
       priority: link.priority ?? app.priority,
       concurrency: caps(app, { scope: user, label: "This share link", max: link.maxConcurrent ?? 0 }),
     };
@@ -79,12 +85,14 @@ export function identifyCaller(
   const app = deps.apps.get(key.appId);
   // a created key outlives config reloads: its app may have been removed since
   if (!app) throw new GatewayError(403, "app_not_found", "The application of this key is no longer configured; ask the operator for a key of an existing application.");
+  const scope = `key:${key.name}`;
   return {
     app,
     key,
-    limits: [...appLimits(app, now, deps.timezone), ...limitsOf(`key:${key.name}`, `API key ${key.name}`, key, now, deps.timezone)],
+    scope,
+    limits: [...appLimits(app, now, deps.timezone), ...limitsOf(scope, `API key ${key.name}`, key, now, deps.timezone)],
     priority: key.priority ?? app.priority,
-    concurrency: caps(app, { scope: `key:${key.name}`, label: `API key ${key.name}`, max: key.maxConcurrent ?? 0 }),
+    concurrency: caps(app, { scope, label: `API key ${key.name}`, max: key.maxConcurrent ?? 0 }),
   };
 }
 

@@ -132,7 +132,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
         maxAttempts: deps.maxAttempts,
         pinned,
         // share-link users are anonymous: one is told from another by the address they call from
-        caller: caller.share ? `share:${caller.share.link.shareId}:${clientAddress(event, deps.trustProxy)}` : `key:${caller.key?.name}`,
+        caller: caller.share ? `${caller.scope}:${clientAddress(event, deps.trustProxy)}` : caller.scope,
         onAttempt: (entry) => {
           m.channel = facts.channel = entry.config.name;
           m.channelId = entry.config.id ?? null;

@@ -26,6 +26,18 @@ export interface QuotaLimit {
   period?: { name: Period; resetsAt: number };
 }
 
+/** A limit's points budget (lifetime, or a period's): -1 is none. */
+export const holdsPoints = (l: QuotaLimit): boolean => l.maxUsagePoints >= 0;
+/** A limit's tokens per minute: 0 or absent is none. */
+export const holdsTokens = (l: QuotaLimit): boolean => (l.tpm ?? 0) > 0;
+
+/** Whether any budget limits what a caller with `limits` may spend: a points budget (lifetime or a
+ *  period's), or — for a kind that has tokens — tokens per minute (docs/api.md#budgets). When none
+ *  does, nothing is held and a kind need not work out its worst case. */
+export function budgeted(limits: QuotaLimit[], kind: { tokens: boolean }): boolean {
+  return limits.some((l) => holdsPoints(l) || (kind.tokens && holdsTokens(l)));
+}
+
 export interface Reservation {
   /** the points held: the worst case, or less when a budget could pay only for less (serve until
    *  spent); infinite when no budget applies */
@@ -80,12 +92,12 @@ export function createQuota(store: Store, state: ClusterState, observer: Observe
   const spent = (scope: string) => store.getSpent(scope);
   const windows = (limits: QuotaLimit[]) => limits.filter((l) => l.qpm > 0).map((l) => ({ scope: l.scope, limit: l.qpm }));
   const pointBudgets = (limits: QuotaLimit[]): Budget[] =>
-    limits.filter((l) => l.maxUsagePoints >= 0).map((l) => ({ hold: { scope: l.scope, max: l.maxUsagePoints }, limit: l, resetsAt: l.period?.resetsAt }));
+    limits.filter(holdsPoints).map((l) => ({ hold: { scope: l.scope, max: l.maxUsagePoints }, limit: l, resetsAt: l.period?.resetsAt }));
   // a minute's tokens are held in a scope of that minute: the next minute starts from nothing
   const tokenBudgets = (limits: QuotaLimit[], now: number): Budget[] => {
     const minute = Math.floor(now / MINUTE_MS);
     return limits
-      .filter((l) => (l.tpm ?? 0) > 0)
+      .filter(holdsTokens)
       .map((l) => ({ hold: { scope: `${l.scope}@minute:${minute}`, max: l.tpm!, tokens: true }, limit: l, resetsAt: (minute + 1) * MINUTE_MS }));
   };
 

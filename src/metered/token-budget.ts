@@ -6,7 +6,7 @@
 import type { ModelConfig } from "../config/schema.js";
 import { computePoints } from "../tokens/points.js";
 import type { Caller } from "./caller.js";
-import type { Held, WorstCase } from "./quota.js";
+import { budgeted, type Held, type WorstCase } from "./quota.js";
 
 export interface TokenAsk {
   /** the prompt's tokens at most (from its bytes) */
@@ -18,15 +18,9 @@ export interface TokenAsk {
   maxTokens: number;
 }
 
-/** Whether any points budget (lifetime or period) or tokens per minute limits the caller: when
- *  none does, a kind need not work out its worst case. */
-export function limited(caller: Caller): boolean {
-  return caller.limits.some((l) => l.maxUsagePoints >= 0 || (l.tpm ?? 0) > 0);
-}
-
 /** The most the request can cost and the least it can be served for; 0 when nothing limits it. */
 export function tokenWorstCase(caller: Caller, model: ModelConfig, ask: TokenAsk): WorstCase | number {
-  if (!limited(caller)) return 0;
+  if (!budgeted(caller.limits, { tokens: true })) return 0;
   const maxOut = ask.answers * ask.maxTokens;
   return {
     bound: computePoints(model, ask.promptBound, maxOut),

@@ -65,12 +65,25 @@ function isoTime(): string {
   return lastTime;
 }
 
-/** What an error's log line carries: names, codes, message and stack — never its other properties,
- *  which may hold request data. */
-export function errorFields(err: unknown): { type: string; code?: string; message: string; stack?: string } {
-  if (!(err instanceof Error)) return { type: typeof err, message: String(err) };
-  return { type: err.name, code: (err as NodeJS.ErrnoException).code, message: err.message, stack: err.stack };
+export interface ErrorFields {
+  type: string;
+  code?: string;
+  message: string;
+  stack?: string;
+  /** the error it stands for (a GatewayError's `cause`), told the same way, one level deep */
+  cause?: Omit<ErrorFields, "cause">;
 }
+
+/** What an error's log line carries: names, codes, message and stack — never its other properties,
+ *  which may hold request data; and so of its cause. */
+export function errorFields(err: unknown): ErrorFields {
+  if (!(err instanceof Error)) return { type: typeof err, message: String(err) };
+  const fields: ErrorFields = ownFields(err);
+  if (err.cause instanceof Error) fields.cause = ownFields(err.cause);
+  return fields;
+}
+
+const ownFields = (err: Error): Omit<ErrorFields, "cause"> => ({ type: err.name, code: (err as NodeJS.ErrnoException).code, message: err.message, stack: err.stack });
 
 function openOutput(opts: LogOptions): Output {
   if (opts.level === "silent") return { stream: { write() {} }, close: () => Promise.resolve() };

@@ -7,9 +7,8 @@ import type { ReRankModelConfig } from "../config/schema.js";
 import { jsonResponse } from "../http/json.js";
 import type { Caller } from "../metered/caller.js";
 import { appAllowsListed, resolveModel, type Aliases } from "../metered/models.js";
-import type { WorstCase } from "../metered/quota.js";
+import { budgeted, type WorstCase } from "../metered/quota.js";
 import type { MeteredSpec, PlanBase } from "../metered/spec.js";
-import { limited } from "../metered/token-budget.js";
 import { badUpstreamReply } from "../upstream/errors.js";
 import { readJsonReply } from "../upstream/read.js";
 import { readUpstreamRerank, rerankAnswer, type UpstreamRerank } from "./answer.js";
@@ -66,7 +65,7 @@ export function createRerankSpec(deps: RerankSpecDeps): MeteredSpec<RerankReques
 /** The most a rerank can cost: what a cross-encoder reads (the query once per document), bounded by
  *  bytes, or counted when a budget cannot hold that bound. */
 function worstCase(caller: Caller, model: ReRankModelConfig, query: string, texts: string[], count: () => Promise<RerankCount>): WorstCase | number {
-  if (!limited(caller)) return 0;
+  if (!budgeted(caller.limits, { tokens: true })) return 0;
   const bound = rerankTokenBound(query, texts);
   return {
     bound: rerankPoints(model, bound),

@@ -146,13 +146,12 @@ function typeParser(oid: number, format?: "text" | "binary") {
 function asStoreError(err: unknown): unknown {
   if (err instanceof SchemaError) return err;
   if (err instanceof pg().DatabaseError && !UNAVAILABLE_CLASSES.has(err.code?.slice(0, 2) ?? "") && !RETRYABLE.has(err.code ?? "")) return err;
-  const unavailable = new GatewayError(503, "store_unavailable", "The gateway cannot reach its store; retry shortly.", {
+  // the cause is for the start-up message (openStore); responses show only the message above
+  return new GatewayError(503, "store_unavailable", "The gateway cannot reach its store; retry shortly.", {
     type: "api_error",
     headers: { "Retry-After": "1" },
+    cause: err,
   });
-  // for the start-up message (openStore); responses show only the message above
-  unavailable.cause = err;
-  return unavailable;
 }
 
 // PostgreSQL text cannot hold U+0000, which SQLite stores as given: it is written as U+FFFF "0",

@@ -17,10 +17,10 @@ export class UpstreamError extends GatewayError {
     code: string,
     message: string,
     outcome: UpstreamOutcome,
-    opts: { headers?: Record<string, string>; detail?: string; upstreamStatus?: number } = {},
+    opts: { headers?: Record<string, string>; detail?: string; upstreamStatus?: number; cause?: unknown } = {},
   ) {
     const type = status === 429 ? "rate_limit_error" : status >= 500 ? "api_error" : "invalid_request_error";
-    super(status, code, message, { type, headers: opts.headers });
+    super(status, code, message, { type, headers: opts.headers, cause: opts.cause });
     this.outcome = outcome;
     this.detail = opts.detail;
     this.upstreamStatus = opts.upstreamStatus;
@@ -34,17 +34,18 @@ export function attemptCut(cancel: Cancel, model: string): UpstreamError {
   return new UpstreamError(err.status, err.code, err.message, outcome, { headers: err.headers });
 }
 
-export const unreachable = (model: string) =>
-  new UpstreamError(502, "upstream_error", `The model server for ${model} could not be reached.`, "unreachable");
+// `cause`: the transport's error it stands for (mapTransportError)
+export const unreachable = (model: string, cause?: unknown) =>
+  new UpstreamError(502, "upstream_error", `The model server for ${model} could not be reached.`, "unreachable", { cause });
 
-export const upstreamTimeout = (model: string, what = "did not answer in time") =>
-  new UpstreamError(504, "upstream_timeout", `The model server for ${model} ${what}.`, "timeout");
+export const upstreamTimeout = (model: string, what = "did not answer in time", cause?: unknown) =>
+  new UpstreamError(504, "upstream_timeout", `The model server for ${model} ${what}.`, "timeout", { cause });
 
-export const streamCut = (model: string) =>
-  new UpstreamError(502, "upstream_error", `The model server for ${model} ended the answer before it was complete.`, "stream_cut");
+export const streamCut = (model: string, cause?: unknown) =>
+  new UpstreamError(502, "upstream_error", `The model server for ${model} ended the answer before it was complete.`, "stream_cut", { cause });
 
-export const badUpstreamReply = (model: string) =>
-  new UpstreamError(502, "upstream_error", `The model server for ${model} sent an answer that is not valid.`, "http_error");
+export const badUpstreamReply = (model: string, cause?: unknown) =>
+  new UpstreamError(502, "upstream_error", `The model server for ${model} sent an answer that is not valid.`, "http_error", { cause });
 
 export const upstreamReportedError = (model: string) =>
   new UpstreamError(502, "upstream_error", `The model server for ${model} reported an error during the answer.`, "http_error");
@@ -83,14 +84,15 @@ export function upstreamStatus(model: string, status: number, message: string | 
 export function mapTransportError(err: unknown, model: string): GatewayError {
   if (err instanceof GatewayError) return err;
   const code = (err as { code?: string })?.code;
-  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT") return upstreamTimeout(model);
-  if (code === "UND_ERR_BODY_TIMEOUT") return upstreamTimeout(model, "stopped sending the answer");
-  if (code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "EPIPE" || code === "UND_ERR_RESPONSE_STATUS_CODE") return streamCut(model);
+  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT") return upstreamTimeout(model, undefined, err);
+  if (code === "UND_ERR_BODY_TIMEOUT") return upstreamTimeout(model, "stopped sending the answer", err);
+  if (code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "EPIPE" || code === "UND_ERR_RESPONSE_STATUS_CODE") return streamCut(model, err);
   // undici's HTTP parser: the connection ended mid-answer ("Invalid EOF state", which carries no
   // code), or what came is not HTTP — the channel's fault either way, never the gateway's
-  if ((err as { name?: unknown })?.name === "HTTPParserError") return /EOF/.test(String((err as Error).message)) ? streamCut(model) : badUpstreamReply(model);
-  if (code && (code.startsWith("UND_ERR") || code.startsWith("E"))) return unreachable(model);
-  return new GatewayError(500, "internal_error", "Internal server error", { type: "server_error" });
+  if ((err as { name?: unknown })?.name === "HTTPParserError") return /EOF/.test(String((err as Error).message)) ? streamCut(model, err) : badUpstreamReply(model, err);
+  if (code && (code.startsWith("UND_ERR") || code.startsWith("E"))) return unreachable(model, err);
+  // the gateway's own fault: its request line carries the error's stack (docs/architecture.md#errors)
+  return new GatewayError(500, "internal_error", "Internal server error", { type: "server_error", cause: err });
 }
 
 const MAX_DETAIL_CHARS = 300;
