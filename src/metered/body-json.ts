@@ -3,7 +3,7 @@
 // (whatever it is: a string, a number, an object) replaced whole. A body with no escape that could
 // hide a character and no secret-named member decodes to its own bytes: it is searched as text, in
 // one pass, and never taken apart.
-import { REDACTED, type Finder } from "./body-redact.js";
+import { REDACTED, type Finder } from "./body-finder.js";
 
 /** Members whose values are secrets: their names lowercased, without `-` and `_`. */
 export const SECRET_MEMBERS = [

@@ -5,10 +5,8 @@
 // with thousands of keys as with a few; and the cut at `server.bodyLog.maxBytes`.
 import { redactJson } from "./body-json.js";
 import { redactSse } from "./body-sse.js";
+import { NOT_JSON, REDACTED, type Finder } from "./body-finder.js";
 
-export const REDACTED = "[redacted]";
-/** what a body that should be JSON and is not becomes: nothing of it is kept */
-export const NOT_JSON = "[not kept: not valid JSON]";
 const SK_KEY = "sk-[A-Za-z0-9_-]{16,}";
 /** shorter strings are too common to be told from text */
 const MIN_SECRET = 6;
@@ -25,16 +23,6 @@ const MUST_ESCAPE = /["\\\u0000-\u001f]/;
 /** How a kept body is read: JSON (`parsed`: JSON already parsed, a request), a stream's SSE text,
  *  or plain text (its bytes are its value). */
 export type BodyKind = "json" | "parsed" | "sse" | "text";
-
-/** The secrets of one body's request: the config's, and the caller's keys (its credential headers). */
-export interface Finder {
-  /** [start, end) of every secret in a decoded value, ascending, not overlapping */
-  spans(value: string): Array<[number, number]>;
-  /** the value with every secret `[redacted]`; `literal`: base64 not decoded */
-  scrub(value: string, literal?: boolean): string;
-  /** whether the text may hold a value its bytes do not show as it is (an escape that matters) */
-  escapes(text: string): boolean;
-}
 
 export interface Redactor {
   /** A body redacted. `callerKeys`: the keys its request was sent with, in whatever header;

@@ -3,7 +3,7 @@
 // model repeating its prompt does that) is no secret in any one event, only in the text they make:
 // it is found there, and cut from every event it spans.
 import { SECRET_MEMBER, applyEdits, eachScalar, redactJson } from "./body-json.js";
-import { NOT_JSON, REDACTED, type Finder } from "./body-redact.js";
+import { NOT_JSON, REDACTED, type Finder } from "./body-finder.js";
 
 /** Members whose strings are pieces of a text streamed in deltas: Chat Completions' content,
  *  reasoning and tool arguments, Messages' text, thinking and JSON, Responses' deltas. */
