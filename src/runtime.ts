@@ -107,6 +107,9 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
     enabled: shared.channels.enabled,
     affinity: config.routing.affinity,
     spillLoad: config.routing.spillLoad,
+    prefix: config.routing.prefix,
+    imbalance: config.routing.imbalance,
+    prefixes: previous?.router.prefixes,
   });
 
   // 2. The metered kinds: specs of the one pipeline, over what every one of them needs.

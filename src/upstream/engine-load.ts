@@ -4,6 +4,7 @@
 // entry. Lines it does not know, or cannot read, are skipped; a scrape that fails or finds none of
 // the engine's figures changes nothing, and a figure older than STALE_INTERVALS intervals is not used.
 import { request } from "undici";
+import { parseCacheTokens } from "./engine-cache.js";
 import type { ChannelEntry } from "./types.js";
 
 const MAX_SCRAPE_BYTES = 4 * 1024 * 1024;
@@ -81,6 +82,7 @@ export function startEngineScrapes(entries: ChannelEntry[], now: () => number, o
       busy = true;
       scrape(url, intervalMs, key)
         .then((text) => {
+          entry.engineCacheTokens = parseCacheTokens(text) ?? entry.engineCacheTokens;
           const figures = parseEngineMetrics(text);
           if (!figures) return;
           entry.engine = { ...figures, at: now() };
