@@ -1,10 +1,10 @@
 // The first channel by what each replica holds (docs/routing.md#prefix): among the group's usable
 // channels (breaker closed, a free slot, KV cache not full, when any are), a session's own channel
 // keeps it unless that one is past the guard; otherwise, unless the group is imbalanced (then the
-// least loaded), the best of
+// best of the least loaded), the best of
 //   match × weights.match − (load − least) / (most + 1) × weights.load − KV use × weights.kv
-// with ties (no match anywhere, equal loads) broken by rendezvous hashing of the request's tie key,
-// so instances with no shared state agree on a new prefix.
+// with ties (no match anywhere, equal loads) broken by the fewest requests routed lately (a new
+// prefix goes where traffic is lightest), then by rendezvous hashing of the request's tie key.
 import type { RouteDecision } from "../observability/observer.js";
 import { rendezvous, usable, type ChannelView } from "./pick.js";
 import type { ChannelEntry } from "./types.js";
@@ -30,6 +30,9 @@ export interface PrefixRequest {
   own: ChannelEntry | undefined;
   /** breaks ties: the prefix's opening, else the affinity key; undefined: the heavier weight, then at random */
   tieKey: string | undefined;
+  /** requests this instance routed to the channel lately (decayed): among tied channels, the fewest
+   *  first, so that new prefixes spread as their traffic does */
+  recent?: (e: ChannelEntry) => number;
 }
 
 export interface PrefixChoice {
@@ -60,7 +63,8 @@ export function pickByPrefix(group: ChannelEntry[], view: ChannelView, req: Pref
   const loads = pool.map((e) => view.load(e));
   const least = Math.min(...loads);
   if (pastGuard(Math.max(...loads), least, o.imbalance)) {
-    const first = tieBreak(pool.filter((e) => view.load(e) === least), req.tieKey, o.random);
+    // the least loaded, and of those the one holding most of the prefix
+    const first = best(pool.filter((e) => view.load(e) === least), view, req, matchOf, o);
     return { first, decision: "least_loaded", match: matchOf(first) };
   }
   const first = best(pool, view, req, matchOf, o);
@@ -77,10 +81,21 @@ function best(pool: ChannelEntry[], view: ChannelView, req: PrefixRequest, match
   const scores = pool.map((e, i) => matchOf(e) * w.match - ((loads[i]! - least) / scale) * w.load - view.kv(e) * w.kv);
   const top = Math.max(...scores);
   return tieBreak(
-    pool.filter((_, i) => top - scores[i]! < 1e-9),
+    quietest(
+      pool.filter((_, i) => top - scores[i]! < 1e-9),
+      req.recent,
+    ),
     req.tieKey,
     o.random,
   );
+}
+
+/** Of tied channels, those with the fewest recent requests (whole numbers: near counts stay tied). */
+function quietest(tied: ChannelEntry[], recent: ((e: ChannelEntry) => number) | undefined): ChannelEntry[] {
+  if (tied.length <= 1 || !recent) return tied;
+  const counts = tied.map((e) => Math.floor(recent(e)));
+  const least = Math.min(...counts);
+  return tied.filter((_, i) => counts[i] === least);
 }
 
 function tieBreak(tied: ChannelEntry[], key: string | undefined, random: () => number): ChannelEntry {

@@ -42,6 +42,8 @@ const PREFIX_WEIGHTS: PrefixWeights = { match: 3, load: 2, kv: 1 };
 const IMBALANCE: Imbalance = { ratio: 2, min: 4 };
 /** A new prefix's channel is the rendezvous of its first chunks, up to this many (docs/routing.md#prefix). */
 const TIE_CHUNKS = 4;
+/** The time constant of the requests a channel was routed lately (docs/routing.md#prefix). */
+const RECENT_MS = 10_000;
 
 /** How often this instance tells the others its calls in flight per channel (docs/routing.md#load). */
 const LOAD_SHARE_MS = 500;
@@ -115,6 +117,16 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
   prefixes.keep(new Set(entries.map((e) => e.config.name)));
   const prefixOptions = { weights: opts.prefix ?? PREFIX_WEIGHTS, imbalance: opts.imbalance ?? IMBALANCE, random };
   const indexOf = (e: ChannelEntry) => prefixes.of(e.config.name, e.engineCacheTokens ?? e.config.cacheTokens);
+  // requests routed to each channel lately, decayed with RECENT_MS
+  const recent = new Map<string, { n: number; at: number }>();
+  const recentOf = (e: ChannelEntry, at = now()) => {
+    const r = recent.get(e.config.name);
+    return r ? r.n * Math.exp((r.at - at) / RECENT_MS) : 0;
+  };
+  const routed = (e: ChannelEntry) => {
+    const at = now();
+    recent.set(e.config.name, { n: recentOf(e, at) + 1, at });
+  };
 
   /** The first channel by prefix (./prefix-score.ts): the session remembered, the chosen channel's index told the prefix. */
   const byPrefix = (model: string, key: string | undefined, parts: PrefixParts | undefined) => (group: ChannelEntry[]) => {
@@ -123,7 +135,8 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
     const ownName = session === undefined ? undefined : prefixes.sessions.get(session);
     const own = ownName === undefined ? undefined : group.find((e) => e.config.name === ownName);
     const tieKey = hashes.length > 0 ? `prefix:${hashes[Math.min(hashes.length, TIE_CHUNKS) - 1]}` : key;
-    const choice = pickByPrefix(group, view, { matched: (e) => indexOf(e).match(hashes), chunks: hashes.length, own, tieKey }, prefixOptions);
+    const choice = pickByPrefix(group, view, { matched: (e) => indexOf(e).match(hashes), chunks: hashes.length, own, tieKey, recent: hashes.length > 0 ? recentOf : undefined }, prefixOptions);
+    routed(choice.first);
     if (session !== undefined && !own) prefixes.sessions.set(session, choice.first.config.name);
     if (hashes.length > 0) {
       const index = indexOf(choice.first);
