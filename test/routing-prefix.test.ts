@@ -49,7 +49,7 @@ async function homesOf(url: string, app: string, users: number): Promise<Set<num
 
 describe("routing by prefix", () => {
   it("two apps' users land on the replicas holding their prompts, not spread", async () => {
-    // before (routing by session alone): each user's fingerprint hashed them over 3-4 replicas
+    // before (routing by session alone): each user's fingerprint hashed them, alpha's 10 over 4 replicas
     gw = await startGateway(fleetConfig(replicas));
     for (const app of ["alpha", "beta"]) expect((await homesOf(gw.url, app, 10)).size, app).toBe(1);
     expect(await decisions("prefix")).toBe(18);
@@ -59,6 +59,7 @@ describe("routing by prefix", () => {
   });
 
   it("an overloaded replica stops taking its prefix's new users; they gather elsewhere, and stay with the prompt", async () => {
+    // before: the users kept off the busy replica spread over the other 3
     gw = await startGateway(fleetConfig(replicas, { channel: withEngineMetrics }));
     const [home] = await homesOf(gw.url, "alpha", 3);
     metrics.set(home!, { text: vllmText(30, 8) });
@@ -100,6 +101,7 @@ describe("routing by prefix", () => {
   });
 
   it("bounds each channel's index by its cacheTokens", async () => {
+    // before: no index, and cacheTokens refused as an unknown key
     gw = await startGateway(fleetConfig(replicas, { channel: () => ({ cacheTokens: 1024 }) }));
     for (let app = 0; app < 12; app++) await (await newUser(gw.url, `app${app}`, 0)()).text();
     const entries = [...(await metricsText()).matchAll(/sluice_prefix_index_entries\{channel="r\d"\} (\d+)/g)].map((m) => Number(m[1]));
@@ -125,7 +127,8 @@ describe("reloads", () => {
       const removed = (home! + 1) % replicas.length;
       raw = { ...raw, channels: (raw.channels as Array<Record<string, unknown>>).filter((_, i) => i !== removed).map((c) => ({ ...c, connections: 64 })) };
       expect((await gateway.reload()).ok).toBe(true);
-      // the next user of the app is matched at once: the index survived the new router
+      // the next user of the app is matched at once: the index survived the new router (before:
+      // no index, and that user went to another replica than the app's first)
       const before = await prefixDecisions();
       expect(await replicaOf(replicas, newUser(url, "alpha", 1))).toBe(home);
       expect(await prefixDecisions()).toBe(before + 1);
@@ -140,6 +143,7 @@ describe("reloads", () => {
 
 describe("channels that are routers themselves", () => {
   it("forward the session digest, the app and the priority, and make no pick among them", async () => {
+    // before: upstreamRouter refused as an unknown key
     gw = await startGateway(fleetConfig(replicas, { channel: () => ({ upstreamRouter: true }), extra: { apps: [{ id: "a1", model: MODEL, priority: 5 }] } }));
     for (let i = 0; i < 4; i++) await (await post(gw.url, "/v1/chat/completions", { model: MODEL, messages: [{ role: "system", content: appPrompt("alpha") }, { role: "user", content: `q ${i}` }] }, { "x-session-id": "client-session-1" })).text();
     const sent = replicas.flatMap((r) => r.requests);
