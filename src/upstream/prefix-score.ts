@@ -90,10 +90,11 @@ function best(pool: ChannelEntry[], view: ChannelView, req: PrefixRequest, match
   );
 }
 
-/** Of tied channels, those with the fewest recent requests (whole numbers: near counts stay tied). */
+/** Of tied channels, those with the fewest recent requests (rounded to whole ones: near counts stay
+ *  tied, and a channel routed to a moment ago counts one). */
 function quietest(tied: ChannelEntry[], recent: ((e: ChannelEntry) => number) | undefined): ChannelEntry[] {
   if (tied.length <= 1 || !recent) return tied;
-  const counts = tied.map((e) => Math.floor(recent(e)));
+  const counts = tied.map((e) => Math.round(recent(e)));
   const least = Math.min(...counts);
   return tied.filter((_, i) => counts[i] === least);
 }
