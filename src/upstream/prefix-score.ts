@@ -3,11 +3,15 @@
 // keeps it unless that one is past the guard; otherwise, unless the group is imbalanced (then the
 // best of the least loaded), the best of
 //   match × weights.match − (load − least) / (most + 1) × weights.load − KV use × weights.kv
-// with ties (no match anywhere, equal loads) broken by the fewest requests routed lately (a new
-// prefix goes where traffic is lightest), then by rendezvous hashing of the request's tie key.
+// with ties (scores within TIED: no match anywhere and equal loads, or equal matches) broken by the
+// fewest requests routed lately (a new prefix goes where traffic is lightest), then by rendezvous
+// hashing of the request's tie key.
 import type { RouteDecision } from "../observability/observer.js";
 import { rendezvous, usable, type ChannelView } from "./pick.js";
 import type { ChannelEntry } from "./types.js";
+
+/** Scores this close are tied: a KV cache 3 % fuller (at the default weights) decides nothing. */
+const TIED = 0.1;
 
 export interface PrefixWeights {
   match: number;
@@ -82,7 +86,7 @@ function best(pool: ChannelEntry[], view: ChannelView, req: PrefixRequest, match
   const top = Math.max(...scores);
   return tieBreak(
     quietest(
-      pool.filter((_, i) => top - scores[i]! < 1e-9),
+      pool.filter((_, i) => top - scores[i]! <= TIED),
       req.recent,
     ),
     req.tieKey,

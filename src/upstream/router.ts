@@ -1,6 +1,7 @@
-// Chooses the channels for a model (docs/api.md#upstream-failures): by priority (higher first), a
-// session on its replica and the rest least loaded inside a priority (./pick.ts, docs/routing.md),
-// channels seen down tried after the others. Keeps each channel's `up` (its last request or health
+// Chooses the channels for a model (docs/api.md#upstream-failures): by priority (higher first), and
+// inside a priority by what each replica was sent and its load, sessions kept where they went
+// (./prefix-score.ts, docs/routing.md#prefix), or by session alone (./pick.ts); channels seen down
+// tried after the others. Keeps each channel's `up` (its last request or health
 // check succeeded; unknown = down), its breaker in the cluster state, and its engine's load.
 import type { ClusterState } from "../cluster/types.js";
 import type { Observer } from "../observability/observer.js";
