@@ -7,6 +7,8 @@ import { median, type LoadResult } from "./autocannon-case.js";
 import type { LagResult } from "./event-loop-lag.js";
 import type { FailoverLatency } from "./failover.js";
 import { fleetLines, type FleetResult } from "./fleet/bench.js";
+import { prefixCostLines, type PrefixCost } from "./fleet/prefix-cost.js";
+import { sharedPrefixLines, type SharedPrefixResult } from "./fleet/shared-prefix.js";
 import type { CaseResult, TargetName } from "./interleave.js";
 import type { LatencyResult } from "./latency.js";
 import type { QpmResult } from "./long-qpm.js";
@@ -44,6 +46,9 @@ export interface BenchResults {
   qpm?: QpmResult;
   scheduling?: SchedulingCase[];
   fleet?: FleetResult;
+  /** the fleet section's shared-prefix workload, and what routing one request by prefix costs */
+  sharedPrefix?: SharedPrefixResult;
+  prefixCost?: PrefixCost;
   /** sections skipped or failed, one line each */
   notes: string[];
   /** what else the run measured against (the PostgreSQL and Redis of --store postgres), one line each */
@@ -175,6 +180,8 @@ function printDetails(r: BenchResults): void {
     lines.push(`budgeted+QPM key, ${r.qpm.seconds} s in 10 s slices, CPU us/req: ${series}; RPS ${r.qpm.slices.map((s) => num(s.rps, 0)).join(" ")}`);
   }
   if (r.fleet) lines.push(...fleetLines(r.fleet));
+  if (r.sharedPrefix) lines.push(...sharedPrefixLines(r.sharedPrefix));
+  if (r.prefixCost) lines.push(...prefixCostLines(r.prefixCost));
   if (lines.length > 0) console.log(`\n${lines.join("\n")}`);
 }
 
@@ -197,6 +204,7 @@ function checks(r: BenchResults): string[][] {
   const k = r.perKb;
   const fo = r.failover;
   const sched = (queue: string, name: string) => r.scheduling?.find((c) => c.queue === queue && c.case === name)?.ratio;
+  const sp = r.sharedPrefix?.figures;
   const rows = [
     ratio("Sluice/floor RPS, non-stream", find("non-stream", "sluice"), find("non-stream", "floor"), rps, ">=", 0.6),
     ratio("Sluice/floor RPS, 20-chunk stream", find("stream", "sluice"), find("stream", "floor"), rps, ">=", 0.8),
@@ -233,6 +241,10 @@ function checks(r: BenchResults): string[][] {
     limit("fleet: Sluice/random TTFT p50", r.fleet ? r.fleet.even.sluice.ttftP50 / r.fleet.even.random.ttftP50 : undefined, "<=", 0.5, "x"),
     limit("fleet: Sluice token cache hit ratio", r.fleet?.even.sluice.cacheHitRatio, ">=", 0.85, "x"),
     limit("fleet, one replica slow: Sluice/random TTFT p95", r.fleet ? r.fleet.slowed.sluice.ttftP95 / r.fleet.slowed.random.ttftP95 : undefined, "<=", 1, "x"),
+    limit("fleet, shared prefixes: Sluice/random TTFT p50", sp ? sp.prefix.ttftP50 / sp.random.ttftP50 : undefined, "<=", 0.25, "x"),
+    limit("fleet, shared prefixes: Sluice token cache hit ratio", sp?.prefix.cacheHitRatio, ">=", 0.8, "x"),
+    info("fleet, shared prefixes: affinity session/random TTFT p50", sp ? num(sp.session.ttftP50 / sp.random.ttftP50, 2) : "n/a"),
+    info("routing by prefix: score of 8 channels, 100K-token prompt", r.prefixCost ? `${num(r.prefixCost.scoreUs, 1)} µs (hash ${num(r.prefixCost.hashUs, 0)} µs)` : "n/a"),
     info("2 workers/1 worker RPS, PostgreSQL+Redis, chatId", ratioText(find("workers", "sluice", "2 workers chatId"), find("workers", "sluice", "1 worker chatId"), rps)),
   ];
   return rows;

@@ -33,7 +33,10 @@
 //                processes per request
 //   fleet        4 simulated vLLM replicas (bench/fleet/replica.ts, each its own process), 8 agent
 //                sessions of 8 turns through a random-routing floor and through Sluice, interleaved,
-//                then with one replica 3x slow: TTFT p50/p95, token cache hit ratio, requests per replica
+//                then with one replica 3x slow: TTFT p50/p95, token cache hit ratio, requests per replica;
+//                then 10 apps' users (shared prompts, caches smaller than all of them) through the floor,
+//                Sluice by prefix and Sluice by session (bench/fleet/shared-prefix.ts); and the cost
+//                of one request's prefix routing, 8 channels, a 100K-token prompt (bench/fleet/prefix-cost.ts)
 //   workers      only with --store postgres: the same two loads on PostgreSQL + Redis with
 //                server.workers 1 against 2, each process's CPU (primary, each worker, upstream,
 //                PostgreSQL, Redis, the load generator)
@@ -84,6 +87,8 @@ import { measureScheduling } from "./scheduling.js";
 import { BODIES_KEY, startSluice, type SluiceProcess } from "./sluice-process.js";
 import { measureStartUp } from "./start-up.js";
 import { measureFleet } from "./fleet/bench.js";
+import { measurePrefixCost } from "./fleet/prefix-cost.js";
+import { measureSharedPrefix } from "./fleet/shared-prefix.js";
 
 const SECTIONS = ["non-stream", "bodies", "stream", "realistic", "per-kb", "failover", "embeddings", "dialects", "lag", "memory", "scheduling", "start", "qpm", "store", "workers", "fleet"] as const;
 type Section = (typeof SECTIONS)[number];
@@ -215,6 +220,8 @@ async function latencies(ctx: Context, results: BenchResults, name: string, body
 const SECTION_RUNS: Record<Section, (ctx: Context, results: BenchResults) => Promise<void>> = {
   async fleet(_ctx, results) {
     results.fleet = await measureFleet();
+    results.sharedPrefix = await measureSharedPrefix();
+    results.prefixCost = measurePrefixCost();
   },
 
   async "non-stream"(ctx, results) {

@@ -112,6 +112,9 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
     affinity: config.routing.affinity,
     spillLoad: config.routing.spillLoad,
     guard: shared.guard,
+    prefix: config.routing.prefix,
+    imbalance: config.routing.imbalance,
+    prefixes: previous?.router.prefixes,
   });
 
   // 2. The metered kinds: specs of the one pipeline, over what every one of them needs.

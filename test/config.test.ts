@@ -181,8 +181,10 @@ describe("config: hardening fields", () => {
       healthCheck: { intervalMs: 15_000, timeoutMs: 5_000 },
       concurrency: 0,
       forwardPriority: false,
+      cacheTokens: 262_144,
+      upstreamRouter: false,
     });
-    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 5, cooldownMs: 30_000, maxCooldownMs: 300_000 }, agingMs: 10_000, affinity: "session", spillLoad: 2 });
+    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 5, cooldownMs: 30_000, maxCooldownMs: 300_000 }, agingMs: 10_000, affinity: "prefix", spillLoad: 2, prefix: { match: 3, load: 2, kv: 1 }, imbalance: { ratio: 2, min: 4 } });
     expect(c.cluster).toBeUndefined();
   });
 
@@ -193,7 +195,7 @@ describe("config: hardening fields", () => {
     expect(c.server.cors.origins).toEqual([]);
     expect(c.server.headersTimeoutMs).toBe(10_000);
     expect(c.channels[0]!.healthCheck).toEqual({ intervalMs: 0, timeoutMs: 5_000 });
-    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 2, cooldownMs: 30_000, maxCooldownMs: 300_000 }, agingMs: 10_000, affinity: "session", spillLoad: 2 });
+    expect(c.routing).toEqual({ maxAttempts: 3, breaker: { failures: 2, cooldownMs: 30_000, maxCooldownMs: 300_000 }, agingMs: 10_000, affinity: "prefix", spillLoad: 2, prefix: { match: 3, load: 2, kv: 1 }, imbalance: { ratio: 2, min: 4 } });
   });
 
   it("accepts a postgres store and a cluster redisUrl", () => {

@@ -105,6 +105,9 @@ describe("grafana dashboard file", () => {
       /sluice_upstream_cached_tokens_total\{[^}]*\}.*\/ sum by \(model\) \(rate\(sluice_tokens_total\{[^}]*type="input"/,
       /sum by \(model, decision\) \(rate\(sluice_route_decisions_total\{/,
       /sluice_channel_load\{/,
+      // routing by prefix: the share of the prefix the chosen channel held, each channel's index
+      /sluice_route_prefix_match_ratio_sum\{[^}]*\}.*\/ clamp_min\(sum by \(model\) \(rate\(sluice_route_prefix_match_ratio_count\{/,
+      /sluice_prefix_index_entries\{/,
       // quotas by time: tokens a minute against tpm, a period's spend against periodPoints
       /rate\(sluice_quota_tokens_total\{[^}]*\}\[\$__rate_interval\]\)\) \* 60/,
       /sluice_quota_tpm\{/,

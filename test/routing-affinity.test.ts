@@ -79,19 +79,23 @@ describe("each affinity signal keeps a session on one replica", () => {
     });
   }
 
-  it("without a signal, the system prompt and first user turn: one agent task stays, its other tasks spread", async () => {
+  // §16's spreading of sessions that share a prefix holds with routing.affinity "session" only: by
+  // prefix (the default) they gather where the prompt is (test/routing-prefix.test.ts)
+  it("without a signal, the system prompt and first user turn: one agent task stays, its other tasks spread (affinity: session)", async () => {
+    const bySession = await startGateway(fleetConfig(replicas, { extra: { routing: { affinity: "session" } } }));
     const system = { role: "system", content: "You are a coding agent. ".repeat(50) };
     const homes = new Set<number>();
     for (let task = 0; task < 6; task++) {
       const history: Array<{ role: string; content: string }> = [system, { role: "user", content: `task ${task}: fix the tests` }];
       const seen = new Set<number>();
       for (let i = 0; i < TURNS; i++) {
-        seen.add(await replicaOf(replicas, () => post(gw.url, "/v1/chat/completions", { model: MODEL, messages: history })));
+        seen.add(await replicaOf(replicas, () => post(bySession.url, "/v1/chat/completions", { model: MODEL, messages: history })));
         history.push({ role: "assistant", content: `step ${i} done` }, { role: "user", content: `tool result ${i}` });
       }
       expect(seen.size).toBe(1);
       homes.add([...seen][0]!);
     }
+    await bySession.close();
     expect(homes.size).toBeGreaterThan(1);
   });
 
@@ -103,7 +107,10 @@ describe("each affinity signal keeps a session on one replica", () => {
       await (await post(logged.url, "/v1/chat/completions", { model: MODEL, prompt_cache_key: SECRET_SESSION, messages: [{ role: "user", content: "hi" }] })).text();
       await (await post(logged.url, "/v1/chat/completions", { model: MODEL, messages: [{ role: "user", content: "hi" }] }, { "x-session-id": SECRET_SESSION })).text();
       await (await post(logged.url, "/v1/responses", { model: MODEL, store: false, prompt_cache_key: SECRET_SESSION, input: "hi" })).text();
-      expect(await (await fetch(`${logged.url}/metrics`)).text()).toMatch(/sluice_route_decisions_total\{model="m1",decision="pinned"\} 3/);
+      // by prefix (the default) the first request places the session, the next two keep it
+      const text = await (await fetch(`${logged.url}/metrics`)).text();
+      expect(text).toMatch(/sluice_route_decisions_total\{model="m1",decision="least_loaded"\} 1\n/);
+      expect(text).toMatch(/sluice_route_decisions_total\{model="m1",decision="pinned"\} 2\n/);
     } finally {
       await logged.close();
     }

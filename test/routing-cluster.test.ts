@@ -18,7 +18,8 @@ afterAll(async () => {
   await Promise.all(replicas.map((r) => r.close()));
 });
 
-const HELD = 4;
+/** above routing.imbalance.min (4): a session leaves its replica past the guard (docs/routing.md#prefix) */
+const HELD = 6;
 const turn = (url: string) => () => post(url, "/v1/chat/completions", { model: MODEL, messages: [{ role: "user", content: `q ${Math.random()}` }] }, { "x-session-id": "busy-elsewhere" });
 const loadOf = async (url: string, channel: string) =>
   Number(new RegExp(`sluice_channel_load\\{channel="${channel}"\\} (\\S+)`).exec(await (await fetch(`${url}/metrics`)).text())?.[1] ?? 0);
@@ -27,7 +28,7 @@ describe("load across instances", () => {
   it("spills a session from its replica while another instance keeps that replica busy", async () => {
     const cluster = { redisUrl: redis.server().url };
     // a never spills (its own calls would move it), b as configured by default
-    const a = await startGateway(fleetConfig(replicas, { extra: { cluster, routing: { spillLoad: 1000 } } }));
+    const a = await startGateway(fleetConfig(replicas, { extra: { cluster, routing: { imbalance: { min: 1000 } } } }));
     const b = await startGateway(fleetConfig(replicas, { extra: { cluster } }));
     gateways.push(a, b);
     const home = await replicaOf(replicas, turn(b.url));

@@ -11,8 +11,8 @@ import { spawnNodeServer, type NodeServer } from "../node-process.js";
 import { startRandomProxy } from "./random-proxy.js";
 import { startReplicas, type Replica, type ReplicaStats } from "./replicas.js";
 
-const KEY = "sk-fleet-bench-key-0001";
-const MODEL = "sim";
+export const KEY = "sk-fleet-bench-key-0001";
+export const MODEL = "sim";
 
 export interface FleetOptions {
   replicas: number;
@@ -50,7 +50,7 @@ export interface FleetResult {
   slowed: { random: TargetFigures; sluice: TargetFigures };
 }
 
-const words = (seed: string, chars: number) => {
+export const words = (seed: string, chars: number) => {
   let out = "";
   for (let i = 0; out.length < chars; i++) out += `${seed}-${i} `;
   return out.slice(0, chars);
@@ -88,7 +88,7 @@ async function runSession(url: string, system: string, task: string, turns: numb
   return { ttfts, failed };
 }
 
-const quantile = (xs: number[], q: number) => {
+export const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? Number.NaN : s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
 };
@@ -108,7 +108,7 @@ async function warmUp(replicas: Replica[], o: FleetOptions): Promise<void> {
   );
 }
 
-async function statsOf(replicas: Replica[]): Promise<ReplicaStats[]> {
+export async function statsOf(replicas: Replica[]): Promise<ReplicaStats[]> {
   return Promise.all(replicas.map((r) => r.stats()));
 }
 
@@ -126,7 +126,7 @@ async function runOnce(url: string, replicas: Replica[], o: FleetOptions, run: s
   }
 }
 
-function figures(acc: { ttfts: number[]; stats: Array<[ReplicaStats[], ReplicaStats[]]>; failed: number }, n: number): TargetFigures {
+export function figures(acc: { ttfts: number[]; stats: Array<[ReplicaStats[], ReplicaStats[]]>; failed: number }, n: number): TargetFigures {
   const delta = (f: (s: ReplicaStats) => number, i?: number) =>
     acc.stats.reduce((sum, [a, b]) => sum + (i === undefined ? b.reduce((x, s, j) => x + f(s) - f(a[j]!), 0) : f(b[i]!) - f(a[i]!)), 0);
   return {
@@ -138,7 +138,8 @@ function figures(acc: { ttfts: number[]; stats: Array<[ReplicaStats[], ReplicaSt
   };
 }
 
-async function startFleetSluice(replicas: Replica[]): Promise<NodeServer & { cleanup(): Promise<void> }> {
+/** Sluice over the replicas, its routing as given (default: the configured defaults). */
+export async function startFleetSluice(replicas: Replica[], routing: Record<string, unknown> = {}): Promise<NodeServer & { cleanup(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), "sluice-fleet-"));
   const config = {
     server: { log: { level: "warn" } },
@@ -147,10 +148,17 @@ async function startFleetSluice(replicas: Replica[]): Promise<NodeServer & { cle
     llmModels: [{ model: MODEL, maxContext: 200_000, maxResponse: 64 }],
     apps: [{ id: "agents", model: MODEL }],
     apiKeys: [{ name: "agents", kind: "app", appId: "agents", key: KEY }],
+    routing,
   };
   await writeFile(join(dir, "config.json"), JSON.stringify(config));
   const sluice = await spawnNodeServer("Sluice (fleet)", { args: ["dist/main.js", "--config", join(dir, "config.json")], readyPath: "/healthz", ready: (s) => s === 200, outputFile: join(dir, "sluice.log") });
   return { ...sluice, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** Sluice's route decisions so far: prefix/pinned/spilled/least_loaded. */
+export async function decisionsOf(url: string): Promise<string> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return ["prefix", "pinned", "spilled", "least_loaded"].map((d) => new RegExp(`sluice_route_decisions_total\\{model="${MODEL}",decision="${d}"\\} (\\d+)`).exec(text)?.[1] ?? "?").join("/");
 }
 
 /** Random floor and Sluice over the same replicas, interleaved by round. */
@@ -167,8 +175,7 @@ async function compare(replicas: Replica[], o: FleetOptions, label: string): Pro
         await runOnce(target === "random" ? floor.url : sluice.url, replicas, o, `${label}-${round}-${target}`, acc[target]);
       }
     }
-    const text = await (await fetch(`${sluice.url}/metrics`)).text();
-    decisions = ["pinned", "spilled", "least_loaded"].map((d) => new RegExp(`sluice_route_decisions_total\\{model="${MODEL}",decision="${d}"\\} (\\d+)`).exec(text)?.[1] ?? "?").join("/");
+    decisions = await decisionsOf(sluice.url);
   } finally {
     await Promise.all([floor.close(), sluice.stop().then(() => sluice.cleanup())]);
   }
@@ -192,7 +199,7 @@ export async function measureFleet(o: FleetOptions = FLEET_DEFAULTS): Promise<Fl
 export function fleetLines(r: FleetResult): string[] {
   const o = r.options;
   const row = (name: string, f: TargetFigures) =>
-    `  ${name.padEnd(22)} TTFT p50 ${f.ttftP50.toFixed(0)} ms, p95 ${f.ttftP95.toFixed(0)} ms; cache hit ${(f.cacheHitRatio * 100).toFixed(1)} %; requests per replica ${f.perReplica.join("/")}${f.decisions ? `; pinned/spilled/least loaded ${f.decisions}` : ""}${f.failed ? `; ${f.failed} failed` : ""}`;
+    `  ${name.padEnd(22)} TTFT p50 ${f.ttftP50.toFixed(0)} ms, p95 ${f.ttftP95.toFixed(0)} ms; cache hit ${(f.cacheHitRatio * 100).toFixed(1)} %; requests per replica ${f.perReplica.join("/")}${f.decisions ? `; prefix/pinned/spilled/least loaded ${f.decisions}` : ""}${f.failed ? `; ${f.failed} failed` : ""}`;
   return [
     `fleet: ${o.replicas} simulated vLLM replicas, ${o.sessions} concurrent sessions of ${o.agents} agents, ${o.turns} turns each, ${o.rounds} interleaved rounds per target`,
     row("random, even", r.even.random),

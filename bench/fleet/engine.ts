@@ -91,8 +91,22 @@ export class Engine {
     if (r >= 0) this.#running.splice(r, 1);
   }
 
+  /** Blocks running sequences hold: a full prompt block shared by several (a common prefix) once,
+   *  as vLLM's block manager shares it, and each sequence's own partial and generated blocks. */
   #held(): number {
-    return this.#running.reduce((sum, r) => sum + Math.ceil((r.seq.promptTokens + r.generated) / this.o.blockSize), 0);
+    const shared = new Set<string>();
+    let own = 0;
+    for (const r of this.#running) {
+      for (const hash of r.seq.hashes) shared.add(hash);
+      own += Math.ceil((r.seq.promptTokens + r.generated) / this.o.blockSize) - r.seq.hashes.length;
+    }
+    return shared.size + own;
+  }
+
+  /** The blocks a waiting sequence would add: those of its prompt no running one holds, and one to answer. */
+  #need(seq: Sequence): number {
+    const held = new Set(this.#running.flatMap((r) => r.seq.hashes));
+    return Math.ceil((seq.promptTokens + 1) / this.o.blockSize) - seq.hashes.filter((h) => held.has(h)).length;
   }
 
   /** Admits waiting sequences, head first, while a slot and the KV cache's room allow. */
@@ -100,7 +114,7 @@ export class Engine {
     let held = this.#held();
     while (this.#waiting.length > 0 && this.#running.length < this.o.maxRunning) {
       const { seq } = this.#waiting[0]!;
-      const need = Math.ceil((seq.promptTokens + 1) / this.o.blockSize);
+      const need = this.#need(seq);
       if (held + need > this.o.cacheBlocks && this.#running.length > 0) break;
       this.#waiting.shift();
       // vLLM recomputes at least the last token (its logits start the answer)

@@ -161,7 +161,9 @@ function metricsText(): string {
     ["vllm:prompt_tokens_total", "counter", engine.stats.promptTokens],
     ["vllm:generation_tokens_total", "counter", engine.stats.generationTokens],
   ];
-  return lines.map(([name, type, value]) => `# TYPE ${name.replace(/_total$/, "")} ${type}\n${name}${label} ${value}\n`).join("");
+  // what the KV cache holds, as vLLM tells it: an info gauge whose labels carry the figures
+  const cacheConfig = `# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{block_size="${engine.o.blockSize}",num_gpu_blocks="${engine.o.cacheBlocks}"} 1\n`;
+  return lines.map(([name, type, value]) => `# TYPE ${name.replace(/_total$/, "")} ${type}\n${name}${label} ${value}\n`).join("") + cacheConfig;
 }
 
 const vllmError = (message: string, code: number) => JSON.stringify({ object: "error", message, type: "BadRequestError", param: null, code });

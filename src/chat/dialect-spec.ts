@@ -49,6 +49,7 @@ export function createDialectSpec<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDia
       session: dialect.session?.(call.req),
       user: plan.req.user ?? (call.req as { safety_identifier?: unknown }).safety_identifier,
       prompt: plan.limited.messages,
+      tools: plan.req.tools,
     }),
     attempt: (client, plan) => attemptChat(client, plan, plan.chatCall),
     respond: async (answer, plan) =>

@@ -38,6 +38,7 @@ export function createChatSpec(deps: ChatSpecDeps): MeteredSpec<ChatRequest, Mod
       shareUid: "uid" in plan.owner ? plan.owner.uid : undefined,
       user: plan.req.user ?? call.req.safety_identifier,
       prompt: plan.limited.messages,
+      tools: plan.req.tools,
     }),
     attempt: attemptChat,
     respond: async (answer, plan, call) =>

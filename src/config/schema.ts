@@ -107,6 +107,12 @@ export const channelSchema = z.strictObject({
   concurrency: z.number().int().nonnegative().default(0),
   /** Write the caller's priority into the upstream body as vLLM's `priority` (its negation). */
   forwardPriority: z.boolean().default(false),
+  /** Tokens the replica's prefix cache holds, bounding its prefix index where its engine does not say
+   *  (docs/routing.md#prefix). */
+  cacheTokens: z.number().int().positive().default(262_144),
+  /** The channel is itself a router over replicas (llm-d, vLLM router, SGLang gateway): no prefix or
+   *  session pick among such channels, and the session, app and priority go to it as headers. */
+  upstreamRouter: z.boolean().default(false),
 });
 
 const modelSchema = z.strictObject({
@@ -304,10 +310,27 @@ const routingSchema = z.strictObject({
     .prefault({}),
   /** A queued call gains one priority for each agingMs it has waited, so none starves. */
   agingMs: z.number().int().positive().default(10_000),
-  /** `session`: a request with a session stays on its replica (docs/routing.md); `off`: every request goes least-loaded. */
-  affinity: z.enum(["session", "off"]).default("session"),
-  /** A pinned channel whose load is at least spillLoad × (the least other load + 1) spills the request. */
+  /** `prefix`: by what each replica holds, sessions kept (docs/routing.md#prefix); `session`: a request
+   *  with a session stays on its rendezvous replica (docs/routing.md#pick); `off`: every request goes least-loaded. */
+  affinity: z.enum(["prefix", "session", "off"]).default("prefix"),
+  /** A pinned channel whose load is at least spillLoad × (the least other load + 1) spills the request (`session`). */
   spillLoad: z.number().min(1).default(2),
+  /** The weights of a channel's score with `affinity: "prefix"` (docs/routing.md#prefix). */
+  prefix: z
+    .strictObject({
+      match: z.number().min(0).default(3),
+      load: z.number().min(0).default(2),
+      kv: z.number().min(0).default(1),
+    })
+    .prefault({}),
+  /** The group is imbalanced (the least loaded wins) when its busiest channel's load is over ratio ×
+   *  the least's and more than min above it; a session leaves its channel past the same (docs/routing.md#prefix). */
+  imbalance: z
+    .strictObject({
+      ratio: z.number().min(1).default(2),
+      min: z.number().min(0).default(4),
+    })
+    .prefault({}),
 });
 
 const storeSchema = z.discriminatedUnion("driver", [

@@ -46,6 +46,11 @@ export class RawText {
     return this.#text;
   }
 
+  /** The text's UTF-8 bytes: the client's own where it escaped nothing, else the decoded text encoded. */
+  utf8(): Uint8Array {
+    return this.escaped ? Buffer.from(this.text()) : this.#body().subarray(this.start + 1, this.end - 1);
+  }
+
   /** The JSON string literal as the client sent it, quotes included. */
   literal(): Buffer {
     return this.#body().subarray(this.start, this.end);

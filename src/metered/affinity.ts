@@ -24,6 +24,8 @@ export interface AffinitySignals {
   user?: unknown;
   /** the prompt in order: the fingerprint reads its system messages and first user turn */
   prompt?: ReadonlyArray<{ role: string; content?: unknown }> | string;
+  /** the tools the channel is sent, part of the prefix (docs/routing.md#prefix) */
+  tools?: unknown;
 }
 
 const text = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);

@@ -23,6 +23,7 @@ import { takeSlots, type FreeSlots } from "./concurrency.js";
 import { captureBodies, type BodyLogDeps } from "./body-capture.js";
 import { pinnedChannel } from "./channel-pin.js";
 import { affinityKey } from "./affinity.js";
+import { prefixParts } from "./prefix.js";
 import { Meter } from "./meter.js";
 import type { Quota } from "./quota.js";
 import { answer } from "./respond.js";
@@ -128,6 +129,7 @@ export async function runMetered<Req, Model extends { model: string }, Plan exte
         model: model.model,
         // the key (a digest of up to 64 KiB of the prompt) is made only where a choice among replicas needs it
         affinity: signals && (() => affinityKey(signals, caller, model.model, event.req.headers)),
+        prefix: signals && (() => prefixParts(signals, model.model)),
         cancel,
         maxAttempts: deps.maxAttempts,
         pinned,

@@ -12,6 +12,8 @@ const TOKEN_BUCKETS = [
 const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0];
 /** A call's wait in a channel's queue: none at all up to the queue's 10 s default deadline and past it. */
 const WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** The share of a prefix the chosen channel held (docs/routing.md#metrics). */
+const MATCH_BUCKETS = [0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 1];
 /** OpenTelemetry GenAI semantic conventions, `gen_ai.server.request.duration`. */
 const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
 
@@ -26,6 +28,7 @@ export function defineObservations() {
     ttft: new Observations(TTFT_BUCKETS),
     tokenUsage: new Observations(TOKEN_BUCKETS),
     queueWait: new Observations(WAIT_BUCKETS),
+    prefixMatch: new Observations(MATCH_BUCKETS),
   };
 }
 
@@ -192,8 +195,24 @@ export function defineFamilies(registers: Registry, tally: Tallies, observed: Ob
     // docs/routing.md#metrics
     routeDecisions: new Counter({
       name: "sluice_route_decisions_total",
-      help: "How each request's first channel was chosen: pinned (its session's replica), spilled (the pinned one was unavailable or too loaded), least_loaded (no session).",
+      help: "How each request's first channel was chosen: prefix (the replica holding most of its prompt), pinned (its session's replica), spilled (the pinned one was unavailable or too loaded), least_loaded (no session, no prefix held, or an imbalanced group).",
       labelNames: ["model", "decision"] as const,
+      ...reg,
+    }),
+    prefixMatch: new Histogram({
+      name: "sluice_route_prefix_match_ratio",
+      help: "The share of a request's prompt prefix (chunks) its chosen channel held, by model.",
+      labelNames: ["model"] as const,
+      buckets: MATCH_BUCKETS,
+      collect() {
+        observed.prefixMatch.flushInto(this);
+      },
+      ...reg,
+    }),
+    prefixIndexEntries: new Gauge({
+      name: "sluice_prefix_index_entries",
+      help: "Prompt chunks (1 KiB each) the channel's prefix index holds: what routing believes the replica caches.",
+      labelNames: ["channel"] as const,
       ...reg,
     }),
     cachedTokens: new Counter({

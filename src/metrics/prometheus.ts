@@ -45,7 +45,7 @@ const OTHER = "other";
 const TOKEN_TYPES = ["input", "output"] as const;
 const ATTEMPT_OUTCOMES: AttemptOutcome[] = ["ok", "retried", "timeout", "rate_limited", "error", "circuit_open", "queue_full"];
 const SCOPE_KINDS = ["app", "key", "share"];
-const ROUTE_DECISIONS: RouteDecision[] = ["pinned", "spilled", "least_loaded"];
+const ROUTE_DECISIONS: RouteDecision[] = ["prefix", "pinned", "spilled", "least_loaded"];
 const PROCESS_ERROR_KINDS: ProcessErrorKind[] = ["uncaught_exception", "unhandled_rejection"];
 const SHARE_KINDS: ShareCallbackKind[] = ["init", "start", "finish"];
 const CHANNEL_WRITE_OPS: ChannelWriteOp[] = ["create", "update", "delete", "status"];
@@ -131,6 +131,14 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       f.channelLoad.set({ channel: label.channel(channel) }, amount(load));
     },
 
+    prefixMatch(model: string, ratio: number) {
+      observed.prefixMatch.add(ratio, label.model(model));
+    },
+
+    prefixIndexEntries(channel: string, entries: number) {
+      f.prefixIndexEntries.set({ channel: label.channel(channel) }, entries);
+    },
+
     cachedTokens(channel: string, model: string, tokens: number) {
       f.cachedTokens.inc({ model: label.model(model), channel: label.channel(channel) }, amount(tokens));
     },
@@ -174,6 +182,7 @@ function initialiseNames(f: Families, channels: string[], models: string[]): voi
     f.queueDepth.set({ channel }, 0);
     f.queueWait.zero({ channel, priority: "0" });
     f.channelLoad.set({ channel }, 0);
+    f.prefixIndexEntries.set({ channel }, 0);
     for (const model of models) f.cachedTokens.inc({ model, channel }, 0);
     for (const outcome of ATTEMPT_OUTCOMES) f.attempts.inc({ channel, outcome }, 0);
     for (const model of models) f.upstream.inc({ channel, model, outcome: "ok" }, 0);
@@ -181,6 +190,7 @@ function initialiseNames(f: Families, channels: string[], models: string[]): voi
   for (const model of models) {
     for (const decision of ROUTE_DECISIONS) f.routeDecisions.inc({ model, decision }, 0);
     f.ttft.zero({ model });
+    f.prefixMatch.zero({ model });
     for (const type of TOKEN_TYPES) f.tokenUsage.zero({ gen_ai_request_model: model, gen_ai_token_type: type });
   }
 }

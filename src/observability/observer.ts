@@ -63,6 +63,10 @@ export interface Observer extends QuotaObserver {
   routeDecision(model: string, decision: RouteDecision): void;
   /** a channel's load as routing sees it (docs/routing.md#load) */
   channelLoad(channel: string, load: number): void;
+  /** the share of a request's prefix its chosen channel held (docs/routing.md#prefix) */
+  prefixMatch(model: string, ratio: number): void;
+  /** the chunks a channel's prefix index holds */
+  prefixIndexEntries(channel: string, entries: number): void;
   /** prompt tokens the channel served from its prefix cache */
   cachedTokens(channel: string, model: string, tokens: number): void;
   /** a config reload: `notes` are the problems of a refused one, or what needs a restart */
@@ -94,7 +98,7 @@ export type ChannelWriteOp = "create" | "update" | "delete" | "status";
 /** `refused`: bad input, writes off, a taken name; `error`: the store failed */
 export type ChannelWriteOutcome = "ok" | "refused" | "error";
 
-export type RouteDecision = "pinned" | "spilled" | "least_loaded";
+export type RouteDecision = "prefix" | "pinned" | "spilled" | "least_loaded";
 export type AttemptOutcome = "ok" | "retried" | "timeout" | "rate_limited" | "error" | "circuit_open" | "queue_full";
 export type ProcessErrorKind = "uncaught_exception" | "unhandled_rejection";
 
@@ -112,6 +116,8 @@ export function combineObservers(observers: Observer[]): Observer {
     queueWait: (c, p, s) => observers.forEach((o) => o.queueWait(c, p, s)),
     routeDecision: (m, d) => observers.forEach((o) => o.routeDecision(m, d)),
     channelLoad: (c, load) => observers.forEach((o) => o.channelLoad(c, load)),
+    prefixMatch: (m, r) => observers.forEach((o) => o.prefixMatch(m, r)),
+    prefixIndexEntries: (c, n) => observers.forEach((o) => o.prefixIndexEntries(c, n)),
     cachedTokens: (c, m, n) => observers.forEach((o) => o.cachedTokens(c, m, n)),
     configReloaded: (ok, notes) => observers.forEach((o) => o.configReloaded(ok, notes)),
     processError: (kind) => observers.forEach((o) => o.processError(kind)),
@@ -134,6 +140,8 @@ export const silentObserver: Observer = {
   queueWait() {},
   routeDecision() {},
   channelLoad() {},
+  prefixMatch() {},
+  prefixIndexEntries() {},
   cachedTokens() {},
   configReloaded() {},
   processError() {},

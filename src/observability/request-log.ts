@@ -66,6 +66,8 @@ export function createRequestLog(logger: Logger): Observer {
     queueWait() {},
     routeDecision() {},
     channelLoad() {},
+    prefixMatch() {},
+    prefixIndexEntries() {},
     cachedTokens() {},
 
     configReloaded(ok, notes) {

@@ -5,10 +5,12 @@
 // back between them, and within PARSE_BUDGET_MS of parsing in all: the lines of the names read are
 // searched for, and only they (of at most MAX_LINE_CHARS) reach the sample pattern. Lines it does not know, or cannot read, are skipped; a scrape
 // that fails, runs over a bound or finds none of the engine's figures changes nothing, and a figure
-// older than STALE_INTERVALS intervals is not used.
+// older than STALE_INTERVALS intervals is not used. What the engine's prefix cache can hold is read from the
+// same text (./engine-cache.ts).
 import { StringDecoder } from "node:string_decoder";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { request, type Dispatcher } from "undici";
+import { CACHE_NAMES, cacheTokensOf } from "./engine-cache.js";
 import type { ChannelEntry } from "./types.js";
 
 const MAX_SCRAPE_BYTES = 4 * 1024 * 1024;
@@ -25,10 +27,10 @@ export const STALE_INTERVALS = 3;
 const RUNNING = new Set(["vllm:num_requests_running", "sglang:num_running_reqs"]);
 const WAITING = new Set(["vllm:num_requests_waiting", "sglang:num_queue_reqs"]);
 const KV_USE = new Set(["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"]);
-const NAMES = [...RUNNING, ...WAITING, ...KV_USE];
+const NAMES = [...RUNNING, ...WAITING, ...KV_USE, ...CACHE_NAMES];
 /** a line of one of the names read, from the end of the line before it */
 const LINE_STARTS = NAMES.map((name) => `\n${name}`);
-const SAMPLE = /^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{[^}\n]*\})?[ \t]+(\S+)/;
+const SAMPLE = /^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{([^}\n]*)\})?[ \t]+(\S+)/;
 
 export interface EngineFigures {
   /** running + waiting requests, summed over the engine's series */
@@ -42,6 +44,7 @@ export class EngineMetricsReader {
   #queue = 0;
   #kv = 0;
   #found = false;
+  #cacheTokens: number | undefined;
   /** the start of a line whose end has not come yet */
   #tail = "";
   /** within a line over MAX_LINE_CHARS: skipped up to its end */
@@ -80,6 +83,11 @@ export class EngineMetricsReader {
     return this.#found ? { queue: this.#queue, kv: this.#kv } : undefined;
   }
 
+  /** What the engine's prefix cache holds, in tokens, where the text said (read up to `end`). */
+  get cacheTokens(): number | undefined {
+    return this.#cacheTokens;
+  }
+
   #keep(rest: string): void {
     if (rest.length > MAX_LINE_CHARS) {
       this.#tail = "";
@@ -91,10 +99,11 @@ export class EngineMetricsReader {
     if (line.length > MAX_LINE_CHARS) return;
     const sample = SAMPLE.exec(line);
     if (!sample) return;
-    const value = Number(sample[2]);
+    const value = Number(sample[3]);
     if (!Number.isFinite(value) || value < 0) return;
     const name = sample[1]!;
-    if (RUNNING.has(name) || WAITING.has(name)) {
+    if (CACHE_NAMES.includes(name)) this.#cacheTokens = cacheTokensOf(name, sample[2] ?? "", value) ?? this.#cacheTokens;
+    else if (RUNNING.has(name) || WAITING.has(name)) {
       this.#queue += value;
       this.#found = true;
     } else if (KV_USE.has(name)) this.#kv = Math.max(this.#kv, value);
@@ -108,6 +117,14 @@ export function parseEngineMetrics(text: string): EngineFigures | undefined {
   return reader.end();
 }
 
+/** What the engine's prefix cache holds in a whole Prometheus text, in tokens; undefined when it says not. */
+export function parseCacheTokens(text: string): number | undefined {
+  const reader = new EngineMetricsReader();
+  reader.feed(text);
+  reader.end();
+  return reader.cacheTokens;
+}
+
 export function engineMetricsUrl(entry: ChannelEntry): string | undefined {
   const url = entry.config.engineMetrics?.url;
   if (url === undefined) return undefined;
@@ -115,7 +132,7 @@ export function engineMetricsUrl(entry: ChannelEntry): string | undefined {
 }
 
 /** The engine's figures, read within `timeoutMs`, MAX_SCRAPE_BYTES and PARSE_BUDGET_MS; rejects otherwise. */
-async function scrape(url: string, timeoutMs: number, key: string | undefined, dispatcher: Dispatcher | undefined): Promise<EngineFigures | undefined> {
+async function scrape(url: string, timeoutMs: number, key: string | undefined, dispatcher: Dispatcher | undefined): Promise<{ figures: EngineFigures | undefined; cacheTokens: number | undefined }> {
   const headers = key ? { authorization: `Bearer ${key}` } : {};
   const res = await request(url, { method: "GET", headers, signal: AbortSignal.timeout(timeoutMs), ...(dispatcher && { dispatcher }) });
   if (res.statusCode !== 200) {
@@ -155,7 +172,8 @@ async function scrape(url: string, timeoutMs: number, key: string | undefined, d
     throw err;
   }
   reader.feed(decoder.end());
-  return reader.end();
+  const figures = reader.end();
+  return { figures, cacheTokens: reader.cacheTokens };
 }
 
 /** `dispatcher`: the address guard's (docs/configuration.md#top-level `allowLinkLocalChannels`); absent: undici's global one. */
@@ -172,7 +190,8 @@ export function startEngineScrapes(entries: ChannelEntry[], now: () => number, o
       if (busy) return;
       busy = true;
       scrape(url, intervalMs, key, dispatcher)
-        .then((figures) => {
+        .then(({ figures, cacheTokens }) => {
+          entry.engineCacheTokens = cacheTokens ?? entry.engineCacheTokens;
           if (!figures) return;
           entry.engine = { ...figures, at: now() };
           onFigures(entry);

@@ -7,6 +7,8 @@ import type { AttemptOutcome, Observer, UpstreamOutcome } from "../observability
 import { attemptCut, mapTransportError, UpstreamError } from "./errors.js";
 import type { ChannelEntry, ChannelRouter } from "./router.js";
 import type { Ticket } from "./gate.js";
+import type { PrefixParts } from "./prefix-index.js";
+import { RouterHeadersClient, routerHeaders } from "./router-headers.js";
 import type { ChannelClient, PostRequest, UpstreamReply } from "./types.js";
 
 /** Outcomes that say the channel, not the request, failed: the next channel may do better. A
@@ -22,6 +24,8 @@ export interface AttemptOptions {
   maxAttempts: number;
   /** the request's affinity key, a digest (docs/routing.md#affinity-key), made when asked: its session's channel first */
   affinity?: () => string | undefined;
+  /** the request's prefix as the channel receives it (docs/routing.md#prefix), made when asked */
+  prefix?: () => PrefixParts;
   /** who is asking (a key, or a share link's client address): a plain 500 is judged by how many callers meet it */
   caller: string;
   /** the one channel to try, whatever its status or breaker (FastGPT's Aiproxy-Channel, docs/fastgpt.md#model-calls) */
@@ -39,7 +43,7 @@ export async function withFailover<T>(
   req: AttemptOptions,
   call: (client: ChannelClient) => Promise<T>,
 ): Promise<{ result: T; entry: ChannelEntry; attempts: number }> {
-  const candidates = req.pinned ? [req.pinned] : router.candidates(req.model, req.affinity);
+  const candidates = req.pinned ? [req.pinned] : router.candidates(req.model, req.affinity, req.prefix);
   let lastError: GatewayError | undefined;
   let attempts = 0;
   for (const entry of candidates) {
@@ -51,7 +55,7 @@ export async function withFailover<T>(
     attempts++;
     req.onAttempt(entry);
     try {
-      const result = await call(req.ticket ? withTicket(entry.client, req.ticket) : entry.client);
+      const result = await call(clientFor(entry, req));
       router.report(entry, true);
       observer.upstreamAttempt(entry.config.name, "ok");
       return { result, entry, attempts };
@@ -68,6 +72,12 @@ export async function withFailover<T>(
     }
   }
   throw lastError ?? allOpen(router, candidates, req.model);
+}
+
+/** The entry's client with the caller's ticket, and, for a channel that is a router itself, the headers it routes by. */
+function clientFor(entry: ChannelEntry, req: AttemptOptions): ChannelClient {
+  const client = req.ticket ? withTicket(entry.client, req.ticket) : entry.client;
+  return entry.config.upstreamRouter ? new RouterHeadersClient(client, routerHeaders(req.affinity?.(), req.ticket)) : client;
 }
 
 /** The channel's client, each of its posts carrying the caller's ticket: a kind's attempt names no

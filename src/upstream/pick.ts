@@ -14,6 +14,8 @@ export interface ChannelView {
   load(e: ChannelEntry): number;
   /** the KV cache is at least 95 % used: the channel counts as at spill load */
   kvFull(e: ChannelEntry): boolean;
+  /** the engine's KV cache use, 0..1 (0 when unknown) */
+  kv(e: ChannelEntry): number;
   /** every connection (or concurrency slot) is busy: the call would queue */
   gateFull(e: ChannelEntry): boolean;
   breakerOpen(e: ChannelEntry): boolean;
@@ -26,13 +28,16 @@ export interface PickOptions {
   random: () => number;
 }
 
+/** How the first channel of the group is chosen: by session (below) or by prefix (./prefix-score.ts). */
+export type ChooseFirst = (group: ChannelEntry[]) => { first: ChannelEntry; decision: RouteDecision };
+
 /** The channels in the order to try them, and how the first was chosen. */
-export function orderChannels(list: readonly ChannelEntry[], view: ChannelView, o: PickOptions): { ordered: ChannelEntry[]; decision: RouteDecision } {
+export function orderChannels(list: readonly ChannelEntry[], view: ChannelView, o: PickOptions, choose?: ChooseFirst): { ordered: ChannelEntry[]; decision: RouteDecision } {
   const up = list.filter((e) => e.up !== false);
   const pool = up.length > 0 ? up : [...list];
   const top = Math.max(...pool.map((e) => e.config.priority));
   const group = pool.filter((e) => e.config.priority === top);
-  const { first, decision } = pickFirst(group, view, o);
+  const { first, decision } = choose ? choose(group) : pickFirst(group, view, o);
   const rest = list.filter((e) => e !== first);
   // failover: up before down, higher priority first, then the least loaded
   rest.sort((a, b) => Number(a.up === false) - Number(b.up === false) || b.config.priority - a.config.priority || view.load(a) - view.load(b) || b.config.weight - a.config.weight);
@@ -54,7 +59,7 @@ function mustSpill(pinned: ChannelEntry, others: ChannelEntry[], view: ChannelVi
 }
 
 /** Channels a spilled request may go to: breaker closed, a free slot and KV cache room, when any has them. */
-function usable(list: ChannelEntry[], view: ChannelView): ChannelEntry[] {
+export function usable(list: ChannelEntry[], view: ChannelView): ChannelEntry[] {
   const open = list.filter((e) => !view.breakerOpen(e));
   const free = open.filter((e) => !view.gateFull(e) && !view.kvFull(e));
   return free.length > 0 ? free : open;

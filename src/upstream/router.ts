@@ -1,6 +1,7 @@
-// Chooses the channels for a model (docs/api.md#upstream-failures): by priority (higher first), a
-// session on its replica and the rest least loaded inside a priority (./pick.ts, docs/routing.md),
-// channels seen down tried after the others. Keeps each channel's `up` (its last request or health
+// Chooses the channels for a model (docs/api.md#upstream-failures): by priority (higher first), and
+// inside a priority by what each replica was sent and its load, sessions kept where they went
+// (./prefix-score.ts, docs/routing.md#prefix), or by session alone (./pick.ts); channels seen down
+// tried after the others. Keeps each channel's `up` (its last request or health
 // check succeeded; unknown = down), its breaker in the cluster state, and its engine's load.
 import type { ClusterState } from "../cluster/types.js";
 import type { Observer } from "../observability/observer.js";
@@ -9,6 +10,8 @@ import { STALE_INTERVALS, startEngineScrapes } from "./engine-load.js";
 import { startHealthChecks } from "./health-check.js";
 import { createOpenAIChannel, type QueueHooks } from "./openai-channel.js";
 import { orderChannels, type ChannelView } from "./pick.js";
+import { hashPrefix, PrefixIndexes, type PrefixParts } from "./prefix-index.js";
+import { pickByPrefix, type Imbalance, type PrefixWeights } from "./prefix-score.js";
 import type { ChannelClient, ChannelEntry, UpstreamChannelConfig } from "./types.js";
 
 export type { ChannelEntry };
@@ -27,12 +30,24 @@ export interface RouterOptions {
   clientFor?: (config: UpstreamChannelConfig) => ChannelClient | undefined;
   /** a channel disabled through FastGPT's AI Proxy API is never a candidate (docs/fastgpt.md#channels) */
   enabled?: (channel: string) => boolean;
-  /** `routing.affinity` and `routing.spillLoad` (docs/configuration.md#routing) */
-  affinity?: "session" | "off";
+  /** `routing.affinity`, `routing.spillLoad`, `routing.prefix` and `routing.imbalance` (docs/configuration.md#routing) */
+  affinity?: "prefix" | "session" | "off";
   spillLoad?: number;
   /** where channels may connect (docs/configuration.md#top-level `allowLinkLocalChannels`); absent: anywhere */
   guard?: AddressGuard;
+  prefix?: PrefixWeights;
+  imbalance?: Imbalance;
+  /** the prefix indexes and sessions of the router this one replaces (a reload keeps them) */
+  prefixes?: PrefixIndexes;
 }
+
+/** Default weights and guard (src/config/schema.ts has the configured ones). */
+const PREFIX_WEIGHTS: PrefixWeights = { match: 3, load: 2, kv: 1 };
+const IMBALANCE: Imbalance = { ratio: 2, min: 4 };
+/** A new prefix's channel is the rendezvous of its first chunks, up to this many (docs/routing.md#prefix). */
+const TIE_CHUNKS = 4;
+/** The time constant of the requests a channel was routed lately (docs/routing.md#prefix). */
+const RECENT_MS = 10_000;
 
 /** How often this instance tells the others its calls in flight per channel (docs/routing.md#load). */
 const LOAD_SHARE_MS = 500;
@@ -77,6 +92,7 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
   const view: ChannelView = {
     load: loadOf,
     kvFull: (e) => (freshEngine(e, now())?.kv ?? 0) >= KV_FULL,
+    kv: (e) => freshEngine(e, now())?.kv ?? 0,
     // full: no room for one more call now (its `concurrency`, else its connections)
     gateFull: (e) => (e.client.hasRoom ? !e.client.hasRoom() : (e.client.load?.().active ?? 0) >= e.config.connections),
     breakerOpen: (e) => {
@@ -100,14 +116,53 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
   const sharing = setInterval(shareLoads, LOAD_SHARE_MS);
   sharing.unref();
 
+  const mode = opts.affinity ?? "prefix";
+  const prefixes = opts.prefixes ?? new PrefixIndexes();
+  prefixes.keep(new Set(entries.map((e) => e.config.name)));
+  const prefixOptions = { weights: opts.prefix ?? PREFIX_WEIGHTS, imbalance: opts.imbalance ?? IMBALANCE, random };
+  const indexOf = (e: ChannelEntry) => prefixes.of(e.config.name, e.engineCacheTokens ?? e.config.cacheTokens);
+  // requests routed to each channel lately, decayed with RECENT_MS
+  const recent = new Map<string, { n: number; at: number }>();
+  const recentOf = (e: ChannelEntry, at = now()) => {
+    const r = recent.get(e.config.name);
+    return r ? r.n * Math.exp((r.at - at) / RECENT_MS) : 0;
+  };
+  const routed = (e: ChannelEntry) => {
+    const at = now();
+    recent.set(e.config.name, { n: recentOf(e, at) + 1, at });
+  };
+
+  /** The first channel by prefix (./prefix-score.ts): the session remembered, the chosen channel's index told the prefix. */
+  const byPrefix = (model: string, key: string | undefined, parts: PrefixParts | undefined) => (group: ChannelEntry[]) => {
+    const hashes = parts ? hashPrefix(parts) : [];
+    const session = key === undefined ? undefined : `${model}\u0000${key}`;
+    const ownName = session === undefined ? undefined : prefixes.sessions.get(session);
+    const own = ownName === undefined ? undefined : group.find((e) => e.config.name === ownName);
+    const tieKey = hashes.length > 0 ? `prefix:${hashes[Math.min(hashes.length, TIE_CHUNKS) - 1]}` : key;
+    const choice = pickByPrefix(group, view, { matched: (e) => indexOf(e).match(hashes), chunks: hashes.length, own, tieKey, recent: hashes.length > 0 ? recentOf : undefined }, prefixOptions);
+    routed(choice.first);
+    if (session !== undefined && !own) prefixes.sessions.set(session, choice.first.config.name);
+    if (hashes.length > 0) {
+      const index = indexOf(choice.first);
+      index.record(hashes);
+      observer.prefixMatch(model, choice.match);
+      observer.prefixIndexEntries(choice.first.config.name, index.size);
+    }
+    return choice;
+  };
+
   /** Candidates in the order to try them; empty when no channel serves the model. `affinity`: makes
    *  the request's key (a digest), which keeps its session on one channel while routing.affinity is
-   *  on; asked for only when there is a choice to make. */
-  function candidates(model: string, affinity?: () => string | undefined): ChannelEntry[] {
+   *  on; `prefix`: the request's prefix (docs/routing.md#prefix); both asked for only when there is a
+   *  choice to make, and neither among channels that are routers themselves. */
+  function candidates(model: string, affinity?: () => string | undefined, prefix?: () => PrefixParts): ChannelEntry[] {
     const all = byModel.get(model);
     const list = all?.every((e) => enabled(e.config.name)) ? all : all?.filter((e) => enabled(e.config.name));
     if (!list || list.length <= 1) return list ?? [];
-    const { ordered, decision } = orderChannels(list, view, { ...pickOptions, affinity: opts.affinity === "off" ? undefined : affinity?.() });
+    const picks = mode !== "off" && !list.some((e) => e.config.upstreamRouter);
+    const key = picks ? affinity?.() : undefined;
+    const choose = picks && mode === "prefix" && (key !== undefined || prefix) ? byPrefix(model, key, prefix?.()) : undefined;
+    const { ordered, decision } = orderChannels(list, view, { ...pickOptions, affinity: key }, choose);
     observer.routeDecision(model, decision);
     for (const e of list) observer.channelLoad(e.config.name, loadOf(e));
     return ordered;
@@ -150,6 +205,7 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
     breaker: (entry: ChannelEntry) => state.breaker(entry.config.name),
     serves: (model: string) => byModel.has(model),
     load: loadOf,
+    prefixes,
     close: async () => {
       health.stop();
       scrapes.stop();

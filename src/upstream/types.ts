@@ -71,4 +71,6 @@ export interface ChannelEntry {
   serverErrorCallers?: Set<string>;
   /** the engine's last scraped figures (docs/routing.md#load): running + waiting, KV cache use, when */
   engine?: { queue: number; kv: number; at: number };
+  /** the tokens its engine's prefix cache holds, as its metrics last said (docs/routing.md#prefix) */
+  engineCacheTokens?: number;
 }

@@ -1,0 +1,71 @@
+// The prefix index (docs/routing.md#prefix): chained chunk hashes of a prompt's bytes, the same
+// however the bytes are split into parts; an index that never holds more than its bound, however
+// many distinct prefixes it is told; what an engine's metrics say its cache holds.
+import { describe, expect, it } from "vitest";
+import { parseCacheTokens } from "../src/upstream/engine-load.js";
+import { CHUNK_BYTES, PrefixIndex, PrefixIndexes, chunksFor, hashPrefix } from "../src/upstream/prefix-index.js";
+
+const text = (seed: string, bytes: number) => {
+  let out = "";
+  for (let i = 0; out.length < bytes; i++) out += `${seed}-${i} `;
+  return out.slice(0, bytes);
+};
+
+describe("hashPrefix", () => {
+  it("names each full chunk by everything before its end, however the bytes are split", () => {
+    const whole = text("shared", 5 * CHUNK_BYTES + 100);
+    const hashes = hashPrefix([whole]);
+    expect(hashes).toHaveLength(5);
+    // the same bytes as other parts, a string and a buffer cut mid-chunk and mid-word
+    expect(hashPrefix([whole.slice(0, 1500), Buffer.from(whole.slice(1500, 3001)), whole.slice(3001)])).toEqual(hashes);
+    // a change in chunk 3 changes chunks 3 and 4 only: a match is a leading run
+    const changed = `${whole.slice(0, 3 * CHUNK_BYTES + 10)}X${whole.slice(3 * CHUNK_BYTES + 11)}`;
+    const other = hashPrefix([changed]);
+    expect(other.slice(0, 3)).toEqual(hashes.slice(0, 3));
+    expect(other[3]).not.toBe(hashes[3]);
+    expect(other[4]).not.toBe(hashes[4]);
+    // non-ASCII text counts its UTF-8 bytes
+    expect(hashPrefix(["é".repeat(CHUNK_BYTES)])).toHaveLength(2);
+  });
+});
+
+describe("PrefixIndex", () => {
+  it("never holds more chunks than its bound, whatever it is told (100,000 distinct prefixes)", () => {
+    const index = new PrefixIndex(chunksFor(262_144));
+    expect(index.max).toBe(1024);
+    for (let p = 0; p < 100_000; p++) {
+      index.record(hashPrefix([`prefix ${p} `, text(`p${p}`, 2 * CHUNK_BYTES)]));
+      if (p % 10_000 === 0) expect(index.size).toBeLessThanOrEqual(index.max);
+    }
+    expect(index.size).toBe(index.max);
+    // the most recent prefixes are held whole, the oldest not at all
+    expect(index.match(hashPrefix([`prefix 99999 `, text("p99999", 2 * CHUNK_BYTES)]))).toBe(2);
+    expect(index.match(hashPrefix([`prefix 0 `, text("p0", 2 * CHUNK_BYTES)]))).toBe(0);
+  });
+
+  it("evicts a prompt's tail before its head, and keeps its most recent entries when resized", () => {
+    const index = new PrefixIndex(4);
+    const a = hashPrefix([text("a", 4 * CHUNK_BYTES)]);
+    index.record(a);
+    index.record(hashPrefix([text("b", 2 * CHUNK_BYTES)]));
+    expect(index.match(a)).toBe(2);
+    const indexes = new PrefixIndexes();
+    const first = indexes.of("r1", 4 * CHUNK_BYTES / 4);
+    first.record(a);
+    const bigger = indexes.of("r1", 8 * CHUNK_BYTES / 4);
+    expect(bigger.max).toBe(8);
+    expect(bigger.match(a)).toBe(4);
+    indexes.keep(new Set(["r2"]));
+    expect(indexes.entries("r1")).toBe(0);
+  });
+});
+
+describe("parseCacheTokens", () => {
+  it("reads vLLM's cache_config_info and SGLang's max total tokens", () => {
+    const vllm = '# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{block_size="16",cache_dtype="auto",num_gpu_blocks="28000",num_cpu_blocks="0"} 1.0\n';
+    expect(parseCacheTokens(vllm)).toBe(448_000);
+    expect(parseCacheTokens('sglang:num_running_reqs{x="y"} 1\nsglang:max_total_num_tokens{model_name="m"} 500000.0\n')).toBe(500_000);
+    expect(parseCacheTokens("vllm:num_requests_running 3\n")).toBeUndefined();
+    expect(parseCacheTokens('vllm:cache_config_info{block_size="x"} 1\n')).toBeUndefined();
+  });
+});
