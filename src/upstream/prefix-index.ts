@@ -56,7 +56,8 @@ const fold = (h: number, v: number): number => {
   return x ^ (x >>> 13);
 };
 
-/** The parts' UTF-8 bytes in one buffer of its own (word-aligned), at most MAX_PREFIX_BYTES. */
+/** The parts' UTF-8 bytes in one buffer of its own (word-aligned), at most MAX_PREFIX_BYTES, cut to
+ *  whole chunks (a character the cut falls in is left out, its bytes zeros). */
 function joinParts(parts: PrefixParts): Uint8Array {
   let total = 0;
   for (const p of parts) {
@@ -70,7 +71,8 @@ function joinParts(parts: PrefixParts): Uint8Array {
     if (at >= out.length) break;
     at += typeof p === "string" ? out.write(p, at) : Buffer.from(p.buffer, p.byteOffset, Math.min(p.length, out.length - at)).copy(out, at);
   }
-  return out;
+  // a string's character cut at the end is not written: its bytes are zeros, not what the memory held
+  return out.fill(0, at);
 }
 
 /** Tokens of engine cache → chunks of the index, within [1, MAX_CHUNKS]. */
