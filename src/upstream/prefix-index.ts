@@ -62,7 +62,8 @@ function joinParts(parts: PrefixParts): Uint8Array {
   let total = 0;
   for (const p of parts) {
     if (total >= MAX_PREFIX_BYTES) break;
-    total += typeof p === "string" ? Buffer.byteLength(p) : p.length;
+    // a string's first MAX_PREFIX_BYTES units hold at least as many bytes: the rest is never read
+    total += typeof p === "string" ? Buffer.byteLength(p.length > MAX_PREFIX_BYTES ? p.slice(0, MAX_PREFIX_BYTES) : p) : p.length;
   }
   total = Math.min(total, MAX_PREFIX_BYTES);
   const out = Buffer.allocUnsafeSlow(total - (total % CHUNK_BYTES));
