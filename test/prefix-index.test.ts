@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import type { AffinitySignals } from "../src/metered/affinity.js";
 import { prefixParts } from "../src/metered/prefix.js";
 import { parseCacheTokens } from "../src/upstream/engine-load.js";
-import { CHUNK_BYTES, MAX_PREFIX_BYTES, PrefixIndex, PrefixIndexes, chunksFor, hashPrefix } from "../src/upstream/prefix-index.js";
+import { CHUNK_BYTES, MAX_PREFIX_BYTES, PrefixIndex, PrefixIndexes, RESIZE_MS, chunksFor, hashPrefix } from "../src/upstream/prefix-index.js";
 
 const text = (seed: string, bytes: number) => {
   let out = "";
@@ -105,4 +105,28 @@ describe("prefixParts", () => {
       expect(hashPrefix(parts)).toEqual(hashPrefix(whole));
     });
   }
+});
+
+describe("PrefixIndexes", () => {
+  it("resizes a channel's index at most once a RESIZE_MS, however often its engine says another size", () => {
+    let now = 0;
+    const indexes = new PrefixIndexes(() => now);
+    const index = indexes.of("r1", 1000 * CHUNK_BYTES / 4);
+    index.record(hashPrefix([text("a", 8 * CHUNK_BYTES)]));
+    // the first size the engine tells is taken at once
+    const told = indexes.of("r1", 2000 * CHUNK_BYTES / 4);
+    expect(told.max).toBe(2000);
+    // an engine whose metrics flip between two sizes at every scrape: before, every flip copied
+    // the index (50 copies here; ~150 ms each at the cap of 262 144 chunks, on the request's path)
+    const seen = new Set<PrefixIndex>([told]);
+    for (let i = 0; i < 50; i++) {
+      now += 100;
+      seen.add(indexes.of("r1", (i % 2 ? 2000 : 1999) * CHUNK_BYTES / 4));
+    }
+    expect(seen.size).toBe(1);
+    now += RESIZE_MS;
+    const later = indexes.of("r1", 1999 * CHUNK_BYTES / 4);
+    expect(later.max).toBe(1999);
+    expect(later.size).toBe(8);
+  });
 });

@@ -112,19 +112,27 @@ export class PrefixIndex {
   }
 }
 
+/** A channel's index is resized at most this often: a resize copies its entries (~150 ms at the
+ *  cap), and an engine's metrics may say another cache size at every scrape. */
+export const RESIZE_MS = 60_000;
+
 /** Every channel's index, and the channel each session went to: kept across reloads by channel name. */
 export class PrefixIndexes {
-  readonly #byChannel = new Map<string, PrefixIndex>();
+  readonly #byChannel = new Map<string, { index: PrefixIndex; at: number }>();
   readonly sessions = new LRUCache<string, string>({ max: MAX_SESSIONS, ttl: SESSION_TTL_MS });
 
-  /** The channel's index, bounded by `cacheTokens` (resized when that changed). */
+  constructor(private readonly now: () => number = () => performance.now()) {}
+
+  /** The channel's index, bounded by `cacheTokens` (resized when that changed, at most once a RESIZE_MS
+   *  after its first resize). */
   of(channel: string, cacheTokens: number): PrefixIndex {
     const max = chunksFor(cacheTokens);
-    const index = this.#byChannel.get(channel);
-    if (index?.max === max) return index;
-    const next = index ? index.resized(max) : new PrefixIndex(max);
-    this.#byChannel.set(channel, next);
-    return next;
+    const kept = this.#byChannel.get(channel);
+    if (kept && (kept.index.max === max || this.now() - kept.at < RESIZE_MS)) return kept.index;
+    // a new index is no resize: the first size an engine's metrics tell replaces the config's at once
+    const index = kept ? kept.index.resized(max) : new PrefixIndex(max);
+    this.#byChannel.set(channel, { index, at: kept ? this.now() : -Infinity });
+    return index;
   }
 
   /** Only these channels are kept (a reload removed the others). */
@@ -133,6 +141,6 @@ export class PrefixIndexes {
   }
 
   entries(channel: string): number {
-    return this.#byChannel.get(channel)?.size ?? 0;
+    return this.#byChannel.get(channel)?.index.size ?? 0;
   }
 }
