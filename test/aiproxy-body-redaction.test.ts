@@ -2,7 +2,8 @@
 // may take in a request or an answer — JSON escapes, one character per SSE event, base64, the
 // caller's key in x-api-key (a key configured by its sha256), secret members in any spelling and
 // with any value — and none of the secrets is in the stored detail FastGPT reads, in any encoding
-// the test can decode: raw, JSON-escaped, base64, a stream's deltas joined.
+// the test can decode: raw, JSON-escaped, base64, a stream's deltas joined; nor percent-encoded in
+// a URL's query.
 import { createHash } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -212,6 +213,19 @@ describe("a kept body's secrets, whatever their encoding", () => {
     }
     upstream.reset();
     expect(leaks).toEqual([]);
+  });
+
+  it("are in no stored detail where a URL's query holds them percent-encoded", async () => {
+    // before: both details kept the token as metrics%2Ftoken%2Bsecret-0001 (its / and + as %2F, %2B)
+    const inQuery = (secret: string) => `https://files.example/doc?token=${encodeURIComponent(secret)}&page=2`;
+    const request = await detailOf("/v1/chat/completions", chatBody(`fetch ${inQuery(METRICS_TOKEN)}`), bearer(APP_KEY));
+    upstream.behave({ text: `it is at ${inQuery(METRICS_TOKEN)}`, chunks: 1 });
+    const answer = await detailOf("/v1/chat/completions", chatBody("where"), bearer(APP_KEY));
+    upstream.reset();
+    const decoded = (body: string) => decodedTexts(body).map((t) => t.replace(/%([0-9A-Fa-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16))));
+    expect([...decoded(request.request_body), ...decoded(answer.response_body)].filter((t) => holds(t, METRICS_TOKEN))).toEqual([]);
+    // the rest of the URL stays
+    expect(request.request_body).toContain("https://files.example/doc?token=[redacted]&page=2");
   });
 
   it("keeps the rest of each body as it was", async () => {

@@ -1,6 +1,7 @@
 // What a kept body must not hold (docs/fastgpt.md#redaction): the config's secrets and the caller's
 // key, `sk-` keys, in the values the body decodes to — JSON's escapes read, base64 decoded, a
-// stream's deltas joined (body-json.ts, body-sse.ts) —, and the values of secret-named members.
+// stream's deltas joined (body-json.ts, body-sse.ts), a URL's `%XX` escapes read —, and the values
+// of secret-named members.
 // The secrets are found by one expression, built once per config, so redaction costs about the same
 // with thousands of keys as with a few; and the cut at `server.bodyLog.maxBytes`.
 import { redactJson } from "./body-json.js";
@@ -67,6 +68,7 @@ function createFinder(searches: Search[], plainEscapes: boolean): Finder {
       for (let m = all.exec(value); m; m = all.exec(value)) (out ??= []).push([m.index, m.index + m[0].length]);
     }
     if (!literal) for (const run of base64Runs(value)) if (decodedHolds(value.slice(run[0], run[1]), holds)) (out ??= []).push(run);
+    if (value.includes("%")) for (const run of percentRuns(value)) if (holds(percentDecoded(value.slice(run[0], run[1])))) (out ??= []).push(run);
     return out ? merged(out) : NONE;
   }
   return {
@@ -101,6 +103,36 @@ function base64Runs(value: string): Array<[number, number]> {
   }
   if (run >= BASE64_RUN) (runs ??= []).push([length - run, length]);
   return runs ?? NONE;
+}
+
+/** Runs between a URL's (or a form's, or a text's) delimiters that hold a `%XX` escape: a secret in a
+ *  query string (`?key=…`) has its `/`, `+` and `=` written so. Each escape found, then its run's
+ *  ends looked for: linear (an expression would try each place a run might start in). */
+function percentRuns(value: string): Array<[number, number]> {
+  const runs: Array<[number, number]> = [];
+  PERCENT.lastIndex = 0;
+  for (let m = PERCENT.exec(value); m; m = PERCENT.exec(value)) {
+    let start = m.index;
+    while (start > 0 && RUN_ENDS[value.charCodeAt(start - 1)] !== 1) start--;
+    let end = m.index + 3;
+    while (end < value.length && RUN_ENDS[value.charCodeAt(end)] !== 1) end++;
+    runs.push([start, end]);
+    PERCENT.lastIndex = end;
+  }
+  return runs;
+}
+const PERCENT = /%[0-9A-Fa-f]{2}/g;
+const RUN_ENDS = new Uint8Array(65536);
+for (const c of " \t\r\n\"'<>&?#=;,") RUN_ENDS[c.charCodeAt(0)] = 1;
+
+/** A run with its `%XX` escapes read as UTF-8 bytes (a `%` that escapes nothing stays). */
+function percentDecoded(run: string): string {
+  try {
+    return decodeURIComponent(run);
+  } catch {
+    // a stray `%` or bytes that are no UTF-8: each escape read alone
+    return run.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  }
 }
 
 /** Whether a run of base64 decodes, from any of its first four characters, to text holding a secret. */
