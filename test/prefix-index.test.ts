@@ -82,7 +82,7 @@ describe("prefixParts", () => {
   const cases: Array<[string, AffinitySignals]> = [
     ["an image part", { prompt: [{ role: "user", content: [{ type: "text", text: "look" }, image] }] }],
     ["the tools", { prompt: [{ role: "user", content: "hi" }], tools: [tool] }],
-    ["a tool call", { prompt: [{ role: "assistant", content: null, tool_calls: [call] }] }],
+    ["a tool call", { prompt: [{ role: "assistant", content: null, tool_calls: [call] } as { role: string; content: unknown }] }],
     ["many messages", { prompt: Array.from({ length: 50_000 }, (_, i) => ({ role: "user", content: `question ${i}` })) }],
   ];
   for (const [what, signals] of cases) {
