@@ -23,6 +23,8 @@ const PARSE_BUDGET_MS = 50;
 /** a longer line is no sample of the engine's: skipped to its end, never held whole */
 const MAX_LINE_CHARS = 16 * 1024;
 export const STALE_INTERVALS = 3;
+/** the most requests an engine's figures say: more is no engine's (docs/routing.md#load) */
+const MAX_QUEUE = 1e9;
 /** vLLM's and SGLang's names (docs/routing.md#load): requests running, waiting, and KV cache use (0..1) */
 const RUNNING = new Set(["vllm:num_requests_running", "sglang:num_running_reqs"]);
 const WAITING = new Set(["vllm:num_requests_waiting", "sglang:num_queue_reqs"]);
@@ -104,9 +106,10 @@ export class EngineMetricsReader {
     const name = sample[1]!;
     if (CACHE_NAMES.includes(name)) this.#cacheTokens = cacheTokensOf(name, sample[2] ?? "", value) ?? this.#cacheTokens;
     else if (RUNNING.has(name) || WAITING.has(name)) {
-      this.#queue += value;
+      // bounded: series summing past every number would make the load Infinity, its score NaN
+      this.#queue = Math.min(this.#queue + value, MAX_QUEUE);
       this.#found = true;
-    } else if (KV_USE.has(name)) this.#kv = Math.max(this.#kv, value);
+    } else if (KV_USE.has(name)) this.#kv = Math.max(this.#kv, Math.min(value, 1));
   }
 }
 
