@@ -226,6 +226,9 @@ describe("a kept body's secrets, whatever their encoding", () => {
     expect([...decoded(request.request_body), ...decoded(answer.response_body)].filter((t) => holds(t, METRICS_TOKEN))).toEqual([]);
     // the rest of the URL stays
     expect(request.request_body).toContain("https://files.example/doc?token=[redacted]&page=2");
+    // a run ends at a backslash: the escaped quote after it stays whole, the body JSON
+    const redact = createRedactor([METRICS_TOKEN]);
+    expect(redact(`{"a":"x ${encodeURIComponent(METRICS_TOKEN)}\\"y"}`, "json", [], true)).toBe(`{"a":"x [redacted]\\"y"}`);
   });
 
   it("keeps the rest of each body as it was", async () => {
