@@ -25,7 +25,10 @@ import { combineObservers, type Observer, type ProcessErrorKind } from "./observ
 import { createLogger, type Logger } from "./observability/logger.js";
 import { createRequestLog } from "./observability/request-log.js";
 import { ROUTES } from "./routes.js";
-import { buildRuntime, type ReloadResult, type Runtime, type Shared } from "./runtime.js";
+import { buildRuntime, type CallKind, type ReloadResult, type Runtime, type Shared } from "./runtime.js";
+import type { CallAnswer, CallInput } from "./metered/memory-call.js";
+import type { Tap } from "./metered/taps.js";
+import type { ChannelLayer } from "./upstream/layers.js";
 import { createShareAuth, type ShareAuth } from "./share/callbacks.js";
 import type { Store } from "./store/types.js";
 
@@ -48,6 +51,10 @@ export interface GatewayDeps {
   clock?: () => number;
   /** how channel hosts are resolved (tests: never real DNS); absent: the system's lookup */
   resolve?: Resolve;
+  /** told of every metered request at the pipeline's fixed points (docs/architecture.md#taps) */
+  taps?: readonly Tap[];
+  /** layers for every OpenAI-compatible channel (docs/architecture.md#channel-layers) */
+  layers?: readonly ChannelLayer[];
 }
 
 export interface Gateway {
@@ -61,6 +68,9 @@ export interface Gateway {
   close(): Promise<void>;
   /** counts an error that reached the process's last resort */
   processError(kind: ProcessErrorKind): void;
+  /** A metered call with no HTTP request (a batch line), run by the current runtime and answered in
+   *  memory: the same pipeline, usage row and budgets as over HTTP (docs/architecture.md#calls). */
+  call(kind: CallKind, input: CallInput): Promise<CallAnswer>;
 }
 
 export function createGateway(config: Config, deps: GatewayDeps): Gateway {
@@ -93,6 +103,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     rebuild: () => rebuild(),
     clock: deps.clock ?? Date.now,
     guard: createAddressGuard({ allowed: () => linkLocalAllowed(), resolve: deps.resolve }),
+    taps: deps.taps,
+    layers: deps.layers,
   };
   // `file`: config.json as last loaded; the runtime serves it with the store's channels over it
   let file = config;
@@ -209,6 +221,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     drain: (timeoutMs) => shared.inflight.drain(timeoutMs, current.config.server.bodyTimeoutMs),
     close: () => (closing ??= close()),
     processError: (kind) => observer.processError(kind),
+    call: (kind, input) => current.calls[kind](input),
   };
 }
 

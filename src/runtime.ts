@@ -35,6 +35,10 @@ import { createAliases } from "./metered/models.js";
 import { createRedactor } from "./metered/body-redact.js";
 import { runMetered, type MeteredDeps } from "./metered/pipeline.js";
 import { runLocal } from "./metered/local.js";
+import { bodyTap } from "./metered/body-capture.js";
+import { callInMemory, type CallAnswer, type CallInput } from "./metered/memory-call.js";
+import type { Tap } from "./metered/taps.js";
+import type { ChannelLayer } from "./upstream/layers.js";
 import type { Quota } from "./metered/quota.js";
 import type { Observer } from "./observability/observer.js";
 import type { ShareAuth } from "./share/callbacks.js";
@@ -68,9 +72,18 @@ export interface Shared {
   clock: () => number;
   /** where channels may connect (docs/configuration.md#top-level `allowLinkLocalChannels`) */
   guard: AddressGuard;
+  /** told of every metered request at the pipeline's fixed points, before the body tap (docs/architecture.md#taps) */
+  taps?: readonly Tap[];
+  /** layers for every OpenAI-compatible channel, between the status layer and the gate (docs/architecture.md#channel-layers) */
+  layers?: readonly ChannelLayer[];
 }
 
 export type Handler = (event: H3Event) => Promise<Reply>;
+
+/** A metered kind called in the process, answered in memory (src/metered/memory-call.ts). */
+export type InMemoryCall = (input: CallInput) => Promise<CallAnswer>;
+/** The kinds a call in the process may be (a batch line's `url`). */
+export type CallKind = keyof ReturnType<typeof buildRuntime>["calls"];
 
 /** Every route handler of a runtime, by name (the route table in src/routes.ts names them): the
  *  names are those `buildRuntime` gives its handlers. */
@@ -83,6 +96,7 @@ export interface Runtime {
   channels: EffectiveChannels;
   router: ChannelRouter;
   handlers: Record<keyof Handlers, Handler>;
+  calls: Record<CallKind, InMemoryCall>;
   /** transcription uploads in flight: counted across reloads */
   uploads: UploadSlots;
 }
@@ -112,6 +126,7 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
     affinity: config.routing.affinity,
     spillLoad: config.routing.spillLoad,
     guard: shared.guard,
+    layers: shared.layers,
     prefix: config.routing.prefix,
     imbalance: config.routing.imbalance,
     prefixes: previous?.router.prefixes,
@@ -121,6 +136,12 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
   const body = { maxBytes: config.server.bodyLimitBytes, maxDepth: config.server.maxJsonDepth };
   // the dialects' own limit applies to them only, never to chat or the share routes (docs/configuration.md#server)
   const dialectBody = { ...body, maxBytes: config.server.dialectBodyLimitBytes ?? body.maxBytes };
+  const bodyLog = {
+    store: shared.store,
+    redact: createRedactor(configSecrets(config)),
+    maxBytes: config.server.bodyLog.maxBytes,
+    retentionMs: config.server.bodyLog.retentionHours * 3_600_000,
+  };
   const metered: MeteredDeps = {
     body,
     inflight: shared.inflight,
@@ -134,12 +155,7 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
     store: shared.store,
     state: shared.state,
     resolveShareLink: (shareId: unknown, now: number) => resolveShareLink(links, shareId, now),
-    bodyLog: {
-      store: shared.store,
-      redact: createRedactor(configSecrets(config)),
-      maxBytes: config.server.bodyLog.maxBytes,
-      retentionMs: config.server.bodyLog.retentionHours * 3_600_000,
-    },
+    taps: [...(shared.taps ?? []), bodyTap(bodyLog, config.apps)],
     timezone: config.server.timezone,
     clock: shared.clock,
   };
@@ -207,6 +223,15 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
     channels,
     router,
     uploads,
+    // the metered kinds called with no HTTP request (a batch line): answered in memory (docs/architecture.md#calls)
+    calls: {
+      chat: (input) => callInMemory(input, metered, chat),
+      embeddings: (input) => callInMemory(input, metered, embeddings),
+      completions: (input) => callInMemory(input, metered, completions),
+      responses: (input) => callInMemory(input, dialectMetered, responses),
+      messages: (input) => callInMemory(input, dialectMetered, messages),
+      rerank: (input) => callInMemory(input, metered, rerank),
+    } satisfies Record<string, InMemoryCall>,
     handlers: {
       chat: (e) => runMetered(e, metered, chat),
       embeddings: (e) => runMetered(e, metered, embeddings),

@@ -129,7 +129,7 @@ describe("the structure of src/", () => {
     expect(lines("embeddings/spec.ts")).toBeLessThan(100);
     // one pipeline: nothing else reads a body, admits a budget and walks the channels
     const pipelines = [...graph.keys()].filter((f) => /quota\.admit\(/.test(readFileSync(f, "utf8")) && /withFailover\(/.test(readFileSync(f, "utf8")));
-    expect(pipelines.map((f) => relative(SRC, f))).toEqual(["metered/pipeline.ts"]);
+    expect(pipelines.map((f) => relative(SRC, f))).toEqual(["metered/request.ts"]);
   });
 
   it("has the pipeline settle, never a kind: no meter.settle( outside src/metered/", () => {
