@@ -11,7 +11,7 @@ import type { RequestFacts } from "../http/facts.js";
 import type { Inflight } from "../http/inflight.js";
 import type { Reply } from "../http/node.js";
 import type { Inbound } from "./inbound.js";
-import { runCall, type MeteredDeps } from "./pipeline.js";
+import { runMetered, type MeteredDeps } from "./pipeline.js";
 import type { MeteredSpec, PlanBase, RequestParts } from "./spec.js";
 
 export interface CallInput {
@@ -115,7 +115,7 @@ export async function callInMemory<Req, Model extends { model: string }, Plan ex
   inbound.facts.requestId = input.requestId ?? randomUUID();
   deps.inflight.enter();
   try {
-    return await inbound.collect(deps.inflight.closing ? Promise.reject(shuttingDown()) : runCall(inbound, deps, spec));
+    return await inbound.collect(deps.inflight.closing ? Promise.reject(shuttingDown()) : runMetered(inbound, deps, spec));
   } finally {
     deps.inflight.leave();
   }

@@ -15,23 +15,15 @@ import type { MeteredSpec, PlanBase } from "./spec.js";
 
 export type { MeteredDeps } from "./deps.js";
 
-/** An HTTP request's metered call: its answer written to the Node response. */
-export function runMetered<Req, Model extends { model: string }, Plan extends PlanBase, Answer, Body>(
-  event: H3Event,
+/** The pipeline's steps over a request: an HTTP one (its H3Event, answered on its Node response) or
+ *  a call in the process (an Inbound: memory-call.ts). */
+export async function runMetered<Req, Model extends { model: string }, Plan extends PlanBase, Answer, Body>(
+  source: H3Event | Inbound,
   deps: MeteredDeps,
   spec: MeteredSpec<Req, Model, Plan, Answer, Body>,
 ): Promise<Reply> {
-  return runCall(new HttpInbound(event), deps, spec);
-}
-
-/** The pipeline's steps over any inbound request (an HTTP one, or a call in the process: memory-call.ts). */
-export async function runCall<Req, Model extends { model: string }, Plan extends PlanBase, Answer, Body>(
-  inbound: Inbound,
-  deps: MeteredDeps,
-  spec: MeteredSpec<Req, Model, Plan, Answer, Body>,
-): Promise<Reply> {
-  const r = new MeteredRequest(inbound, deps, spec);
-  let status = 200;
+  const r = new MeteredRequest("track" in source ? source : new HttpInbound(source), deps, spec);
+  let failure: GatewayError | undefined;
   try {
     // 1. The key, before the body is read; then the request's Cancel.
     await r.authenticate();
@@ -48,21 +40,18 @@ export async function runCall<Req, Model extends { model: string }, Plan extends
     // 7. An answer from some channel of the model, each attempt under its channel's deadline.
     const result = await r.attempt(plan);
     // 8–9. The answer in the kind's shape, whole or streamed, and what it used settled.
-    const reply = await r.answer(await spec.respond(result, plan, r));
-    if (reply instanceof Response) status = reply.status;
-    return reply;
+    return await r.answer(await spec.respond(result, plan, r));
   } catch (err) {
     // The failure path: nothing generated reached the client.
     if (err instanceof UpstreamError && err.detail) r.facts.upstreamMessage = err.detail;
-    const error = toGatewayError(err);
-    status = error.status;
-    await r.failed(error);
+    failure = toGatewayError(err);
+    await r.failed(failure);
     throw err;
   } finally {
     await r.over();
     // a request over with its hold neither settled nor released is the pipeline's bug: never silent
     if (r.meter && !r.meter.ended) await unsettled(r.meter);
-    for (const p of r.probes) p.finished?.(r, status);
+    r.finished(failure);
   }
 }
 

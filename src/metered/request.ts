@@ -201,6 +201,14 @@ export class MeteredRequest<Req = unknown, Model extends { model: string } = { m
     if (this.spec.rawTexts) releaseRawTexts(this.body);
   }
 
+  /** The taps told the request is over: its hold settled or released (when one was made), and the
+   *  status the pipeline gave (`failure`'s, else 200). */
+  finished(failure: GatewayError | undefined): void {
+    if (this.probes.length === 0) return;
+    if (this.meter) for (const p of this.probes) p.settled?.(this, failure);
+    for (const p of this.probes) p.finished?.(this, failure?.status ?? 200);
+  }
+
   // What the answer's writer tells (http/answer-out.ts), passed on to the taps.
   written(chunk: string | Buffer): void {
     for (const p of this.probes) p.written?.(chunk);

@@ -55,7 +55,8 @@ export interface Probe {
   /** the request's hold settled (`error` absent) or released on a failure; not called for a request
    *  refused before a hold */
   settled?(request: MeteredRequest, error?: GatewayError): void;
-  /** the pipeline is done with the request: the status it gave (an error's, or the answer's) */
+  /** the pipeline is done with the request: the status it gave (a failure's, else 200); a whole
+   *  HTTP answer is written after this (by the route wrapper): `answered` tells when it is out */
   finished?(request: MeteredRequest, status: number): void;
 }
 
