@@ -2,7 +2,7 @@
 // src/main.ts does. Tests build it with an in-memory store and drive it on a random port. The routes
 // read the current runtime (src/runtime.ts) as each request starts, so a reload swaps it atomically.
 import { H3, type H3Event } from "h3";
-import { DISABLED, createChannelBook } from "./aiproxy/channel-book.js";
+import { DISABLED, createChannelBook } from "./upstream/channel-book.js";
 import { createCreatedKeys } from "./auth/created-keys.js";
 import { createQuota } from "./metered/quota.js";
 import { createMemoryClusterState } from "./cluster/memory.js";

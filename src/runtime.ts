@@ -5,7 +5,7 @@
 import type { H3Event } from "h3";
 import { createKeyRoutes } from "./admin/keys.js";
 import { createAdminRoutes, type ReloadResult } from "./admin/routes.js";
-import type { ChannelBook, EffectiveChannels } from "./aiproxy/channel-book.js";
+import type { ChannelBook, EffectiveChannels } from "./upstream/channel-book.js";
 import { createAiproxyRoutes } from "./aiproxy/routes.js";
 import type { CreatedKeys } from "./auth/created-keys.js";
 import { createKeyring } from "./auth/keys.js";

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { parseLarge, parseScanned } from "../src/http/body.js";
 import { GatewayError } from "../src/http/errors.js";
-import { LARGE_BODY, LONG_TEXT, RawText, jsonBody, releaseRawTexts } from "../src/http/raw-text.js";
+import { LARGE_BODY, LONG_TEXT, RawText, jsonBody, releaseRawTexts } from "../src/json/raw-text.js";
 import { ECHO_MAX_CHARS } from "../src/demo/echo-channel.js";
 import { boundMessage } from "../src/tokens/counter.js";
 import { chat, coreConfig, userMessage } from "./support/core-config.js";

@@ -1,7 +1,7 @@
 // The operations API for admin keys (docs/operations.md#operations-api): GET /api/admin/channels,
 // POST /api/admin/reload. The keys API is in keys.ts.
 import type { H3Event } from "h3";
-import type { ChannelBook } from "../aiproxy/channel-book.js";
+import type { ChannelBook } from "../upstream/channel-book.js";
 import type { Keyring, KeyIdentity } from "../auth/keys.js";
 import { GatewayError } from "../http/errors.js";
 import { jsonResponse } from "../http/json.js";

@@ -9,10 +9,12 @@ import { GatewayError } from "../http/errors.js";
 import type { ChannelWriteOp, Observer } from "../observability/observer.js";
 import type { AddressGuard } from "../upstream/address-guard.js";
 import type { ChannelRouter } from "../upstream/router.js";
-import { DISABLED, ENABLED, toRecord, type ChannelBook, type ChannelMeta, type EffectiveChannels } from "./channel-book.js";
+import { DISABLED, ENABLED, toRecord, type ChannelBook, type ChannelMeta, type EffectiveChannels } from "../upstream/channel-book.js";
 import { channelFrom, readChannelBody } from "./channel-input.js";
 import { channelView, TYPE_METAS, type AiproxyChannel } from "./channel-view.js";
 import { invalid, ok, recordNotFound, requireAdminKey } from "./envelope.js";
+import { z } from "zod";
+import { describeIssue } from "../json/issues.js";
 
 export interface ChannelRouteDeps {
   keyring: Keyring;
@@ -206,7 +208,7 @@ export function checkChannels(file: Config, channels: ChannelConfig[]): string[]
   if (parsed.success) return [];
   return parsed.error.issues
     .filter((i) => !i.message.startsWith("no channel serves model") && !(i.path.length === 1 && i.path[0] === "channels" && channels.length === 0))
-    .map((i) => `${i.path.join(".")}: ${i.message}`);
+    .map((i) => describeIssue(i, file, { words: "schema" }).text);
 }
 
 function parsedChannel(make: () => ChannelConfig): ChannelConfig {
@@ -214,8 +216,8 @@ function parsedChannel(make: () => ChannelConfig): ChannelConfig {
     return make();
   } catch (err) {
     if (err instanceof GatewayError) throw err;
-    const issue = (err as { issues?: Array<{ path: PropertyKey[]; message: string }> }).issues?.[0];
-    throw invalid(issue ? `${issue.path.map(String).join(".")}: ${issue.message}` : "invalid channel");
+    const issue = err instanceof z.ZodError ? err.issues[0] : undefined;
+    throw invalid(issue ? describeIssue(issue, undefined, { words: "schema", root: "channel" }).text : "invalid channel");
   }
 }
 

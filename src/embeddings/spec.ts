@@ -2,7 +2,7 @@
 // an app key's request for vectors of one of its vector models. The answer is the upstream's bytes
 // with `usage` forced (./answer.ts): its vectors are never parsed.
 import type { VectorModelConfig } from "../config/schema.js";
-import { jsonBody } from "../http/raw-text.js";
+import { jsonBody } from "../json/raw-text.js";
 import type { Caller } from "../metered/caller.js";
 import { appAllowsTool, resolveModel, type Aliases } from "../metered/models.js";
 import { budgeted, type WorstCase } from "../metered/quota.js";

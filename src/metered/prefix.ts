@@ -4,7 +4,7 @@
 // chat messages the channel is sent before this is read, so the same question asked as Chat
 // Completions, Messages or Responses has the same prefix. A long content stays the client's bytes
 // (RawText) where it holds no escape.
-import { RawText } from "../http/raw-text.js";
+import { RawText } from "../json/raw-text.js";
 import type { PrefixParts } from "../upstream/prefix-index.js";
 import type { AffinitySignals } from "./affinity.js";
 

@@ -8,7 +8,7 @@ import type { Cancel } from "../http/cancel.js";
 import type { GatewayError } from "../http/errors.js";
 import type { RequestFacts } from "../http/facts.js";
 import type { Reply } from "../http/node.js";
-import { releaseRawTexts } from "../http/raw-text.js";
+import { releaseRawTexts } from "../json/raw-text.js";
 import type { AttemptOutcome, RouteDecision } from "../observability/observer.js";
 import type { Attempt, AttemptTaps } from "../upstream/attempt.js";
 import { withFailover } from "../upstream/failover.js";

@@ -121,7 +121,7 @@ export interface MeteredSpec<Req, Model extends { model: string }, Plan extends 
   release?(body: Body): void | Promise<void>;
   /** what the body read by `read` is in a log's detail (docs/fastgpt.md#bodies); absent: its JSON */
   logged?(body: Body): string;
-  /** long message contents of a large JSON body stay the client's bytes (src/http/raw-text.ts) */
+  /** long message contents of a large JSON body stay the client's bytes (src/json/raw-text.ts) */
   rawTexts?: boolean;
   /** the request validated (a 400 naming the field): its body, path parameters, query and headers */
   parse(request: RequestParts<Body>): Req;
