@@ -21,7 +21,7 @@ import { markFastgptRoute } from "./http/route-flags.js";
 import { createMetrics, type Metrics } from "./metrics/prometheus.js";
 import { metricsResponse } from "./metrics/route.js";
 import { createHealth } from "./observability/health.js";
-import { combineObservers, type Observer, type ProcessErrorKind } from "./observability/observer.js";
+import { combineObservers, type Listener, type Observer, type ProcessErrorKind } from "./observability/observer.js";
 import { createLogger, type Logger } from "./observability/logger.js";
 import { createRequestLog } from "./observability/request-log.js";
 import { ROUTES } from "./routes.js";
@@ -38,7 +38,7 @@ const FINISH_DRAIN_MS = 1_000;
 export interface GatewayDeps {
   store: Store;
   /** more listeners besides metrics and the request log (tests) */
-  observer?: Observer;
+  observer?: Listener;
   /** where request lines go (src/main.ts's logger); absent: one from `server.log`, closed with the gateway */
   logger?: Logger;
   /** replaces the share-link callback client (tests) */
