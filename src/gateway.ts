@@ -25,6 +25,7 @@ import { combineObservers, type Listener, type Observer, type ProcessErrorKind }
 import { createLogger, type Logger } from "./observability/logger.js";
 import { createRequestLog } from "./observability/request-log.js";
 import { ROUTES } from "./routes.js";
+import { admitCaller, checksKey } from "./auth/access.js";
 import { buildRuntime, type CallKind, type ReloadResult, type Runtime, type Shared } from "./runtime.js";
 import type { CallAnswer, CallInput } from "./metered/memory-call.js";
 import type { Tap } from "./metered/taps.js";
@@ -121,10 +122,14 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   for (const route of ROUTES) {
     // no request is judged before the keys created through the API are known (read once at start),
     // and none is metered while the state shared with other instances is out of reach (503 store_unavailable)
+    const keyed = checksKey(route.access);
     const handle = async (event: H3Event) => {
       if (!isReady) await ready();
       if (route.metered) await state.reachable();
-      return current.handlers[route.handler](event);
+      // who may call it: the table's column, checked here once (the pipeline checks its own routes')
+      const runtime = current;
+      if (keyed) await admitCaller(runtime.keyring, route.access, event);
+      return runtime.handlers[route.handler](event);
     };
     // a path FastGPT calls is flagged on its request (docs/fastgpt.md#reasoning)
     const handleFastgpt = (event: H3Event) => handle(markFastgptRoute(event));

@@ -8,7 +8,7 @@ import { createAdminRoutes, type ReloadResult } from "./admin/routes.js";
 import type { ChannelBook, EffectiveChannels } from "./upstream/channel-book.js";
 import { createAiproxyRoutes } from "./aiproxy/routes.js";
 import type { CreatedKeys } from "./auth/created-keys.js";
-import { createKeyring } from "./auth/keys.js";
+import { createKeyring, type Keyring } from "./auth/keys.js";
 import { createCatalogRoutes } from "./catalog/routes.js";
 import { createDialectSpec } from "./chat/dialect-spec.js";
 import { createChatSpec } from "./chat/spec.js";
@@ -97,6 +97,8 @@ export interface Runtime {
   router: ChannelRouter;
   handlers: Record<keyof Handlers, Handler>;
   calls: Record<CallKind, InMemoryCall>;
+  /** the keys of this config (and those created through the API): the route table's access is judged with it */
+  keyring: Keyring;
   /** transcription uploads in flight: counted across reloads */
   uploads: UploadSlots;
 }
@@ -223,6 +225,7 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
     channels,
     router,
     uploads,
+    keyring,
     // the metered kinds called with no HTTP request (a batch line): answered in memory (docs/architecture.md#calls)
     calls: {
       chat: (input) => callInMemory(input, metered, chat),

@@ -145,4 +145,46 @@ describe("the structure of src/", () => {
       .map((f) => relative(SRC, f));
     expect(reading).toEqual([]);
   });
+
+  it("has upstream/ and http/ import no request kind", () => {
+    const importing = [...graph].flatMap(([file, targets]) => {
+      const from = relative(SRC, file).split("/")[0]!;
+      if (from !== "upstream" && from !== "http") return [];
+      return targets.filter((t) => KINDS.has(relative(SRC, t).split("/")[0]!)).map((t) => `${relative(SRC, file)} → ${relative(SRC, t)}`);
+    });
+    expect(importing).toEqual([]);
+  });
+
+  it("has aiproxy/ (FastGPT's AI Proxy API) imported only by the route table and the runtime that builds its handlers", () => {
+    // before: the channel book lived in aiproxy/ and gateway.ts and admin/routes.ts imported it
+    const importers = new Set<string>();
+    for (const [file, targets] of graph) {
+      const from = relative(SRC, file);
+      if (from.startsWith("aiproxy/")) continue;
+      if (targets.some((t) => relative(SRC, t).startsWith("aiproxy/"))) importers.add(from);
+    }
+    expect([...importers].sort()).toEqual(["routes.ts", "runtime.ts"]);
+  });
+
+  it("has no handler authenticate by itself: the route table's access (auth/access.ts) and the pipeline's first step do", () => {
+    // before: ~21 authenticate calls inside handlers (admin/, aiproxy/, catalog/, usage/, dialects/responses/)
+    const authenticating = [...graph.keys()]
+      .filter((f) => /keyring\.authenticate(Fresh)?\(/.test(readFileSync(f, "utf8")))
+      .map((f) => relative(SRC, f))
+      .filter((f) => !f.startsWith("auth/"));
+    expect(authenticating).toEqual(["metered/request.ts"]);
+  });
+
+  it("has no answer written by patching a response: no assignment to a response's write or end", () => {
+    const patching = [...graph.keys()].filter((f) => /\.(write|end) =[^=]/.test(readFileSync(f, "utf8"))).map((f) => relative(SRC, f));
+    expect(patching).toEqual([]);
+  });
+
+  it("keeps runMetered a numbered list of the request's steps, under 50 lines", () => {
+    const text = readFileSync(join(SRC, "metered/pipeline.ts"), "utf8").split("\n");
+    const start = text.findIndex((l) => l.startsWith("export async function runMetered"));
+    const end = text.findIndex((l, i) => i > start && l === "}");
+    expect(start).toBeGreaterThan(0);
+    expect(end - start + 1).toBeLessThanOrEqual(50);
+  });
 });

@@ -72,7 +72,11 @@ export function teeAnswer(event: H3Event, listener: AnswerListener): void {
   if (!res) return;
   (event.context as Teed).answerTee = listener;
   // "close" comes once, whether the answer ended or the client left
-  res.once("close", () => listener.closed(res.statusCode, String(res.getHeader("content-type") ?? "")));
+  res.once("close", () => {
+    // nothing of the request stays reachable from the event once the answer is over
+    (event.context as Teed).answerTee = undefined;
+    listener.closed(res.statusCode, String(res.getHeader("content-type") ?? ""));
+  });
 }
 
 /** The writer of `event`'s answer: the response, or a tee when a tap reads the answer. */

@@ -80,6 +80,8 @@ class BodyProbe implements Probe {
     const requestOver = this.#requestOver;
     const { time } = request;
     const key = this.#key;
+    this.#requestText = "";
+    this.#keys = [];
     // redacted once the rest of the answer's end is done: nothing of the request waits for it
     setImmediate(() => {
       try {
