@@ -18,7 +18,7 @@ import { GatewayError, notFound } from "./http/errors.js";
 import { Inflight } from "./http/inflight.js";
 import { createRouteWrapper } from "./http/observe.js";
 import { markFastgptRoute } from "./http/route-flags.js";
-import { createMetrics, type Metrics } from "./metrics/prometheus.js";
+import { createMetrics } from "./metrics/prometheus.js";
 import { metricsResponse } from "./metrics/route.js";
 import { createHealth } from "./observability/health.js";
 import { combineObservers, type Listener, type Observer, type ProcessErrorKind } from "./observability/observer.js";
@@ -159,12 +159,18 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       isReady = true;
     });
   }
-  function rebuild(): void {
+  /** The one runtime swap: `file` built again (with the store's channels), the old runtime's pools of
+   *  removed channels closed once idle; returns the old runtime. */
+  function swapIn(): Runtime {
     const old = current;
     current = buildRuntime(file, shared, old);
     metrics.setNames(metricNames(current.config));
     tellEnabled(current, observer);
     void old.router.retire(current.router.entries);
+    return old;
+  }
+  function rebuild(): void {
+    swapIn();
   }
   const stopHearingChannels = shared.channels.listen(rebuild);
   // read now, not on the first request: with a store that answers at once (SQLite) the rebuild is
@@ -175,12 +181,13 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   // A reload here is told to the other instances, each of which reloads its own config source.
   let reloading = Promise.resolve<ReloadResult>({ ok: true });
   function reload(tellOthers = true): Promise<ReloadResult> {
-    reloading = reloading.then(() => swap(metrics, observer), () => swap(metrics, observer));
+    reloading = reloading.then(swap, swap);
     if (tellOthers) void reloading.then((result) => (result.ok ? state.publishReload() : undefined), () => {});
     return reloading;
   }
   const stopHearingReloads = state.onReload(() => void reload(false));
-  async function swap(m: Metrics, o: Observer): Promise<ReloadResult> {
+  async function swap(): Promise<ReloadResult> {
+    const o = observer;
     let next: Config;
     try {
       if (!deps.loadConfig) throw new ConfigError("reload", ["this gateway was started without a config file to reload"]);
@@ -197,14 +204,10 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       o.configReloaded(false, errors);
       return { ok: false, errors };
     }
-    const old = current;
     file = next;
     // channels first seen in this config get their records (and numbers) before it is served
     await shared.channels.sync(next).catch(() => {});
-    current = buildRuntime(next, shared, old);
-    m.setNames(metricNames(current.config));
-    tellEnabled(current, o);
-    void old.router.retire(current.router.entries);
+    const old = swapIn();
     const hidden = hiddenChannels(current);
     o.configReloaded(true, [...restartNeeded(old.config, next), ...hidden]);
     return hidden.length > 0 ? { ok: true, hidden } : { ok: true };

@@ -197,8 +197,9 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
   const share = createShareRoutes({ links, apps, store: shared.store, auth: shared.shareAuth, state: shared.state, server: config.server, page: config.server.sharePage });
   const countTokens = createCountTokensSpec({ models, aliases, serves, threads });
   // the share API's callers are named in its bodies: no key (docs/api.md#the-share-api)
+  const shareMetered = { ...metered, body: smallBody };
   const shareCall = (call: (event: H3Event, body: unknown) => Promise<unknown>) => async (event: H3Event) =>
-    jsonResponse(await runLocal(event, { ...metered, body: smallBody }, { what: "Share", credential: false, parse: ({ body }) => body, answer: ({ req }) => call(event, req) }));
+    jsonResponse(await runLocal(event, shareMetered, { what: "Share", credential: false, parse: ({ body }) => body, answer: ({ req }) => call(event, req) }));
   const catalog = createCatalogRoutes({ keyring, config, kinds, aliases, apps });
   const admin = createAdminRoutes({ keyring, router, reload: shared.reload, channels: shared.channels, configured: new Set(file.channels.map((c) => c.name)), rebuild: shared.rebuild });
   const keys = createKeyRoutes({ keyring, apps, keys: shared.keys, readJson });

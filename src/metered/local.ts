@@ -34,15 +34,34 @@ export type LocalDeps = Pick<MeteredDeps, "keyring" | "apps" | "resolveShareLink
 
 const NONE = () => null;
 
-export async function runLocal<Req, Out>(event: H3Event, deps: LocalDeps, spec: LocalSpec<Req, Out>): Promise<Out> {
+type Steps = Pick<MeteredSpec<unknown, { model: string }, never, never>, "what" | "credential" | "rawTexts" | "share" | "parse" | "model" | "prepare" | "attempt" | "respond">;
+/** what each local route is to the request's first steps, made once per route */
+const stepsOf = new WeakMap<object, Steps>();
+
+function steps<Req, Out>(spec: LocalSpec<Req, Out>): Steps {
+  let made = stepsOf.get(spec);
+  if (made) return made;
+  const never = () => {
+    throw new Error("a local route runs the first steps only");
+  };
   // a route that takes no key is open as a share-link kind is: no key, no refusal
-  const steps: Pick<MeteredSpec<Req, { model: string }, never, never>, "what" | "credential" | "rawTexts" | "share"> = {
+  made = {
     what: spec.what,
     credential: spec.credential === false ? NONE : spec.credential,
     rawTexts: spec.rawTexts,
     share: spec.credential === false ? () => ({}) : undefined,
+    parse: never,
+    model: never,
+    prepare: never,
+    attempt: never,
+    respond: never,
   };
-  const r = new MeteredRequest(new HttpInbound(event), deps as MeteredDeps, steps as MeteredSpec<Req, { model: string }, never, never>);
+  stepsOf.set(spec, made);
+  return made;
+}
+
+export async function runLocal<Req, Out>(event: H3Event, deps: LocalDeps, spec: LocalSpec<Req, Out>): Promise<Out> {
+  const r = new MeteredRequest(new HttpInbound(event), deps as MeteredDeps, steps(spec));
   try {
     // 1–2. The key, before the body is read; the body, read under the request's Cancel.
     await r.authenticate();

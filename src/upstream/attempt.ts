@@ -30,6 +30,8 @@ export class Attempt implements ChannelClient, PostAttempt {
     readonly index: number,
     /** the request the attempt belongs to */
     readonly taps: AttemptTaps | undefined,
+    /** what the channel is sent besides, for this request (an upstream router's headers) */
+    readonly headers: Record<string, string> | undefined,
   ) {}
   get name(): string {
     return this.client.name;

@@ -8,7 +8,7 @@ import { attemptCut, mapTransportError, UpstreamError } from "./errors.js";
 import type { ChannelEntry, ChannelRouter } from "./router.js";
 import type { Ticket } from "./gate.js";
 import type { PrefixParts } from "./prefix-index.js";
-import { RouterHeadersClient, routerHeaders } from "./router-headers.js";
+import { routerHeaders } from "./router-headers.js";
 import { Attempt, type AttemptTaps } from "./attempt.js";
 import type { ChannelClient } from "./types.js";
 
@@ -54,7 +54,9 @@ export async function withFailover<T>(
       observer.upstreamAttempt(entry.config.name, "circuit_open");
       continue;
     }
-    const attempt = new Attempt(entry, clientOf(entry, req), req.ticket, ++attempts, req.taps);
+    // a channel that is a router itself is told what it routes by (./router-headers.ts)
+    const headers = entry.config.upstreamRouter ? routerHeaders(req.affinity?.(), req.ticket) : undefined;
+    const attempt = new Attempt(entry, entry.client, req.ticket, ++attempts, req.taps, headers);
     req.taps.begun(attempt);
     try {
       const result = await call(attempt);
@@ -77,11 +79,6 @@ export async function withFailover<T>(
     }
   }
   throw lastError ?? allOpen(router, candidates, req.model);
-}
-
-/** The entry's client and, for a channel that is a router itself, the headers it routes by. */
-function clientOf(entry: ChannelEntry, req: AttemptOptions): ChannelClient {
-  return entry.config.upstreamRouter ? new RouterHeadersClient(entry.client, routerHeaders(req.affinity?.(), req.ticket)) : entry.client;
 }
 
 /** Every channel of the model has its breaker open: 503 at once, Retry-After = seconds to the next probe. */

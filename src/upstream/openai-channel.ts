@@ -9,6 +9,7 @@ import { forwardedPriority, gated, JSON_TYPE, modelMapping, statusErrors } from 
 import { redactUpstreamMessage } from "./errors.js";
 import { ConnectionGate, type GateOptions } from "./gate.js";
 import { compose, type ChannelLayer } from "./layers.js";
+import { routedBy } from "./router-headers.js";
 import type { ChannelClient, PostRequest, UpstreamChannelConfig, UpstreamReply } from "./types.js";
 
 const ACCEPT = "application/json, text/event-stream, */*";
@@ -68,7 +69,7 @@ export function createOpenAIChannel(channel: UpstreamChannelConfig, hooks: Queue
     return { status: res.statusCode, headers: res.headers, body: answer, maxBytes: channel.maxAnswerBytes };
   }
   // composed once: a post runs through plain calls (docs/architecture.md#channel-layers)
-  const post = compose([statusErrors((text) => redactUpstreamMessage(text, secrets)), ...extra.map((layer) => layer(channel)), gated(gate), forwardedPriority(channel), modelMapping(channel)], transport);
+  const post = compose([statusErrors((text) => redactUpstreamMessage(text, secrets)), ...extra.map((layer) => layer(channel)), gated(gate), forwardedPriority(channel), modelMapping(channel), routedBy(channel)], transport);
 
   const modelsUrl = new URL(`${basePath}/models`, base.origin);
   async function check(timeoutMs: number): Promise<boolean> {

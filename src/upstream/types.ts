@@ -42,6 +42,8 @@ export interface PostAttempt {
   readonly entry: ChannelEntry;
   /** 1 for the request's first attempt */
   readonly index: number;
+  /** what the attempt's channel is sent besides (an upstream router's headers: ./router-headers.ts) */
+  readonly headers: Record<string, string> | undefined;
   /** told by the channel's queue once the post holds a connection slot */
   queued(waitedMs: number): void;
 }
