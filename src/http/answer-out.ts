@@ -79,6 +79,9 @@ export function teeAnswer(event: H3Event, listener: AnswerListener): void {
   });
 }
 
+/** Whether a tap reads `event`'s answer. */
+export const isTeed = (event: H3Event): boolean => (event.context as Teed).answerTee !== undefined;
+
 /** The writer of `event`'s answer: the response, or a tee when a tap reads the answer. */
 export function answerOut(event: H3Event): AnswerOut | undefined {
   const res = nodeResponse(event);

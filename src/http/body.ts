@@ -36,12 +36,13 @@ export async function readJsonBody(event: H3Event, limits: BodyLimits, cancel?: 
   if (declared > limit) throw tooLarge(limit);
   const nodeReq = nodeRequest(event);
   const buf = nodeReq ? await readNodeBody(nodeReq, limit, cancel) : await readWebBody(event.req, limit);
+  // a small body's parse is its value, not a promise: no turn more than before
   return parseJsonBytes(buf, limits, rawTexts, check);
 }
 
 /** A JSON body's bytes, parsed as readJsonBody parses what it read (a call with no HTTP request
  *  gives its bytes: memory-call.ts). */
-export async function parseJsonBytes(buf: Buffer, limits: BodyLimits, rawTexts = false, check?: (raw: Buffer) => void): Promise<unknown> {
+export function parseJsonBytes(buf: Buffer, limits: BodyLimits, rawTexts = false, check?: (raw: Buffer) => void): unknown {
   if (buf.length > limits.maxBytes) throw tooLarge(limits.maxBytes);
   check?.(buf);
   if (buf.length === 0) throw badRequest("invalid_json", "Request body is empty: send a JSON object.");

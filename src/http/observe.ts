@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import type { H3Event } from "h3";
 import type { Observer, RequestRecord } from "../observability/observer.js";
 import { shuttingDown } from "./cancel.js";
-import { writeThrough } from "./answer-out.js";
+import { isTeed, writeThrough } from "./answer-out.js";
 import { applyCors } from "./cors.js";
 import { errorResponse, openAIError, toGatewayError, type ErrorFormat } from "./errors.js";
 import { factsOf, type RequestFacts } from "./facts.js";
@@ -46,7 +46,7 @@ export function createRouteWrapper(observer: Observer, inflight: Inflight, cors:
       }
       if (result instanceof Response && !nodeResponse(event)) result.headers.set("x-request-id", requestId);
       // an answer a tap reads (body logging) is written through its writer, errors too
-      result = await writeThrough(event, result);
+      if (isTeed(event)) result = await writeThrough(event, result);
       observer.requestFinished(recordOf(facts, requestId, route, event.req.method, statusOf(event, result), performance.now() - started, internalError));
       return result;
     };

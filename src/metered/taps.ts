@@ -65,10 +65,10 @@ export const NO_PROBES: readonly Probe[] = Object.freeze([]);
 /** The probes of the taps that stay for `request`. */
 export function openProbes(taps: readonly Tap[] | undefined, request: MeteredRequest): readonly Probe[] {
   if (!taps || taps.length === 0) return NO_PROBES;
-  const probes: Probe[] = [];
+  let probes: Probe[] | undefined; // made only when a tap stays
   for (const tap of taps) {
     const probe = tap.open(request);
-    if (probe) probes.push(probe);
+    if (probe) (probes ??= []).push(probe);
   }
-  return probes.length === 0 ? NO_PROBES : probes;
+  return probes ?? NO_PROBES;
 }
