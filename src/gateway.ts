@@ -2,7 +2,7 @@
 // src/main.ts does. Tests build it with an in-memory store and drive it on a random port. The routes
 // read the current runtime (src/runtime.ts) as each request starts, so a reload swaps it atomically.
 import { H3, type H3Event } from "h3";
-import { DISABLED, createChannelBook } from "./aiproxy/channel-book.js";
+import { DISABLED, createChannelBook } from "./upstream/channel-book.js";
 import { createCreatedKeys } from "./auth/created-keys.js";
 import { createQuota } from "./metered/quota.js";
 import { createMemoryClusterState } from "./cluster/memory.js";
@@ -18,14 +18,18 @@ import { GatewayError, notFound } from "./http/errors.js";
 import { Inflight } from "./http/inflight.js";
 import { createRouteWrapper } from "./http/observe.js";
 import { markFastgptRoute } from "./http/route-flags.js";
-import { createMetrics, type Metrics } from "./metrics/prometheus.js";
+import { createMetrics } from "./metrics/prometheus.js";
 import { metricsResponse } from "./metrics/route.js";
 import { createHealth } from "./observability/health.js";
-import { combineObservers, type Observer, type ProcessErrorKind } from "./observability/observer.js";
+import { combineObservers, type Listener, type Observer, type ProcessErrorKind } from "./observability/observer.js";
 import { createLogger, type Logger } from "./observability/logger.js";
 import { createRequestLog } from "./observability/request-log.js";
 import { ROUTES } from "./routes.js";
-import { buildRuntime, type ReloadResult, type Runtime, type Shared } from "./runtime.js";
+import { admitCaller, checksKey } from "./auth/access.js";
+import { buildRuntime, type CallKind, type ReloadResult, type Runtime, type Shared } from "./runtime.js";
+import type { CallAnswer, CallInput } from "./metered/memory-call.js";
+import type { Tap } from "./metered/taps.js";
+import type { ChannelLayer } from "./upstream/layers.js";
 import { createShareAuth, type ShareAuth } from "./share/callbacks.js";
 import type { Store } from "./store/types.js";
 
@@ -35,7 +39,7 @@ const FINISH_DRAIN_MS = 1_000;
 export interface GatewayDeps {
   store: Store;
   /** more listeners besides metrics and the request log (tests) */
-  observer?: Observer;
+  observer?: Listener;
   /** where request lines go (src/main.ts's logger); absent: one from `server.log`, closed with the gateway */
   logger?: Logger;
   /** replaces the share-link callback client (tests) */
@@ -48,6 +52,10 @@ export interface GatewayDeps {
   clock?: () => number;
   /** how channel hosts are resolved (tests: never real DNS); absent: the system's lookup */
   resolve?: Resolve;
+  /** told of every metered request at the pipeline's fixed points (docs/architecture.md#taps) */
+  taps?: readonly Tap[];
+  /** layers for every OpenAI-compatible channel (docs/architecture.md#channel-layers) */
+  layers?: readonly ChannelLayer[];
 }
 
 export interface Gateway {
@@ -61,6 +69,9 @@ export interface Gateway {
   close(): Promise<void>;
   /** counts an error that reached the process's last resort */
   processError(kind: ProcessErrorKind): void;
+  /** A metered call with no HTTP request (a batch line), run by the current runtime and answered in
+   *  memory: the same pipeline, usage row and budgets as over HTTP (docs/architecture.md#calls). */
+  call(kind: CallKind, input: CallInput): Promise<CallAnswer>;
 }
 
 export function createGateway(config: Config, deps: GatewayDeps): Gateway {
@@ -93,6 +104,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     rebuild: () => rebuild(),
     clock: deps.clock ?? Date.now,
     guard: createAddressGuard({ allowed: () => linkLocalAllowed(), resolve: deps.resolve }),
+    taps: deps.taps,
+    layers: deps.layers,
   };
   // `file`: config.json as last loaded; the runtime serves it with the store's channels over it
   let file = config;
@@ -109,10 +122,14 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   for (const route of ROUTES) {
     // no request is judged before the keys created through the API are known (read once at start),
     // and none is metered while the state shared with other instances is out of reach (503 store_unavailable)
+    const keyed = checksKey(route.access);
     const handle = async (event: H3Event) => {
       if (!isReady) await ready();
       if (route.metered) await state.reachable();
-      return current.handlers[route.handler](event);
+      // who may call it: the table's column, checked here once (the pipeline checks its own routes')
+      const runtime = current;
+      if (keyed) await admitCaller(runtime.keyring, route.access, event);
+      return runtime.handlers[route.handler](event);
     };
     // a path FastGPT calls is flagged on its request (docs/fastgpt.md#reasoning)
     const handleFastgpt = (event: H3Event) => handle(markFastgptRoute(event));
@@ -142,12 +159,18 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       isReady = true;
     });
   }
-  function rebuild(): void {
+  /** The one runtime swap: `file` built again (with the store's channels), the old runtime's pools of
+   *  removed channels closed once idle; returns the old runtime. */
+  function swapIn(): Runtime {
     const old = current;
     current = buildRuntime(file, shared, old);
     metrics.setNames(metricNames(current.config));
     tellEnabled(current, observer);
     void old.router.retire(current.router.entries);
+    return old;
+  }
+  function rebuild(): void {
+    swapIn();
   }
   const stopHearingChannels = shared.channels.listen(rebuild);
   // read now, not on the first request: with a store that answers at once (SQLite) the rebuild is
@@ -158,12 +181,13 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   // A reload here is told to the other instances, each of which reloads its own config source.
   let reloading = Promise.resolve<ReloadResult>({ ok: true });
   function reload(tellOthers = true): Promise<ReloadResult> {
-    reloading = reloading.then(() => swap(metrics, observer), () => swap(metrics, observer));
+    reloading = reloading.then(swap, swap);
     if (tellOthers) void reloading.then((result) => (result.ok ? state.publishReload() : undefined), () => {});
     return reloading;
   }
   const stopHearingReloads = state.onReload(() => void reload(false));
-  async function swap(m: Metrics, o: Observer): Promise<ReloadResult> {
+  async function swap(): Promise<ReloadResult> {
+    const o = observer;
     let next: Config;
     try {
       if (!deps.loadConfig) throw new ConfigError("reload", ["this gateway was started without a config file to reload"]);
@@ -180,14 +204,10 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       o.configReloaded(false, errors);
       return { ok: false, errors };
     }
-    const old = current;
     file = next;
     // channels first seen in this config get their records (and numbers) before it is served
     await shared.channels.sync(next).catch(() => {});
-    current = buildRuntime(next, shared, old);
-    m.setNames(metricNames(current.config));
-    tellEnabled(current, o);
-    void old.router.retire(current.router.entries);
+    const old = swapIn();
     const hidden = hiddenChannels(current);
     o.configReloaded(true, [...restartNeeded(old.config, next), ...hidden]);
     return hidden.length > 0 ? { ok: true, hidden } : { ok: true };
@@ -209,6 +229,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     drain: (timeoutMs) => shared.inflight.drain(timeoutMs, current.config.server.bodyTimeoutMs),
     close: () => (closing ??= close()),
     processError: (kind) => observer.processError(kind),
+    call: (kind, input) => current.calls[kind](input),
   };
 }
 

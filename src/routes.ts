@@ -4,6 +4,7 @@
 import { aiproxyError } from "./aiproxy/envelope.js";
 import { anthropicError } from "./dialects/anthropic/errors.js";
 import type { ErrorFormat } from "./http/errors.js";
+import type { Access } from "./auth/access.js";
 import type { Handlers } from "./runtime.js";
 
 export interface RouteDef {
@@ -19,6 +20,8 @@ export interface RouteDef {
   /** those of its paths FastGPT calls: their answers are FastGPT's (a model's reasoning also as
    *  `reasoning_content`, docs/fastgpt.md#reasoning) */
   fastgpt?: string[];
+  /** who may call it, checked once before its handler (src/auth/access.ts) */
+  access: Access;
   handler: keyof Handlers;
 }
 
@@ -27,40 +30,40 @@ const V1 = (path: string, ...more: string[]) => ({ paths: [`/v1${path}`, `/api/v
 /** aiproxy's paths take a trailing `/` or none (FastGPT calls `/api/channel/`) */
 const SLASH = (...paths: string[]) => paths.flatMap((p) => [p, `${p}/`]);
 /** FastGPT's AI Proxy API (docs/fastgpt.md#the-admin-api): aiproxy's envelope, one metrics label */
-const AIPROXY = { label: "aiproxy", errors: aiproxyError } as const;
+const AIPROXY = { label: "aiproxy", errors: aiproxyError, access: "admin" } as const;
 
 export const ROUTES: RouteDef[] = [
-  { method: "POST", ...V1("/chat/completions"), metered: true, handler: "chat" },
+  { method: "POST", ...V1("/chat/completions"), metered: true, access: "pipeline", handler: "chat" },
   // one label for both prefixes: dashboards select sluice_requests_total{route="embeddings"}
-  { method: "POST", ...V1("/embeddings"), label: "embeddings", metered: true, handler: "embeddings" },
+  { method: "POST", ...V1("/embeddings"), label: "embeddings", metered: true, access: "pipeline", handler: "embeddings" },
   // the dialects (docs/api.md#dialects): Anthropic's Messages, with its own error shape, and Responses
-  { method: "POST", ...V1("/messages"), label: "messages", metered: true, errors: anthropicError, handler: "messages" },
-  { method: "POST", ...V1("/messages/count_tokens"), label: "count_tokens", errors: anthropicError, handler: "countTokens" },
-  { method: "POST", ...V1("/responses"), label: "responses", metered: true, handler: "responses" },
-  { method: "GET", ...V1("/responses/:id"), label: "response_get", handler: "responseGet" },
-  { method: "DELETE", ...V1("/responses/:id"), label: "response_delete", handler: "responseDelete" },
+  { method: "POST", ...V1("/messages"), label: "messages", metered: true, errors: anthropicError, access: "pipeline", handler: "messages" },
+  { method: "POST", ...V1("/messages/count_tokens"), label: "count_tokens", errors: anthropicError, access: "pipeline", handler: "countTokens" },
+  { method: "POST", ...V1("/responses"), label: "responses", metered: true, access: "pipeline", handler: "responses" },
+  { method: "GET", ...V1("/responses/:id"), label: "response_get", access: "key", handler: "responseGet" },
+  { method: "DELETE", ...V1("/responses/:id"), label: "response_delete", access: "key", handler: "responseDelete" },
   // the rest of a model fleet (docs/fleet.md); Cohere's v2 clients post to /v2/rerank
-  { method: "POST", ...V1("/rerank", "/v2/rerank"), label: "rerank", metered: true, handler: "rerank" },
-  { method: "POST", ...V1("/audio/speech"), label: "speech", metered: true, handler: "speech" },
-  { method: "POST", ...V1("/audio/transcriptions"), label: "transcription", metered: true, handler: "transcription" },
-  { method: "POST", ...V1("/completions"), label: "completions", metered: true, handler: "completions" },
-  { method: "GET", ...V1("/models"), handler: "models" },
-  { method: "GET", ...V1("/models/:id"), handler: "model" },
-  { method: "GET", paths: ["/api/v1/usage"], handler: "usage" },
-  { method: "POST", paths: ["/api/share/init"], handler: "shareInit" },
-  { method: "POST", paths: ["/api/share/chats"], handler: "shareChats" },
-  { method: "POST", paths: ["/api/share/chat"], handler: "shareChat" },
-  { method: "GET", paths: ["/chat/share"], handler: "sharePage" },
-  { method: "GET", paths: ["/chat/share/window.js"], handler: "shareScript" },
+  { method: "POST", ...V1("/rerank", "/v2/rerank"), label: "rerank", metered: true, access: "pipeline", handler: "rerank" },
+  { method: "POST", ...V1("/audio/speech"), label: "speech", metered: true, access: "pipeline", handler: "speech" },
+  { method: "POST", ...V1("/audio/transcriptions"), label: "transcription", metered: true, access: "pipeline", handler: "transcription" },
+  { method: "POST", ...V1("/completions"), label: "completions", metered: true, access: "pipeline", handler: "completions" },
+  { method: "GET", ...V1("/models"), access: "key", handler: "models" },
+  { method: "GET", ...V1("/models/:id"), access: "key", handler: "model" },
+  { method: "GET", paths: ["/api/v1/usage"], access: "global", handler: "usage" },
+  { method: "POST", paths: ["/api/share/init"], access: "anyone", handler: "shareInit" },
+  { method: "POST", paths: ["/api/share/chats"], access: "anyone", handler: "shareChats" },
+  { method: "POST", paths: ["/api/share/chat"], access: "anyone", handler: "shareChat" },
+  { method: "GET", paths: ["/chat/share"], access: "anyone", handler: "sharePage" },
+  { method: "GET", paths: ["/chat/share/window.js"], access: "anyone", handler: "shareScript" },
   // the console (docs/console.md): a static page and its bundle; it calls the admin APIs above and below
-  { method: "GET", paths: ["/console", "/console/"], label: "console", handler: "consolePage" },
-  { method: "GET", paths: ["/console/console.js", "/console/console.css"], label: "console", handler: "consoleAsset" },
-  { method: "GET", paths: ["/api/admin/channels"], handler: "adminChannels" },
-  { method: "POST", paths: ["/api/admin/reload"], handler: "adminReload" },
-  { method: "DELETE", paths: ["/api/admin/channels/:name/override"], label: "/api/admin/channels/override", handler: "adminChannelOverride" },
-  { method: "POST", paths: ["/api/admin/keys"], handler: "adminKeyCreate" },
-  { method: "GET", paths: ["/api/admin/keys"], handler: "adminKeyList" },
-  { method: "DELETE", paths: ["/api/admin/keys/:name"], handler: "adminKeyRevoke" },
+  { method: "GET", paths: ["/console", "/console/"], label: "console", access: "anyone", handler: "consolePage" },
+  { method: "GET", paths: ["/console/console.js", "/console/console.css"], label: "console", access: "anyone", handler: "consoleAsset" },
+  { method: "GET", paths: ["/api/admin/channels"], access: "admin", handler: "adminChannels" },
+  { method: "POST", paths: ["/api/admin/reload"], access: "admin", handler: "adminReload" },
+  { method: "DELETE", paths: ["/api/admin/channels/:name/override"], label: "/api/admin/channels/override", access: "admin", handler: "adminChannelOverride" },
+  { method: "POST", paths: ["/api/admin/keys"], access: "admin", handler: "adminKeyCreate" },
+  { method: "GET", paths: ["/api/admin/keys"], access: "admin", handler: "adminKeyList" },
+  { method: "DELETE", paths: ["/api/admin/keys/:name"], access: "admin", handler: "adminKeyRevoke" },
   { method: "GET", paths: SLASH("/api/channels/all"), ...AIPROXY, handler: "aiproxyChannelsAll" },
   { method: "GET", paths: SLASH("/api/channels"), ...AIPROXY, handler: "aiproxyChannels" },
   { method: "GET", paths: SLASH("/api/channels/type_metas"), ...AIPROXY, handler: "aiproxyTypeMetas" },

@@ -5,10 +5,10 @@
 import type { H3Event } from "h3";
 import { createKeyRoutes } from "./admin/keys.js";
 import { createAdminRoutes, type ReloadResult } from "./admin/routes.js";
-import type { ChannelBook, EffectiveChannels } from "./aiproxy/channel-book.js";
+import type { ChannelBook, EffectiveChannels } from "./upstream/channel-book.js";
 import { createAiproxyRoutes } from "./aiproxy/routes.js";
 import type { CreatedKeys } from "./auth/created-keys.js";
-import { createKeyring } from "./auth/keys.js";
+import { createKeyring, type Keyring } from "./auth/keys.js";
 import { createCatalogRoutes } from "./catalog/routes.js";
 import { createDialectSpec } from "./chat/dialect-spec.js";
 import { createChatSpec } from "./chat/spec.js";
@@ -35,6 +35,10 @@ import { createAliases } from "./metered/models.js";
 import { createRedactor } from "./metered/body-redact.js";
 import { runMetered, type MeteredDeps } from "./metered/pipeline.js";
 import { runLocal } from "./metered/local.js";
+import { bodyTap } from "./metered/body-capture.js";
+import { callInMemory, type CallAnswer, type CallInput } from "./metered/memory-call.js";
+import type { Tap } from "./metered/taps.js";
+import type { ChannelLayer } from "./upstream/layers.js";
 import type { Quota } from "./metered/quota.js";
 import type { Observer } from "./observability/observer.js";
 import type { ShareAuth } from "./share/callbacks.js";
@@ -68,9 +72,18 @@ export interface Shared {
   clock: () => number;
   /** where channels may connect (docs/configuration.md#top-level `allowLinkLocalChannels`) */
   guard: AddressGuard;
+  /** told of every metered request at the pipeline's fixed points, before the body tap (docs/architecture.md#taps) */
+  taps?: readonly Tap[];
+  /** layers for every OpenAI-compatible channel, between the status layer and the gate (docs/architecture.md#channel-layers) */
+  layers?: readonly ChannelLayer[];
 }
 
 export type Handler = (event: H3Event) => Promise<Reply>;
+
+/** A metered kind called in the process, answered in memory (src/metered/memory-call.ts). */
+export type InMemoryCall = (input: CallInput) => Promise<CallAnswer>;
+/** The kinds a call in the process may be (a batch line's `url`). */
+export type CallKind = keyof ReturnType<typeof buildRuntime>["calls"];
 
 /** Every route handler of a runtime, by name (the route table in src/routes.ts names them): the
  *  names are those `buildRuntime` gives its handlers. */
@@ -83,6 +96,9 @@ export interface Runtime {
   channels: EffectiveChannels;
   router: ChannelRouter;
   handlers: Record<keyof Handlers, Handler>;
+  calls: Record<CallKind, InMemoryCall>;
+  /** the keys of this config (and those created through the API): the route table's access is judged with it */
+  keyring: Keyring;
   /** transcription uploads in flight: counted across reloads */
   uploads: UploadSlots;
 }
@@ -112,6 +128,7 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
     affinity: config.routing.affinity,
     spillLoad: config.routing.spillLoad,
     guard: shared.guard,
+    layers: shared.layers,
     prefix: config.routing.prefix,
     imbalance: config.routing.imbalance,
     prefixes: previous?.router.prefixes,
@@ -121,6 +138,12 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
   const body = { maxBytes: config.server.bodyLimitBytes, maxDepth: config.server.maxJsonDepth };
   // the dialects' own limit applies to them only, never to chat or the share routes (docs/configuration.md#server)
   const dialectBody = { ...body, maxBytes: config.server.dialectBodyLimitBytes ?? body.maxBytes };
+  const bodyLog = {
+    store: shared.store,
+    redact: createRedactor(configSecrets(config)),
+    maxBytes: config.server.bodyLog.maxBytes,
+    retentionMs: config.server.bodyLog.retentionHours * 3_600_000,
+  };
   const metered: MeteredDeps = {
     body,
     inflight: shared.inflight,
@@ -134,12 +157,7 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
     store: shared.store,
     state: shared.state,
     resolveShareLink: (shareId: unknown, now: number) => resolveShareLink(links, shareId, now),
-    bodyLog: {
-      store: shared.store,
-      redact: createRedactor(configSecrets(config)),
-      maxBytes: config.server.bodyLog.maxBytes,
-      retentionMs: config.server.bodyLog.retentionHours * 3_600_000,
-    },
+    taps: [...(shared.taps ?? []), bodyTap(bodyLog, config.apps)],
     timezone: config.server.timezone,
     clock: shared.clock,
   };
@@ -179,8 +197,9 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
   const share = createShareRoutes({ links, apps, store: shared.store, auth: shared.shareAuth, state: shared.state, server: config.server, page: config.server.sharePage });
   const countTokens = createCountTokensSpec({ models, aliases, serves, threads });
   // the share API's callers are named in its bodies: no key (docs/api.md#the-share-api)
+  const shareMetered = { ...metered, body: smallBody };
   const shareCall = (call: (event: H3Event, body: unknown) => Promise<unknown>) => async (event: H3Event) =>
-    jsonResponse(await runLocal(event, { ...metered, body: smallBody }, { what: "Share", credential: false, parse: ({ body }) => body, answer: ({ req }) => call(event, req) }));
+    jsonResponse(await runLocal(event, shareMetered, { what: "Share", credential: false, parse: ({ body }) => body, answer: ({ req }) => call(event, req) }));
   const catalog = createCatalogRoutes({ keyring, config, kinds, aliases, apps });
   const admin = createAdminRoutes({ keyring, router, reload: shared.reload, channels: shared.channels, configured: new Set(file.channels.map((c) => c.name)), rebuild: shared.rebuild });
   const keys = createKeyRoutes({ keyring, apps, keys: shared.keys, readJson });
@@ -207,6 +226,16 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
     channels,
     router,
     uploads,
+    keyring,
+    // the metered kinds called with no HTTP request (a batch line): answered in memory (docs/architecture.md#calls)
+    calls: {
+      chat: (input) => callInMemory(input, metered, chat),
+      embeddings: (input) => callInMemory(input, metered, embeddings),
+      completions: (input) => callInMemory(input, metered, completions),
+      responses: (input) => callInMemory(input, dialectMetered, responses),
+      messages: (input) => callInMemory(input, dialectMetered, messages),
+      rerank: (input) => callInMemory(input, metered, rerank),
+    } satisfies Record<string, InMemoryCall>,
     handlers: {
       chat: (e) => runMetered(e, metered, chat),
       embeddings: (e) => runMetered(e, metered, embeddings),

@@ -187,18 +187,25 @@ describe("an upload's bodies", () => {
 describe("a response's bodies once it is closed", () => {
   it("leave nothing of the capture on the response: its own write and end, no listener of ours", async () => {
     const { createServer, ServerResponse } = await import("node:http");
-    const { captureBodies } = await import("../src/metered/body-capture.js");
+    const { bodyTap } = await import("../src/metered/body-capture.js");
+    const { answerOut, teeAnswer } = await import("../src/http/answer-out.js");
     const saved: Array<{ request: string; response: string }> = [];
     const seen: Array<{ write: unknown; end: unknown; closeListeners: number; before: number }> = [];
     const server = createServer((req, res) => {
       const before = res.listenerCount("close");
-      const event = { runtime: { node: { req, res } }, req: { headers: new Headers({ authorization: `Bearer ${APP_KEY}` }) } };
+      const event = { runtime: { node: { req, res } }, req: { headers: new Headers({ authorization: `Bearer ${APP_KEY}` }) }, context: {} };
       const deps = { store: { saveBodies: async (b: { request: string; response: string }) => void saved.push(b) }, redact: createRedactor([]), maxBytes: 1024, retentionMs: 60_000 };
-      captureBodies(event as never, deps as never, "all", Buffer.from('{"q":1}'), { channel: "up", requestId: "r-1" } as never, Date.now());
+      // the body tap, as the pipeline runs it: opened, told who asks, then the answer written through the pipeline's writer
+      const request = { caller: { app: { logBodies: "all" } }, requestText: () => Buffer.from('{"q":1}'), inbound: { headers: event.req.headers }, facts: { channel: "up", requestId: "r-1" }, time: Date.now() };
+      const probe = bodyTap(deps as never, [{ logBodies: "all" }]).open(request as never)!;
+      probe.identified!(request as never);
+      teeAnswer(event as never, { written: (chunk) => probe.written!(chunk), closed: (status, type) => probe.answered!(status, type) });
       res.once("close", () => setImmediate(() => seen.push({ write: res.write, end: res.end, closeListeners: res.listenerCount("close"), before })));
       res.setHeader("content-type", "application/json");
-      res.write('{"a":');
-      res.end("2}");
+      const out = answerOut(event as never)!;
+      out.write('{"a":');
+      out.write("2}");
+      res.end();
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     try {

@@ -7,7 +7,7 @@ import { isUtf8 } from "node:buffer";
 import { isDeepStrictEqual } from "node:util";
 import { describe, expect, it } from "vitest";
 import { parseLarge } from "../src/http/body.js";
-import { LONG_TEXT } from "../src/http/raw-text.js";
+import { LONG_TEXT } from "../src/json/raw-text.js";
 import { JsonScanner, TOO_DEEP, skipSpace } from "../src/json/scan.js";
 import { seeded } from "./support/text-corpus.js";
 

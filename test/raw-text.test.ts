@@ -1,10 +1,10 @@
-// Large chat bodies with long contents kept as the client's bytes (src/http/raw-text.ts): what the
+// Large chat bodies with long contents kept as the client's bytes (src/json/raw-text.ts): what the
 // scan gives is what JSON.parse gives, byte lengths are exact, the model gets the same JSON, and
 // every malformed body still ends in the whole parse's error.
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { parseLarge, parseScanned } from "../src/http/body.js";
 import { GatewayError } from "../src/http/errors.js";
-import { LARGE_BODY, LONG_TEXT, RawText, jsonBody, releaseRawTexts } from "../src/http/raw-text.js";
+import { LARGE_BODY, LONG_TEXT, RawText, jsonBody, releaseRawTexts } from "../src/json/raw-text.js";
 import { ECHO_MAX_CHARS } from "../src/demo/echo-channel.js";
 import { boundMessage } from "../src/tokens/counter.js";
 import { chat, coreConfig, userMessage } from "./support/core-config.js";

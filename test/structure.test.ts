@@ -129,7 +129,7 @@ describe("the structure of src/", () => {
     expect(lines("embeddings/spec.ts")).toBeLessThan(100);
     // one pipeline: nothing else reads a body, admits a budget and walks the channels
     const pipelines = [...graph.keys()].filter((f) => /quota\.admit\(/.test(readFileSync(f, "utf8")) && /withFailover\(/.test(readFileSync(f, "utf8")));
-    expect(pipelines.map((f) => relative(SRC, f))).toEqual(["metered/pipeline.ts"]);
+    expect(pipelines.map((f) => relative(SRC, f))).toEqual(["metered/request.ts"]);
   });
 
   it("has the pipeline settle, never a kind: no meter.settle( outside src/metered/", () => {
@@ -144,5 +144,47 @@ describe("the structure of src/", () => {
       .filter((f) => KINDS.has(relative(SRC, f).split("/")[0]!) && /url\.pathname|"\/api\/v1\//.test(readFileSync(f, "utf8")))
       .map((f) => relative(SRC, f));
     expect(reading).toEqual([]);
+  });
+
+  it("has upstream/ and http/ import no request kind", () => {
+    const importing = [...graph].flatMap(([file, targets]) => {
+      const from = relative(SRC, file).split("/")[0]!;
+      if (from !== "upstream" && from !== "http") return [];
+      return targets.filter((t) => KINDS.has(relative(SRC, t).split("/")[0]!)).map((t) => `${relative(SRC, file)} → ${relative(SRC, t)}`);
+    });
+    expect(importing).toEqual([]);
+  });
+
+  it("has aiproxy/ (FastGPT's AI Proxy API) imported only by the route table and the runtime that builds its handlers", () => {
+    // before: the channel book lived in aiproxy/ and gateway.ts and admin/routes.ts imported it
+    const importers = new Set<string>();
+    for (const [file, targets] of graph) {
+      const from = relative(SRC, file);
+      if (from.startsWith("aiproxy/")) continue;
+      if (targets.some((t) => relative(SRC, t).startsWith("aiproxy/"))) importers.add(from);
+    }
+    expect([...importers].sort()).toEqual(["routes.ts", "runtime.ts"]);
+  });
+
+  it("has no handler authenticate by itself: the route table's access (auth/access.ts) and the pipeline's first step do", () => {
+    // before: ~21 authenticate calls inside handlers (admin/, aiproxy/, catalog/, usage/, dialects/responses/)
+    const authenticating = [...graph.keys()]
+      .filter((f) => /keyring\.authenticate(Fresh)?\(/.test(readFileSync(f, "utf8")))
+      .map((f) => relative(SRC, f))
+      .filter((f) => !f.startsWith("auth/"));
+    expect(authenticating).toEqual(["metered/request.ts"]);
+  });
+
+  it("has no answer written by patching a response: no assignment to a response's write or end", () => {
+    const patching = [...graph.keys()].filter((f) => /\.(write|end) =[^=]/.test(readFileSync(f, "utf8"))).map((f) => relative(SRC, f));
+    expect(patching).toEqual([]);
+  });
+
+  it("keeps runMetered a numbered list of the request's steps, under 50 lines", () => {
+    const text = readFileSync(join(SRC, "metered/pipeline.ts"), "utf8").split("\n");
+    const start = text.findIndex((l) => l.startsWith("export async function runMetered"));
+    const end = text.findIndex((l, i) => i > start && l === "}");
+    expect(start).toBeGreaterThan(0);
+    expect(end - start + 1).toBeLessThanOrEqual(50);
   });
 });

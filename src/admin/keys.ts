@@ -9,7 +9,6 @@ import type { AppConfig } from "../config/schema.js";
 import { GatewayError, badRequest, notFound } from "../http/errors.js";
 import { jsonResponse } from "../http/json.js";
 import { parseBody } from "../http/validation.js";
-import { requireAdmin } from "./routes.js";
 
 /** Names go into URLs (DELETE /api/admin/keys/{name}) and metric-free logs: a plain, short set. */
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -47,11 +46,9 @@ export interface KeyRouteDeps {
 }
 
 export function createKeyRoutes(deps: KeyRouteDeps) {
-  const admin = (event: H3Event) => requireAdmin(deps.keyring.authenticate(event.req.headers.get("authorization")));
   const inConfig = (name: string) => deps.keyring.configured.some((k) => k.name === name);
 
   async function create(event: H3Event): Promise<Response> {
-    admin(event);
     const input = parseBody(newKeySchema, await deps.readJson(event));
     if (input.appId !== undefined && !deps.apps.has(input.appId)) {
       throw badRequest("invalid_request", `appId: unknown app ${quote(input.appId)}`, "appId");
@@ -68,7 +65,6 @@ export function createKeyRoutes(deps: KeyRouteDeps) {
   }
 
   async function list(event: H3Event): Promise<Response> {
-    admin(event);
     const [rows, used] = await Promise.all([deps.keys.list(), deps.keys.lastUsed()]);
     const lastUsedAt = (name: string) => isoTime(used.get(name) ?? null);
     const configured = deps.keyring.configured.map((k) => ({
@@ -97,7 +93,6 @@ export function createKeyRoutes(deps: KeyRouteDeps) {
   }
 
   async function revoke(event: H3Event): Promise<Response> {
-    admin(event);
     const name = pathName(event.context.params?.name);
     if (inConfig(name)) {
       throw new GatewayError(409, "key_in_config", `The key ${quote(name)} comes from config.json: remove it there and reload.`);

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { channelSchema, type ChannelConfig } from "../config/schema.js";
 import { invalid } from "./envelope.js";
 import { DEFAULT_BASE_URL, KEY_MASK, OPENAI_TYPE } from "./channel-view.js";
+import { describeIssue } from "../json/issues.js";
 
 const empty = <T extends z.ZodType>(value: T) => value.nullable().optional();
 const fixed = (value: unknown) => z.unknown().refine((v) => v === undefined || v === null || v === value, `Sluice keeps it at ${JSON.stringify(value)}`).optional();
@@ -43,8 +44,7 @@ export function readChannelBody(raw: unknown): ChannelBody {
   if (!isObject(raw)) throw invalid("the body must be a JSON object");
   const parsed = bodySchema.safeParse(raw);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw invalid(`${issue.path.join(".") || "body"}: ${issue.message}`);
+    throw invalid(describeIssue(parsed.error.issues[0]!, raw, { words: "schema", root: "body" }).text);
   }
   const body = parsed.data;
   if (body.type !== undefined && body.type !== OPENAI_TYPE)

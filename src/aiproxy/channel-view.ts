@@ -2,7 +2,7 @@
 // table and its server's zod schema read. A key is never answered: "********" says there is one.
 import type { ChannelConfig } from "../config/schema.js";
 import type { BreakerView } from "../cluster/types.js";
-import type { ChannelMeta } from "./channel-book.js";
+import type { ChannelMeta } from "../upstream/channel-book.js";
 
 /** aiproxy's type 1, OpenAI-compatible: the one protocol Sluice speaks to model servers. */
 export const OPENAI_TYPE = 1;

@@ -7,7 +7,7 @@ import type { Keyring } from "../auth/keys.js";
 import { timeZone, type ChannelConfig } from "../config/schema.js";
 import { localTime, zonedTime } from "../time/periods.js";
 import type { MinuteUsage, Store } from "../store/types.js";
-import { invalid, ok, requireAdminKey } from "./envelope.js";
+import { invalid, ok } from "./envelope.js";
 import { param, timestampParam, wholeParam } from "./query.js";
 
 const TIMESPANS = ["minute", "hour", "day", "month"] as const;
@@ -45,7 +45,6 @@ interface Item {
 export function createDashboard(deps: DashboardDeps) {
   const idOfName = new Map(deps.channels.map((c) => [c.name, c.id ?? 0]));
   return async function dashboard(event: H3Event): Promise<Response> {
-    requireAdminKey(deps.keyring, event);
     const q = new URL(event.req.url).searchParams;
     const timespan = (param(q, "timespan") ?? "hour") as Timespan;
     if (!TIMESPANS.includes(timespan)) throw invalid("timespan: expected minute, hour, day or month");

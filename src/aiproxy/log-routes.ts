@@ -4,7 +4,7 @@ import type { H3Event } from "h3";
 import type { Keyring } from "../auth/keys.js";
 import type { ChannelConfig } from "../config/schema.js";
 import type { Store, UsageRecord, UsageSearch } from "../store/types.js";
-import { invalid, ok, recordNotFound, requireAdminKey } from "./envelope.js";
+import { invalid, ok, recordNotFound } from "./envelope.js";
 import { param, timestampParam, wholeParam, type Query } from "./query.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -61,7 +61,6 @@ export function createLogRoutes(deps: LogRouteDeps) {
 
   return {
     async search(event: H3Event): Promise<Response> {
-      requireAdminKey(deps.keyring, event);
       const q = new URL(event.req.url).searchParams;
       const { rows, total } = await deps.store.searchUsage(searchOf(q, deps.channels, Date.now()));
       return ok({ logs: rows.map(logOf), total });
@@ -69,7 +68,6 @@ export function createLogRoutes(deps: LogRouteDeps) {
     /** A log's bodies; none kept (the app keeps none, not an error under "errors", expired): 404,
      *  and FastGPT shows the row alone. */
     async detail(event: H3Event): Promise<Response> {
-      requireAdminKey(deps.keyring, event);
       const id = Number(event.context.params?.id);
       if (!Number.isInteger(id) || id <= 0) throw invalid("id: expected a positive integer log id");
       const bodies = await deps.store.getBodies(id, Date.now());

@@ -8,7 +8,7 @@
 // then broken off, so the client sees the audio is incomplete). A client that leaves once the model
 // answered is billed every character (the model made the audio, or is making it); a cut on the
 // model's or the gateway's side, for what was sent.
-import type { ServerResponse } from "node:http";
+import type { AnswerOut } from "../http/answer-out.js";
 import type { AudioSpeechModelConfig } from "../config/schema.js";
 import type { AnswerSink } from "../stream/pump.js";
 import { appAllowsListed, resolveModel, type Aliases } from "../metered/models.js";
@@ -79,7 +79,7 @@ class AudioSink implements AnswerSink {
   sent = 0;
 
   constructor(
-    private readonly res: ServerResponse,
+    private readonly res: AnswerOut,
     private readonly onFirstBytes: () => void,
   ) {}
 

@@ -3,6 +3,7 @@
 // chat models that also serve /v1/completions say `completions: true`), then the aliases the key may
 // use (`sluice_alias_of`: the model it stands for). Any valid key may ask; an app key sees what its
 // app may use (docs/fleet.md#apps), a global or admin key everything.
+import { routeKey } from "../auth/access.js";
 import type { H3Event } from "h3";
 import type { KeyIdentity, Keyring } from "../auth/keys.js";
 import { fleetModels, type FleetConfig, type ModelKind } from "../config/fleet.js";
@@ -39,7 +40,6 @@ export function createCatalogRoutes(deps: CatalogDeps) {
   const completions = new Set(config.llmModels.filter((m) => m.completions).map((m) => m.model));
   for (const m of Object.values(fleetModels(config)).flat()) names.set(m.model, m.name);
 
-  const authenticate = (event: H3Event) => deps.keyring.authenticate(event.req.headers.get("authorization"));
   const modelObject = (model: string, id = model): ModelObject => ({
     id,
     object: "model",
@@ -65,7 +65,7 @@ export function createCatalogRoutes(deps: CatalogDeps) {
   }
 
   async function models(event: H3Event): Promise<Response> {
-    const may = allows(authenticate(event));
+    const may = allows(routeKey(event));
     const data = [...deps.kinds.keys()].filter(may).map((m) => modelObject(m));
     for (const alias of deps.aliases.names) {
       const target = deps.aliases.resolve(alias);
@@ -75,7 +75,7 @@ export function createCatalogRoutes(deps: CatalogDeps) {
   }
 
   async function model(event: H3Event): Promise<Response> {
-    const may = allows(authenticate(event));
+    const may = allows(routeKey(event));
     const id = decodeURIComponent(event.context.params?.id ?? "");
     // no model has a longer name: not looked up
     const target = id.length > MAX_MODEL_NAME ? undefined : deps.kinds.has(id) ? id : deps.aliases.resolve(id);

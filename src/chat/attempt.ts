@@ -3,7 +3,7 @@
 // (its JSON checked). Reading a whole answer is part of the attempt: a connection lost mid-body
 // fails over like a refused one.
 import type { SseAnswer } from "../stream/answer.js";
-import { jsonBody } from "../http/raw-text.js";
+import { jsonBody } from "../json/raw-text.js";
 import { readJsonReply, contentTypeOf } from "../upstream/read.js";
 import type { ChannelClient } from "../upstream/types.js";
 import type { Usage } from "../stream/chunk.js";

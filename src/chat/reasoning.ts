@@ -4,7 +4,6 @@
 // an admin key (its AI Proxy token) — a `reasoning` from the model also arrives as
 // `reasoning_content`, whole and streamed. A stream's bytes are searched, not parsed: a region
 // without the key passes untouched.
-import { onFastgptRoute } from "../http/route-flags.js";
 import type { CompletionJson } from "./attempt.js";
 import type { ChatCall } from "./plan.js";
 
@@ -16,7 +15,7 @@ const CONTENT_KEY = Buffer.from('"reasoning_content"');
 
 /** Is this call's answer read by FastGPT? Its route says so (src/routes.ts), not its URL. */
 export function readsReasoningContent(call: ChatCall): boolean {
-  return onFastgptRoute(call.event) || call.caller.share !== undefined || call.caller.key?.kind === "admin";
+  return call.inbound.fastgpt || call.caller.share !== undefined || call.caller.key?.kind === "admin";
 }
 
 /** SSE bytes with each `reasoning` also given as `reasoning_content` (a region that has one already stays). */

@@ -1,7 +1,7 @@
 // The chat completions request body: OpenAI's fields plus FastGPT's chatId/detail/variables and the
 // share-link fields. Unknown OpenAI fields (top_p, stop, tools, …) pass through untouched.
 import { z } from "zod";
-import { RawText } from "../http/raw-text.js";
+import { RawText } from "../json/raw-text.js";
 import { listOf, modelName, parseBody, stopStrings } from "../http/validation.js";
 
 // What one request may hold (docs/api.md#request-bounds): OpenAI's own bounds where it has them
@@ -27,7 +27,7 @@ const contentPart = z.discriminatedUnion("type", [textPart, imagePart, otherPart
 
 const messageSchema = z.looseObject({
   role: z.enum(["system", "developer", "user", "assistant", "tool", "function"]),
-  // a long content of a large body may still be the client's bytes (src/http/raw-text.ts)
+  // a long content of a large body may still be the client's bytes (src/json/raw-text.ts)
   content: z.union([z.string(), z.custom<RawText>((v) => v instanceof RawText), listOf(contentPart, MAX_PARTS), z.null()]),
 });
 

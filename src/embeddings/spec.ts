@@ -2,8 +2,7 @@
 // an app key's request for vectors of one of its vector models. The answer is the upstream's bytes
 // with `usage` forced (./answer.ts): its vectors are never parsed.
 import type { VectorModelConfig } from "../config/schema.js";
-import { jsonBody } from "../http/raw-text.js";
-import { sendJsonParts } from "../http/json.js";
+import { jsonBody } from "../json/raw-text.js";
 import type { Caller } from "../metered/caller.js";
 import { appAllowsTool, resolveModel, type Aliases } from "../metered/models.js";
 import { budgeted, type WorstCase } from "../metered/quota.js";
@@ -49,10 +48,10 @@ export function createEmbeddingsSpec(deps: EmbeddingsSpecDeps): MeteredSpec<Embe
       if (!answer) throw badUpstreamReply(model.model);
       return answer;
     },
-    async respond(answer, plan, { event, model }) {
+    async respond(answer, plan, { inbound, model }) {
       // tokens: the upstream's usage, else counted
       const inputTokens = answer.promptTokens ?? (await plan.tokens());
-      return { used: { inputTokens, points: computePoints(model, inputTokens, 0) }, reply: () => sendJsonParts(event, withUsage(answer, inputTokens, model.model)) };
+      return { used: { inputTokens, points: computePoints(model, inputTokens, 0) }, reply: () => inbound.jsonParts(withUsage(answer, inputTokens, model.model)) };
     },
   };
 }

@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import type { H3Event } from "h3";
 import type { Observer, RequestRecord } from "../observability/observer.js";
 import { shuttingDown } from "./cancel.js";
+import { isTeed, writeThrough } from "./answer-out.js";
 import { applyCors } from "./cors.js";
 import { errorResponse, openAIError, toGatewayError, type ErrorFormat } from "./errors.js";
 import { factsOf, type RequestFacts } from "./facts.js";
@@ -44,6 +45,8 @@ export function createRouteWrapper(observer: Observer, inflight: Inflight, cors:
         inflight.leave();
       }
       if (result instanceof Response && !nodeResponse(event)) result.headers.set("x-request-id", requestId);
+      // an answer a tap reads (body logging) is written through its writer, errors too
+      if (isTeed(event)) result = await writeThrough(event, result);
       observer.requestFinished(recordOf(facts, requestId, route, event.req.method, statusOf(event, result), performance.now() - started, internalError));
       return result;
     };

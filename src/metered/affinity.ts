@@ -5,7 +5,7 @@
 // prompt + first user turn, its first 64 KiB) — as a digest: the key is never kept, logged or sent
 // in clear, and each kind of signal hashes apart from the others.
 import { createHash } from "node:crypto";
-import { RawText } from "../http/raw-text.js";
+import { RawText } from "../json/raw-text.js";
 import type { Caller } from "./caller.js";
 
 /** 64 KiB of the prompt's start, counted in UTF-16 units (docs/routing.md#affinity-key) */

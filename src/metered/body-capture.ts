@@ -1,16 +1,13 @@
 // The bodies FastGPT's log detail shows (docs/fastgpt.md#bodies), for the apps that keep them
 // (`apps[].logBodies`): the request as received — its bytes, not its parse written out again — and
-// the answer as sent — its bytes teed from the response as they are written, whole or streamed,
-// errors too —, each read up to a bound, redacted (body-redact.ts), cut to
+// the answer as sent — its bytes as the pipeline's writer writes them (a tap, ./taps.ts), whole or
+// streamed, errors too —, each read up to a bound, redacted (body-redact.ts), cut to
 // `server.bodyLog.maxBytes`, and stored once the answer is over, off the request's path. They go to
 // the store only: never to the request log, metrics or the usage API.
 import { randomUUID } from "node:crypto";
-import type { ServerResponse } from "node:http";
-import type { H3Event } from "h3";
-import type { RequestFacts } from "../http/facts.js";
-import { nodeResponse } from "../http/node.js";
 import type { Store } from "../store/types.js";
 import { cut, type BodyKind, type Redactor } from "./body-redact.js";
+import type { MeteredRequest, Probe, Tap } from "./taps.js";
 
 export interface BodyLogDeps {
   store: Pick<Store, "saveBodies">;
@@ -27,29 +24,64 @@ const KEY_HEADERS = ["authorization", "proxy-authorization", "x-api-key", "api-k
 /** blanks and quotes: where a key in text or in JSON ends */
 const WORD_ENDS = new Set([0x20, 0x09, 0x0a, 0x0d, 0x22, 0x27]);
 
-/** Starts teeing the answer of a request whose app keeps bodies (`mode` errors or all). `request`:
- *  the body's bytes as read, or what the kind says an upload was. Returns the key the bodies will be
- *  stored by, for the usage row: an id made here — the client's x-request-id may be any other
- *  call's too (docs/fastgpt.md#bodies). */
-export function captureBodies(event: H3Event, deps: BodyLogDeps, mode: "errors" | "all", request: Buffer | string, facts: RequestFacts, time: number): string | undefined {
-  const res = nodeResponse(event);
-  if (!res) return undefined;
-  const key = randomUUID();
-  const bound = deps.maxBytes * READ_BEYOND;
-  // the request's head only, decoded now: the whole body is not held until the answer is over
-  const requestOver = typeof request !== "string" && request.length > bound;
-  const requestText = typeof request === "string" ? request : request.toString("utf8", 0, requestOver ? bound : request.length);
-  const keys = callerKeys(event.req.headers);
-  const answer = new Tee(res, bound);
-  // "close" comes once, whether the answer ended or the client left
-  res.once("close", () => {
-    const type = String(res.getHeader("content-type") ?? "");
+/** The body tap: for a request whose app keeps bodies (`logBodies` errors or all), the request as
+ *  received and the answer as written, stored once the answer is over under a key made here (the
+ *  usage row names it) — the client's x-request-id may be any other call's too (docs/fastgpt.md#bodies).
+ *  Sits out every request when no app keeps bodies. */
+export function bodyTap(deps: BodyLogDeps, apps: Iterable<{ logBodies: "off" | "errors" | "all" }>): Tap {
+  const any = [...apps].some((a) => a.logBodies !== "off");
+  return { open: () => (any ? new BodyProbe(deps) : undefined) };
+}
+
+class BodyProbe implements Probe {
+  #request: MeteredRequest | undefined;
+  #mode: "errors" | "all" = "all";
+  #requestText = "";
+  #requestOver = false;
+  #keys: string[] = [];
+  #answer: Keeper | undefined;
+  #key = "";
+
+  constructor(private readonly deps: BodyLogDeps) {}
+
+  identified(request: MeteredRequest): boolean {
+    const mode = request.caller.app.logBodies;
+    if (mode === "off") return false;
+    this.#request = request;
+    this.#mode = mode;
+    const bound = this.deps.maxBytes * READ_BEYOND;
+    // the request's head only, decoded now: the whole body is not held until the answer is over
+    const text = request.requestText();
+    this.#requestOver = typeof text !== "string" && text.length > bound;
+    this.#requestText = typeof text === "string" ? text : text.toString("utf8", 0, this.#requestOver ? bound : text.length);
+    this.#keys = callerKeys(request.inbound.headers);
+    this.#answer = new Keeper(bound);
+    this.#key = request.bodiesKey = randomUUID();
+    return true;
+  }
+
+  written(chunk: string | Buffer): void {
+    this.#answer?.keep(chunk);
+  }
+
+  answered(status: number, type: string): void {
+    const answer = this.#answer;
+    const request = this.#request;
+    if (!answer || !request) return;
     const kind = kindOf(type);
     const response = kind ? answer.text() : `<${answer.bytes} bytes ${type || "unknown"}>`;
     const over = answer.over;
-    answer.detach();
+    this.#answer = undefined;
     // only a request that reached a model server has a usage row to show the bodies with
-    if (!facts.channel || (mode === "errors" && res.statusCode === 200)) return;
+    if (!request.facts.channel || (this.#mode === "errors" && status === 200)) return;
+    const { deps } = this;
+    const keys = this.#keys;
+    const requestText = this.#requestText;
+    const requestOver = this.#requestOver;
+    const { time } = request;
+    const key = this.#key;
+    this.#requestText = "";
+    this.#keys = [];
     // redacted once the rest of the answer's end is done: nothing of the request waits for it
     setImmediate(() => {
       try {
@@ -62,8 +94,7 @@ export function captureBodies(event: H3Event, deps: BodyLogDeps, mode: "errors" 
         // a body redaction could not read is not kept (never a request's failure, nor the process's)
       }
     });
-  });
-  return key;
+  }
 }
 
 /** The keys a request was sent with, in any of the headers keys come in: a header's value, and
@@ -104,30 +135,16 @@ function withoutLastWord(text: string): string {
   return text.slice(0, end);
 }
 
-/** Keeps the first `limit` bytes written to the response: a string as it is (a whole JSON answer
- *  usually is one, encoded once, by the socket), bytes as they are. Detached once the response is
- *  closed: nothing of the request stays reachable from the response (an object V8 may have moved to
- *  the old generation, where it keeps what it points to until a full collection:
- *  docs/performance.md#large-bodies-and-the-old-generation). */
-class Tee {
+/** Keeps the first `limit` bytes of an answer: a string as it is (a whole JSON answer usually is
+ *  one), bytes as they are. Let go once the answer is over: nothing of the request stays reachable
+ *  (docs/performance.md#large-bodies-and-the-old-generation). */
+class Keeper {
   #chunks: Array<Buffer | string> = [];
   #kept = 0;
   /** every byte written, kept or not */
   bytes = 0;
-  readonly #res: ServerResponse;
-  readonly #write: ServerResponse["write"];
-  readonly #end: ServerResponse["end"];
 
-  constructor(
-    res: ServerResponse,
-    private readonly limit: number,
-  ) {
-    this.#res = res;
-    const write = (this.#write = res.write);
-    const end = (this.#end = res.end);
-    res.write = ((...args: unknown[]) => (this.#keep(args[0], args[1]), (write as (...a: unknown[]) => boolean).apply(res, args))) as ServerResponse["write"];
-    res.end = ((...args: unknown[]) => (this.#keep(args[0], args[1]), (end as (...a: unknown[]) => ServerResponse).apply(res, args))) as ServerResponse["end"];
-  }
+  constructor(private readonly limit: number) {}
 
   /** whether more was written than kept */
   get over(): boolean {
@@ -137,20 +154,11 @@ class Tee {
   /** What was kept, decoded: bytes joined before they are decoded (a character may be split between two writes). */
   text(): string {
     const chunks = this.#chunks;
+    this.#chunks = [];
     return chunks.length === 1 ? chunks[0]!.toString() : Buffer.concat(chunks.map((c) => (typeof c === "string" ? Buffer.from(c) : c))).toString("utf8");
   }
 
-  /** The response's own write and end back, and what was kept let go. */
-  detach(): void {
-    this.#res.write = this.#write;
-    this.#res.end = this.#end;
-    this.#chunks = [];
-  }
-
-  #keep(chunk: unknown, encoding?: unknown): void {
-    if (chunk === undefined || chunk === null || typeof chunk === "function") return;
-    const utf8 = typeof chunk === "string" && (typeof encoding !== "string" || /^utf-?8$/i.test(encoding));
-    const part = utf8 ? chunk : Buffer.isBuffer(chunk) ? chunk : typeof chunk === "string" ? Buffer.from(chunk, encoding as BufferEncoding) : Buffer.from(chunk as Uint8Array);
+  keep(part: string | Buffer): void {
     const length = typeof part === "string" ? Buffer.byteLength(part) : part.length;
     this.bytes += length;
     if (this.#kept >= this.limit) return;

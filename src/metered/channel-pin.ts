@@ -2,7 +2,6 @@
 // number, in `Aiproxy-Channel` (docs/fastgpt.md#model-calls): an admin key's call goes to that
 // channel alone — no failover, also when it is disabled or its breaker is open. Any other key may
 // not choose a channel.
-import type { H3Event } from "h3";
 import { GatewayError } from "../http/errors.js";
 import type { ChannelEntry, ChannelRouter } from "../upstream/router.js";
 import type { Caller } from "./caller.js";
@@ -10,8 +9,8 @@ import type { Caller } from "./caller.js";
 export const CHANNEL_PIN_HEADER = "aiproxy-channel";
 
 /** The channel the request pins, or undefined when it pins none. */
-export function pinnedChannel(event: H3Event, caller: Caller, router: ChannelRouter, model: string): ChannelEntry | undefined {
-  const raw = event.req.headers.get(CHANNEL_PIN_HEADER);
+export function pinnedChannel(headers: Headers, caller: Caller, router: ChannelRouter, model: string): ChannelEntry | undefined {
+  const raw = headers.get(CHANNEL_PIN_HEADER);
   if (raw === null || raw.trim() === "") return undefined;
   if (caller.key?.kind !== "admin") throw new GatewayError(403, "channel_pin_forbidden", "Only an admin key may choose a channel (Aiproxy-Channel).");
   const id = Number(raw.trim());

@@ -1,17 +1,15 @@
 // The pipeline's unmetered mode (docs/architecture.md#pipeline): a route answered by the gateway
-// itself — count_tokens, the share API — runs the pipeline's first steps: the key (where the route
-// takes one), the body read under the request's Cancel (a client hanging up mid-body is 499
-// client_closed; a drain cuts a body still arriving), the caller and the cheap refusals; then the
-// route's own answer. Nothing is held, no channel called, no usage row written.
+// itself — count_tokens, the share API — runs the pipeline's first steps (./request.ts): the key
+// (where the route takes one), the body read under the request's Cancel (a client hanging up
+// mid-body is 499 client_closed; a drain cuts a body still arriving), the caller and the cheap
+// refusals; then the route's own answer. Nothing is held, no channel called, no usage row written.
 import type { H3Event } from "h3";
-import { missingApiKey } from "../auth/keys.js";
-import { factsOf } from "../http/facts.js";
-import { trackRequest } from "../http/inflight.js";
-import { releaseRawTexts } from "../http/raw-text.js";
 import type { Cancel } from "../http/cancel.js";
-import { identifyCaller, type Caller } from "./caller.js";
-import { readBody, type MeteredDeps } from "./pipeline.js";
-import { requestParts, type RequestParts } from "./spec.js";
+import type { Caller } from "./caller.js";
+import { HttpInbound } from "./http-inbound.js";
+import type { MeteredDeps } from "./deps.js";
+import { MeteredRequest } from "./request.js";
+import type { MeteredSpec, RequestParts } from "./spec.js";
 
 export interface LocalCall<Req> {
   event: H3Event;
@@ -34,29 +32,45 @@ export interface LocalSpec<Req, Out> {
 
 export type LocalDeps = Pick<MeteredDeps, "keyring" | "apps" | "resolveShareLink" | "body" | "inflight" | "quota" | "timezone" | "clock">;
 
+const NONE = () => null;
+
+type Steps = Pick<MeteredSpec<unknown, { model: string }, never, never>, "what" | "credential" | "rawTexts" | "share" | "parse" | "model" | "prepare" | "attempt" | "respond">;
+/** what each local route is to the request's first steps, made once per route */
+const stepsOf = new WeakMap<object, Steps>();
+
+function steps<Req, Out>(spec: LocalSpec<Req, Out>): Steps {
+  let made = stepsOf.get(spec);
+  if (made) return made;
+  const never = () => {
+    throw new Error("a local route runs the first steps only");
+  };
+  // a route that takes no key is open as a share-link kind is: no key, no refusal
+  made = {
+    what: spec.what,
+    credential: spec.credential === false ? NONE : spec.credential,
+    rawTexts: spec.rawTexts,
+    share: spec.credential === false ? () => ({}) : undefined,
+    parse: never,
+    model: never,
+    prepare: never,
+    attempt: never,
+    respond: never,
+  };
+  stepsOf.set(spec, made);
+  return made;
+}
+
 export async function runLocal<Req, Out>(event: H3Event, deps: LocalDeps, spec: LocalSpec<Req, Out>): Promise<Out> {
-  const time = deps.clock();
-  const facts = factsOf(event);
-  // 1. The key, before the body is read.
-  const credential = spec.credential === false ? undefined : (spec.credential ?? ((h: Headers) => h.get("authorization")))(event.req.headers);
-  const key = credential ? await deps.keyring.authenticateFresh(credential) : undefined;
-  if (!key && spec.credential !== false) throw missingApiKey();
-  const { cancel, untrack } = trackRequest(event, deps.inflight);
-  let body: unknown;
+  const r = new MeteredRequest(new HttpInbound(event), deps as MeteredDeps, steps(spec));
   try {
-    // 2. The body, read under the request's Cancel, and validated.
-    body = await readBody(event, deps, spec, cancel);
-    const req = spec.parse(requestParts(event, body));
-    // 3–4. The caller and the cheap refusals (every QPM window counts the request).
-    let caller: Caller | undefined;
-    if (key) {
-      caller = identifyCaller(deps, key, {}, time, spec.what);
-      Object.assign(facts, { appId: caller.app.id, keyName: key.name });
-      await deps.quota.precheck(caller.limits, 0, time);
-    }
-    return await spec.answer({ event, req, caller, cancel });
+    // 1–2. The key, before the body is read; the body, read under the request's Cancel.
+    await r.authenticate();
+    await r.read(false);
+    // 3–4. The body validated; the caller and the cheap refusals (every QPM window counts the request).
+    const req = spec.parse(r.inbound.parts(r.body));
+    const caller = r.key ? await r.judge() : undefined;
+    return await spec.answer({ event, req, caller, cancel: r.cancel });
   } finally {
-    untrack();
-    if (spec.rawTexts) releaseRawTexts(body);
+    await r.over();
   }
 }

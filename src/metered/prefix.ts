@@ -6,7 +6,7 @@
 // (RawText) where it holds no escape. Parts stop once they hold MAX_PREFIX_BYTES (a length in UTF-16
 // units is at most the bytes it encodes to), and a string of another part's JSON is cut there: the
 // hash reads no further, so a 4 MB image, tool list or conversation costs no more than its start.
-import { RawText } from "../http/raw-text.js";
+import { RawText } from "../json/raw-text.js";
 import { MAX_PREFIX_BYTES, type PrefixParts } from "../upstream/prefix-index.js";
 import type { AffinitySignals } from "./affinity.js";
 

@@ -3,19 +3,20 @@
 // kind's sink (first token timed, backpressure, the channel's answer cap), settled for what was
 // generated whether it completed or was cut, then closed with the kind's closing events or ended
 // with its error event. No kind settles for itself: it says what its answer used.
-import type { H3Event } from "h3";
 import { cutFinishReason, type Cancel } from "../http/cancel.js";
 import { GatewayError, toGatewayError } from "../http/errors.js";
 import type { RequestFacts } from "../http/facts.js";
-import { nodeResponse, writeToNode, type Reply } from "../http/node.js";
+import type { AnswerOut } from "../http/answer-out.js";
+import type { Reply } from "../http/node.js";
 import { relayAnswer } from "../stream/pump.js";
 import { UpstreamError } from "../upstream/errors.js";
+import type { Inbound } from "./inbound.js";
 import type { Meter } from "./meter.js";
 import { isStreamed, type Streamed, type Whole } from "./spec.js";
 
 /** What the answer steps know of the request. */
 export interface Answering {
-  event: H3Event;
+  inbound: Inbound;
   meter: Meter;
   cancel: Cancel;
   facts: RequestFacts;
@@ -30,15 +31,16 @@ export async function answer(a: Answering, given: Whole | Streamed): Promise<Rep
     await a.meter.settle(given.used);
     return await given.reply();
   }
-  if (!nodeResponse(a.event)) throw new GatewayError(500, "stream_unsupported", "Streaming needs the Node server adapter.", { type: "server_error" });
-  return writeToNode(a.event, (res) => stream(a, given, res));
+  const written = a.inbound.stream((out) => stream(a, given, out));
+  if (!written) throw new GatewayError(500, "stream_unsupported", "Streaming needs the Node server adapter.", { type: "server_error" });
+  return written;
 }
 
 
 /** A streamed answer: its head, its body relayed, what it used settled (complete or cut), then its
  *  closing events — or, should it fail after the head, the kind's error event (unless the client is
  *  the one who left). Never throws: the head is out. */
-async function stream(a: Answering, s: Streamed, res: import("node:http").ServerResponse): Promise<void> {
+async function stream(a: Answering, s: Streamed, res: AnswerOut): Promise<void> {
   const { facts, cancel } = a;
   res.writeHead(200, s.headers); // x-request-id and CORS: set on the response by the route wrapper
   // 1. Relay until the answer is complete (or cut), timing its first content.

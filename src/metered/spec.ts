@@ -3,9 +3,9 @@
 // and its answer: whole, with what it used, or streamed, with its sink and events. Everything else —
 // keys, caller, admission, failover, deadlines, relaying a stream, settling, usage rows, the failure
 // path — is the pipeline's and the same for every kind.
-import type { ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import type { H3Event } from "h3";
+import type { AnswerOut } from "../http/answer-out.js";
 import type { BodyLimits } from "../http/body.js";
 import type { Cancel } from "../http/cancel.js";
 import type { GatewayError } from "../http/errors.js";
@@ -15,19 +15,13 @@ import type { AnswerSink } from "../stream/pump.js";
 import type { ChannelClient } from "../upstream/types.js";
 import type { AffinitySignals } from "./affinity.js";
 import type { Caller, ShareFields } from "./caller.js";
+import type { Inbound, RequestParts } from "./inbound.js";
+
+export type { RequestParts } from "./inbound.js";
 import type { Used } from "./meter.js";
 
 export type { Used } from "./meter.js";
 import type { Held, WorstCase } from "./quota.js";
-
-/** What a kind parses: the body (as its reader gave it), the path's parameters, the query and the
- *  headers — a kind whose model, stream flag or key is in the path or query needs no new step. */
-export interface RequestParts<Body = unknown> {
-  body: Body;
-  params: Readonly<Record<string, string>>;
-  query: URLSearchParams;
-  headers: Headers;
-}
 
 /** The parts of `event`'s request, with its body. */
 export function requestParts<Body>(event: H3Event, body: Body): RequestParts<Body> {
@@ -54,7 +48,8 @@ class EventParts<Body> implements RequestParts<Body> {
 
 /** What the pipeline knows of a request once its caller and model are known. */
 export interface Call<Req, Model> {
-  event: H3Event;
+  /** what the call reads of its request (an HTTP request, or a call in the process): ./inbound.ts */
+  inbound: Inbound;
   req: Req;
   caller: Caller;
   model: Model;
@@ -99,7 +94,7 @@ export interface Streamed {
   body: Readable;
   maxBytes: number;
   /** what relays the bytes to the client; `firstContent` is called as the answer's first content goes out */
-  sink(res: ServerResponse, firstContent: () => void): AnswerSink;
+  sink(res: AnswerOut, firstContent: () => void): AnswerSink;
   /** what the answer used, complete or `cut` */
   used(cut: Cut | undefined): Promise<Used>;
   /** the closing events of a complete answer, once it is settled */
@@ -126,7 +121,7 @@ export interface MeteredSpec<Req, Model extends { model: string }, Plan extends 
   release?(body: Body): void | Promise<void>;
   /** what the body read by `read` is in a log's detail (docs/fastgpt.md#bodies); absent: its JSON */
   logged?(body: Body): string;
-  /** long message contents of a large JSON body stay the client's bytes (src/http/raw-text.ts) */
+  /** long message contents of a large JSON body stay the client's bytes (src/json/raw-text.ts) */
   rawTexts?: boolean;
   /** the request validated (a 400 naming the field): its body, path parameters, query and headers */
   parse(request: RequestParts<Body>): Req;

@@ -37,47 +37,54 @@ export interface RequestRecord {
   internalError?: unknown;
 }
 
-/** What quotas by time report, for the dashboard (docs/operations.md#metrics). */
-export interface QuotaObserver {
-  /** A request settled `tokens` against the tokens per minute of a scope. */
-  tokensUsed(scopeKind: string, name: string, tokens: number, tpm: number): void;
-  /** A scope's current `period` has spent `spent` of its `limit` points (the store's count). */
-  periodSpent(scopeKind: string, name: string, period: string, spent: number, limit: number): void;
-}
-
-export interface Observer extends QuotaObserver {
-  requestStarted(route: string): void;
-  requestFinished(record: RequestRecord): void;
-  upstreamFinished(channel: string, model: string, outcome: UpstreamOutcome): void;
-  channelState(channel: string, up: boolean): void;
-  shareCallback(kind: ShareCallbackKind, outcome: ShareCallbackOutcome): void;
+/** Every event the gateway reports, each answered by nobody: the one list of events (adding one is
+ *  one edit here), and the Observer a listener that hears nothing is. A listener implements only
+ *  the events it needs (a `Listener`); combineObservers fans each event out to those that do. */
+export const silentObserver = {
+  requestStarted(_route: string): void {},
+  requestFinished(_record: RequestRecord): void {},
+  upstreamFinished(_channel: string, _model: string, _outcome: UpstreamOutcome): void {},
+  channelState(_channel: string, _up: boolean): void {},
+  shareCallback(_kind: ShareCallbackKind, _outcome: ShareCallbackOutcome): void {},
   /** one attempt on a channel (`sluice_upstream_attempts_total`, docs/operations.md#metrics) */
-  upstreamAttempt(channel: string, outcome: AttemptOutcome): void;
+  upstreamAttempt(_channel: string, _outcome: AttemptOutcome): void {},
   /** a request refused because a budget could not hold it */
-  budgetRefused(scopeKind: string): void;
+  budgetRefused(_scopeKind: string): void {},
   /** requests waiting for one of the channel's connections */
-  channelQueue(channel: string, depth: number): void;
+  channelQueue(_channel: string, _depth: number): void {},
   /** a call's wait in the channel's queue (0 when a slot was free), by the caller's configured priority */
-  queueWait(channel: string, priority: number, seconds: number): void;
+  queueWait(_channel: string, _priority: number, _seconds: number): void {},
   /** how a request's first channel was chosen (docs/routing.md) */
-  routeDecision(model: string, decision: RouteDecision): void;
+  routeDecision(_model: string, _decision: RouteDecision): void {},
   /** a channel's load as routing sees it (docs/routing.md#load) */
-  channelLoad(channel: string, load: number): void;
+  channelLoad(_channel: string, _load: number): void {},
   /** the share of a request's prefix its chosen channel held (docs/routing.md#prefix) */
-  prefixMatch(model: string, ratio: number): void;
+  prefixMatch(_model: string, _ratio: number): void {},
   /** the chunks a channel's prefix index holds */
-  prefixIndexEntries(channel: string, entries: number): void;
+  prefixIndexEntries(_channel: string, _entries: number): void {},
   /** prompt tokens the channel served from its prefix cache */
-  cachedTokens(channel: string, model: string, tokens: number): void;
+  cachedTokens(_channel: string, _model: string, _tokens: number): void {},
   /** a config reload: `notes` are the problems of a refused one, or what needs a restart */
-  configReloaded(ok: boolean, notes: string[]): void;
+  configReloaded(_ok: boolean, _notes: string[]): void {},
   /** an error that reached the process's last resort (the gateway carries on) */
-  processError(kind: ProcessErrorKind): void;
+  processError(_kind: ProcessErrorKind): void {},
   /** a channel write or status change through FastGPT's AI Proxy API (docs/fastgpt.md#channels) */
-  channelWrite(op: ChannelWriteOp, outcome: ChannelWriteOutcome): void;
+  channelWrite(_op: ChannelWriteOp, _outcome: ChannelWriteOutcome): void {},
   /** whether a channel is enabled, as its status says (docs/fastgpt.md#channels) */
-  channelEnabled(channel: string, enabled: boolean): void;
-}
+  channelEnabled(_channel: string, _enabled: boolean): void {},
+
+  /** what quotas by time report, for the dashboard (docs/operations.md#metrics): a request settled
+   *  `tokens` against the tokens per minute of a scope */
+  tokensUsed(_scopeKind: string, _name: string, _tokens: number, _tpm: number): void {},
+  /** a scope's current `period` has spent `spent` of its `limit` points (the store's count) */
+  periodSpent(_scopeKind: string, _name: string, _period: string, _spent: number, _limit: number): void {},
+};
+
+export type Observer = typeof silentObserver;
+/** What quotas by time report (docs/operations.md#metrics). */
+export type QuotaObserver = Pick<Observer, "tokensUsed" | "periodSpent">;
+/** A listener: the events it needs. */
+export type Listener = Partial<Observer>;
 
 /** What went wrong on an upstream attempt, as the metrics and the request log name it. */
 export type UpstreamOutcome =
@@ -102,51 +109,21 @@ export type RouteDecision = "prefix" | "pinned" | "spilled" | "least_loaded";
 export type AttemptOutcome = "ok" | "retried" | "timeout" | "rate_limited" | "error" | "circuit_open" | "queue_full";
 export type ProcessErrorKind = "uncaught_exception" | "unhandled_rejection";
 
-/** Fans each report out to several observers. */
-export function combineObservers(observers: Observer[]): Observer {
-  return {
-    requestStarted: (route) => observers.forEach((o) => o.requestStarted(route)),
-    requestFinished: (record) => observers.forEach((o) => o.requestFinished(record)),
-    upstreamFinished: (c, m, out) => observers.forEach((o) => o.upstreamFinished(c, m, out)),
-    channelState: (c, up) => observers.forEach((o) => o.channelState(c, up)),
-    shareCallback: (k, out) => observers.forEach((o) => o.shareCallback(k, out)),
-    upstreamAttempt: (c, out) => observers.forEach((o) => o.upstreamAttempt(c, out)),
-    budgetRefused: (kind) => observers.forEach((o) => o.budgetRefused(kind)),
-    channelQueue: (c, depth) => observers.forEach((o) => o.channelQueue(c, depth)),
-    queueWait: (c, p, s) => observers.forEach((o) => o.queueWait(c, p, s)),
-    routeDecision: (m, d) => observers.forEach((o) => o.routeDecision(m, d)),
-    channelLoad: (c, load) => observers.forEach((o) => o.channelLoad(c, load)),
-    prefixMatch: (m, r) => observers.forEach((o) => o.prefixMatch(m, r)),
-    prefixIndexEntries: (c, n) => observers.forEach((o) => o.prefixIndexEntries(c, n)),
-    cachedTokens: (c, m, n) => observers.forEach((o) => o.cachedTokens(c, m, n)),
-    configReloaded: (ok, notes) => observers.forEach((o) => o.configReloaded(ok, notes)),
-    processError: (kind) => observers.forEach((o) => o.processError(kind)),
-    channelWrite: (op, outcome) => observers.forEach((o) => o.channelWrite(op, outcome)),
-    channelEnabled: (c, enabled) => observers.forEach((o) => o.channelEnabled(c, enabled)),
-    tokensUsed: (k, n, used, tpm) => observers.forEach((o) => o.tokensUsed(k, n, used, tpm)),
-    periodSpent: (k, n, p, spent, limit) => observers.forEach((o) => o.periodSpent(k, n, p, spent, limit)),
-  };
-}
+type Event = (...args: never[]) => void;
 
-export const silentObserver: Observer = {
-  requestStarted() {},
-  requestFinished() {},
-  upstreamFinished() {},
-  channelState() {},
-  shareCallback() {},
-  upstreamAttempt() {},
-  budgetRefused() {},
-  channelQueue() {},
-  queueWait() {},
-  routeDecision() {},
-  channelLoad() {},
-  prefixMatch() {},
-  prefixIndexEntries() {},
-  cachedTokens() {},
-  configReloaded() {},
-  processError() {},
-  channelWrite() {},
-  channelEnabled() {},
-  tokensUsed() {},
-  periodSpent() {},
-};
+/** Fans each event out to the listeners that implement it (one that none implements does nothing). */
+export function combineObservers(listeners: Listener[]): Observer {
+  const combined: Record<string, Event> = { ...silentObserver };
+  for (const name of Object.keys(silentObserver) as Array<keyof Observer>) {
+    // a listener's silent events (spread from silentObserver) are not called
+    const hearing = listeners.filter((l) => typeof l[name] === "function" && l[name] !== silentObserver[name]);
+    if (hearing.length === 1) combined[name] = (hearing[0]![name] as Event).bind(hearing[0]);
+    else if (hearing.length > 1) {
+      const calls = hearing.map((l) => (l[name] as Event).bind(l));
+      combined[name] = (...args) => {
+        for (const call of calls) call(...args);
+      };
+    }
+  }
+  return combined as Observer;
+}

@@ -3,13 +3,14 @@
 // message content — so it is safe to ship to any log store.
 import type { Logger } from "pino";
 import { errorFields } from "./logger.js";
-import type { Observer, RequestRecord, ShareCallbackOutcome } from "./observer.js";
+import { silentObserver, type Observer, type RequestRecord, type ShareCallbackOutcome } from "./observer.js";
 
 const FAILED_CALLBACK: ShareCallbackOutcome[] = ["error", "retry", "dropped"];
 
 export function createRequestLog(logger: Logger): Observer {
+  // the events it logs; the others it does not hear (processError: src/main.ts logs it with its stack)
   return {
-    requestStarted() {},
+    ...silentObserver,
 
     requestFinished(r: RequestRecord) {
       const level = r.status >= 500 ? "error" : r.status >= 400 || r.pointsOverHold !== undefined ? "warn" : "info";
@@ -60,32 +61,15 @@ export function createRequestLog(logger: Logger): Observer {
       logger.debug({ channel, outcome }, "upstream attempt");
     },
 
-    budgetRefused() {},
-
-    channelQueue() {},
-    queueWait() {},
-    routeDecision() {},
-    channelLoad() {},
-    prefixMatch() {},
-    prefixIndexEntries() {},
-    cachedTokens() {},
-
     configReloaded(ok, notes) {
       if (!ok) logger.error({ problems: notes }, "config refused, the running one is kept");
       else if (notes.length > 0) logger.warn({ notes }, "config reloaded");
       else logger.info("config reloaded");
     },
 
-    // src/main.ts logs these itself, with the error's name and stack
-    processError() {},
-
     channelWrite(op, outcome) {
       if (outcome === "ok") logger.info({ op }, "channel written through the AI Proxy API");
     },
-
-    channelEnabled() {},
-    tokensUsed() {},
-    periodSpent() {},
   };
 }
 

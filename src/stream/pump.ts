@@ -1,7 +1,7 @@
 // Feeds an upstream's streamed answer to whatever relays it (docs/architecture.md#streams): each chunk
 // as it arrives, the upstream paused while the client is slow, the answer cut past the channel's
 // maxAnswerBytes, the pooled connection kept reusable once the answer is complete.
-import type { ServerResponse } from "node:http";
+import type { AnswerOut } from "../http/answer-out.js";
 import type { Readable } from "node:stream";
 import type { Cancel } from "../http/cancel.js";
 import { GatewayError } from "../http/errors.js";
@@ -27,7 +27,7 @@ export interface AnswerSink extends SseSink {
  * to be told: the client left, a deadline, shutdown, the upstream breaking off), or undefined when
  * it completed.
  */
-export async function relayAnswer(body: Readable, res: ServerResponse, sink: AnswerSink, maxBytes: number, cancel: Cancel, model: string): Promise<GatewayError | undefined> {
+export async function relayAnswer(body: Readable, res: AnswerOut, sink: AnswerSink, maxBytes: number, cancel: Cancel, model: string): Promise<GatewayError | undefined> {
   try {
     await pump(body, res, sink, maxBytes, model);
     sink.finish();
@@ -40,7 +40,7 @@ export async function relayAnswer(body: Readable, res: ServerResponse, sink: Ans
 }
 
 /** Feeds every chunk of `body` to the relay, pausing while the client is slow; resolves at the end. */
-export function pump(body: Readable, res: ServerResponse, relay: SseSink, maxBytes: number, model: string): Promise<void> {
+export function pump(body: Readable, res: AnswerOut, relay: SseSink, maxBytes: number, model: string): Promise<void> {
   return new Promise((resolve, reject) => new BodyPump(body, res, relay, maxBytes, model, resolve, reject).start());
 }
 
@@ -54,7 +54,7 @@ class BodyPump {
 
   constructor(
     private readonly body: Readable,
-    private readonly res: ServerResponse,
+    private readonly res: AnswerOut,
     private readonly relay: SseSink,
     private readonly maxBytes: number,
     private readonly model: string,

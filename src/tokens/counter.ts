@@ -18,7 +18,7 @@ export interface ChatMessage {
  *  type: what the model declares it may take (docs/configuration.md#llmmodels). A type not listed
  *  costs nothing. */
 export type PartCosts = Readonly<Record<string, number>>;
-import { RawText } from "../http/raw-text.js";
+import { RawText } from "../json/raw-text.js";
 
 export type { TokenizerName } from "./encodings.js";
 

@@ -8,8 +8,9 @@ import { attemptCut, mapTransportError, UpstreamError } from "./errors.js";
 import type { ChannelEntry, ChannelRouter } from "./router.js";
 import type { Ticket } from "./gate.js";
 import type { PrefixParts } from "./prefix-index.js";
-import { RouterHeadersClient, routerHeaders } from "./router-headers.js";
-import type { ChannelClient, PostRequest, UpstreamReply } from "./types.js";
+import { routerHeaders } from "./router-headers.js";
+import { Attempt, type AttemptTaps } from "./attempt.js";
+import type { ChannelClient } from "./types.js";
 
 /** Outcomes that say the channel, not the request, failed: the next channel may do better. A
  *  connection lost during an attempt (`stream_cut`) is one: nothing has reached the client yet. */
@@ -30,8 +31,9 @@ export interface AttemptOptions {
   caller: string;
   /** the one channel to try, whatever its status or breaker (FastGPT's Aiproxy-Channel, docs/fastgpt.md#model-calls) */
   pinned?: ChannelEntry;
-  /** called as each attempt starts: the channel now in use (for billing and logs) */
-  onAttempt: (entry: ChannelEntry) => void;
+  /** the request's: told the route decision, and each attempt as it begins (the channel now in use,
+   *  for billing and logs), waits in a queue and ends */
+  taps: AttemptTaps;
   /** the caller's place in a channel's queue: its priority and app (docs/routing.md#priority-and-fairness) */
   ticket?: Ticket;
 }
@@ -43,7 +45,7 @@ export async function withFailover<T>(
   req: AttemptOptions,
   call: (client: ChannelClient) => Promise<T>,
 ): Promise<{ result: T; entry: ChannelEntry; attempts: number }> {
-  const candidates = req.pinned ? [req.pinned] : router.candidates(req.model, req.affinity, req.prefix);
+  const candidates = req.pinned ? [req.pinned] : router.candidates(req.model, req.affinity, req.prefix, req.taps);
   let lastError: GatewayError | undefined;
   let attempts = 0;
   for (const entry of candidates) {
@@ -52,12 +54,15 @@ export async function withFailover<T>(
       observer.upstreamAttempt(entry.config.name, "circuit_open");
       continue;
     }
-    attempts++;
-    req.onAttempt(entry);
+    // a channel that is a router itself is told what it routes by (./router-headers.ts)
+    const headers = entry.config.upstreamRouter ? routerHeaders(req.affinity?.(), req.ticket) : undefined;
+    const attempt = new Attempt(entry, entry.client, req.ticket, ++attempts, req.taps, headers);
+    req.taps.begun(attempt);
     try {
-      const result = await call(clientFor(entry, req));
+      const result = await call(attempt);
       router.report(entry, true);
       observer.upstreamAttempt(entry.config.name, "ok");
+      req.taps.ended(attempt, "ok");
       return { result, entry, attempts };
     } catch (err) {
       const error = req.cancel.aborted ? attemptCut(req.cancel, req.model) : mapTransportError(err, req.model);
@@ -67,40 +72,13 @@ export async function withFailover<T>(
       else if (BREAKER_FAILURE.has(outcome)) router.report(entry, false, outcome, retryAfterMs(error));
       lastError = error;
       const next = FAIL_OVER.has(outcome) && !req.cancel.aborted && attempts < req.maxAttempts;
-      observer.upstreamAttempt(entry.config.name, next ? "retried" : attemptOutcome(outcome));
+      const told = next ? "retried" : attemptOutcome(outcome);
+      observer.upstreamAttempt(entry.config.name, told);
+      req.taps.ended(attempt, told, error);
       if (!next) break;
     }
   }
   throw lastError ?? allOpen(router, candidates, req.model);
-}
-
-/** The entry's client with the caller's ticket, and, for a channel that is a router itself, the headers it routes by. */
-function clientFor(entry: ChannelEntry, req: AttemptOptions): ChannelClient {
-  const client = req.ticket ? withTicket(entry.client, req.ticket) : entry.client;
-  return entry.config.upstreamRouter ? new RouterHeadersClient(client, routerHeaders(req.affinity?.(), req.ticket)) : client;
-}
-
-/** The channel's client, each of its posts carrying the caller's ticket: a kind's attempt names no
- *  priority. (A class, not a copy of the client with its post wrapped: no object spread per request.) */
-function withTicket(client: ChannelClient, ticket: Ticket): ChannelClient {
-  return new TicketedClient(client, ticket);
-}
-
-class TicketedClient implements ChannelClient {
-  constructor(
-    private readonly client: ChannelClient,
-    private readonly ticket: Ticket,
-  ) {}
-  get name(): string {
-    return this.client.name;
-  }
-  post(req: PostRequest): Promise<UpstreamReply> {
-    req.ticket ??= this.ticket; // the kind's own request object, made for this one post
-    return this.client.post(req);
-  }
-  close(): Promise<void> {
-    return this.client.close();
-  }
 }
 
 /** Every channel of the model has its breaker open: 503 at once, Retry-After = seconds to the next probe. */

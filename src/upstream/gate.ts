@@ -23,6 +23,11 @@ export interface GateOptions {
   onWait?: (waitedMs: number, priority: number) => void;
 }
 
+/** Told a granted call's wait: the attempt it was made for (./attempt.ts). */
+export interface QueueListener {
+  queued(waitedMs: number): void;
+}
+
 /** Who waits: the caller's configured priority and app (absent: priority 0, one shared app). */
 export interface Ticket {
   priority?: number;
@@ -81,13 +86,14 @@ export class ConnectionGate {
   }
 
   /** A slot, released by calling the returned function once; rejects with GateRefused. */
-  acquire(signal?: Cancel, ticket: Ticket = {}): Promise<Release> {
+  acquire(signal?: Cancel, ticket: Ticket = {}, listener?: QueueListener): Promise<Release> {
     const priority = ticket.priority ?? 0;
     const app = ticket.app ?? "";
     if (this.#active < this.#opts.connections) {
       this.#active++;
       this.#served.set(app, ++this.#grants);
       this.#opts.onWait?.(0, priority);
+      listener?.queued(0);
       return Promise.resolve(this.#releaser());
     }
     if (this.#queue.length >= this.#opts.maxQueue && !this.#makeRoom(priority, app)) return Promise.reject(new GateRefused("busy"));
@@ -113,7 +119,9 @@ export class ConnectionGate {
         since: this.#now(),
         grant: (release) => {
           done();
-          this.#opts.onWait?.(this.#now() - waiter.since, priority);
+          const waited = this.#now() - waiter.since;
+          this.#opts.onWait?.(waited, priority);
+          listener?.queued(waited);
           resolve(release);
         },
         evict: () => leave("busy"),

@@ -1,18 +1,17 @@
 // A channel to an OpenAI-compatible model server, over one pooled undici client per channel, behind
 // a connection gate that bounds the calls waiting for a connection. It posts what a kind gives it
-// and hands back the answer's bytes; it reads no payload (docs/architecture.md#transport).
+// and hands back the answer's bytes; it reads no payload (docs/architecture.md#transport). Its
+// policies are layers (./channel-layers.ts) composed over the transport, once per channel.
 import type { Readable } from "node:stream";
 import { Pool, request } from "undici";
 import type { AddressGuard } from "./address-guard.js";
-import { channelBusy, mapTransportError, redactUpstreamMessage, upstreamStatus } from "./errors.js";
-import { withPriorityField } from "./forward-priority.js";
-import { ConnectionGate, GateRefused, type GateOptions } from "./gate.js";
-import { mapRequestModel, unmapAnswerModel } from "./model-mapping.js";
-import { readLimited } from "./read.js";
+import { forwardedPriority, gated, JSON_TYPE, modelMapping, statusErrors } from "./channel-layers.js";
+import { redactUpstreamMessage } from "./errors.js";
+import { ConnectionGate, type GateOptions } from "./gate.js";
+import { compose, type ChannelLayer } from "./layers.js";
+import { routedBy } from "./router-headers.js";
 import type { ChannelClient, PostRequest, UpstreamChannelConfig, UpstreamReply } from "./types.js";
 
-const MAX_ERROR_BODY = 64 * 1024;
-const JSON_TYPE = "application/json";
 const ACCEPT = "application/json, text/event-stream, */*";
 
 /** The channel's `/v1` path: a baseUrl already ending in `/v1` is not doubled. */
@@ -25,7 +24,8 @@ function apiBase(baseUrl: string): URL {
 export type QueueHooks = Pick<GateOptions, "onDepth" | "onWait">;
 
 /** `guard`: where it may connect (docs/configuration.md#top-level `allowLinkLocalChannels`); absent: anywhere. */
-export function createOpenAIChannel(channel: UpstreamChannelConfig, hooks: QueueHooks = {}, guard?: AddressGuard): ChannelClient {
+/** `extra`: layers for every channel, between the status layer and the gate (RouterOptions.layers). */
+export function createOpenAIChannel(channel: UpstreamChannelConfig, hooks: QueueHooks = {}, guard?: AddressGuard, extra: readonly ChannelLayer[] = []): ChannelClient {
   const base = channel.endpoint ? new URL(channel.baseUrl) : apiBase(channel.baseUrl);
   const pool = new Pool(base.origin, {
     ...(guard && { connect: guard.connect }),
@@ -59,42 +59,17 @@ export function createOpenAIChannel(channel: UpstreamChannelConfig, hooks: Queue
     ? () => endpointPath
     : (path: string) => paths.get(path) ?? (paths.set(path, `${basePath}${path}${search}`).get(path) as string);
 
-  /** POSTs through the gate; a 2xx reply, else the channel failure. */
-  async function post(req: PostRequest): Promise<UpstreamReply> {
-    const { model, signal } = req;
-    const release = await gate.acquire(signal, req.ticket).catch((err: unknown) => {
-      throw err instanceof GateRefused && err.reason === "busy" ? channelBusy(model) : mapTransportError(err, model);
-    });
-    let res;
-    try {
-      const mapped = channel.modelMapping[model];
-      const given = typeof req.body === "function" ? req.body() : forward(req);
-      const body = mapped === undefined ? given : mapRequestModel(given, model, mapped);
-      const headers = req.headers ? { ...headersFor(req.contentType), ...req.headers } : headersFor(req.contentType);
-      res = await pool.request({ path: pathOf(req.path), method: "POST", headers, body, signal });
-    } catch (err) {
-      release();
-      throw mapTransportError(err, model);
-    }
-    const body = res.body as unknown as Readable;
-    body.on("error", ignore); // errors are read where the body is consumed; none may go unheard
-    body.once("close", release);
-    if (res.statusCode < 200 || res.statusCode >= 300) {
-      const error = await readLimited(body, MAX_ERROR_BODY).then(String, () => "");
-      const retryAfter = res.headers["retry-after"];
-      throw upstreamStatus(model, res.statusCode, redactUpstreamMessage(error, secrets), Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
-    }
-    const mapped = channel.modelMapping[model];
-    const answer = mapped === undefined ? body : unmapAnswerModel(body, mapped, model);
+  /** The transport: the request's bytes posted, the reply's status, headers and body as they come. */
+  async function transport(req: PostRequest): Promise<UpstreamReply> {
+    const body = typeof req.body === "function" ? req.body() : req.body;
+    const headers = req.headers ? { ...headersFor(req.contentType), ...req.headers } : headersFor(req.contentType);
+    const res = await pool.request({ path: pathOf(req.path), method: "POST", headers, body, signal: req.signal });
+    const answer = res.body as unknown as Readable;
+    answer.on("error", ignore); // errors are read where the body is consumed; none may go unheard
     return { status: res.statusCode, headers: res.headers, body: answer, maxBytes: channel.maxAnswerBytes };
   }
-
-  /** The body, with vLLM's `priority` (lower runs first: the caller's negated) when the channel forwards it. */
-  function forward(req: PostRequest): string | Buffer {
-    const body = req.body as string | Buffer;
-    if (!channel.forwardPriority || req.ticket === undefined || (req.contentType ?? JSON_TYPE) !== JSON_TYPE) return body;
-    return withPriorityField(body, -(req.ticket.priority ?? 0));
-  }
+  // composed once: a post runs through plain calls (docs/architecture.md#channel-layers)
+  const post = compose([statusErrors((text) => redactUpstreamMessage(text, secrets)), ...extra.map((layer) => layer(channel)), gated(gate), forwardedPriority(channel), modelMapping(channel), routedBy(channel)], transport);
 
   const modelsUrl = new URL(`${basePath}/models`, base.origin);
   async function check(timeoutMs: number): Promise<boolean> {

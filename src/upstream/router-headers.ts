@@ -1,9 +1,10 @@
 // A channel that is itself a router over replicas (`channels[].upstreamRouter`, docs/routing.md#upstream-routers)
 // picks the replica; Sluice tells it what it would have used: the request's session (the affinity
 // key's digest, never the client's own id), the app for its fairness, and the caller's priority as
-// an objective name. A layer around the channel's client, as the ticket is (./failover.ts).
+// an objective name: headers failover makes for each attempt, sent by a layer of such a channel.
 import type { Ticket } from "./gate.js";
-import type { ChannelClient, PostRequest, UpstreamReply } from "./types.js";
+import type { Layer } from "./layers.js";
+import type { UpstreamChannelConfig } from "./types.js";
 
 /** The headers an upstream router is sent; the session header only when the request has one. */
 export function routerHeaders(session: string | undefined, ticket: Ticket | undefined): Record<string, string> {
@@ -14,19 +15,12 @@ export function routerHeaders(session: string | undefined, ticket: Ticket | unde
   return headers;
 }
 
-export class RouterHeadersClient implements ChannelClient {
-  constructor(
-    private readonly client: ChannelClient,
-    private readonly headers: Record<string, string>,
-  ) {}
-  get name(): string {
-    return this.client.name;
-  }
-  post(req: PostRequest): Promise<UpstreamReply> {
-    req.headers = req.headers ? { ...req.headers, ...this.headers } : this.headers;
-    return this.client.post(req);
-  }
-  close(): Promise<void> {
-    return this.client.close();
-  }
+/** The attempt's own headers on its post (an upstream router's, made by failover for such a channel). */
+export function routedBy(channel: UpstreamChannelConfig): Layer | undefined {
+  if (!channel.upstreamRouter) return undefined;
+  return (next) => (req) => {
+    const headers = req.attempt?.headers;
+    if (headers) req.headers = req.headers ? { ...req.headers, ...headers } : headers;
+    return next(req);
+  };
 }

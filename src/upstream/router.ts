@@ -12,6 +12,8 @@ import { createOpenAIChannel, type QueueHooks } from "./openai-channel.js";
 import { orderChannels, type ChannelView } from "./pick.js";
 import { hashPrefix, PrefixIndexes, type PrefixParts } from "./prefix-index.js";
 import { pickByPrefix, type Imbalance, type PrefixWeights } from "./prefix-score.js";
+import type { AttemptTaps } from "./attempt.js";
+import type { ChannelLayer } from "./layers.js";
 import type { ChannelClient, ChannelEntry, UpstreamChannelConfig } from "./types.js";
 
 export type { ChannelEntry };
@@ -35,6 +37,8 @@ export interface RouterOptions {
   spillLoad?: number;
   /** where channels may connect (docs/configuration.md#top-level `allowLinkLocalChannels`); absent: anywhere */
   guard?: AddressGuard;
+  /** layers for every OpenAI-compatible channel (a header on every upstream attempt: docs/architecture.md#channel-layers) */
+  layers?: readonly ChannelLayer[];
   prefix?: PrefixWeights;
   imbalance?: Imbalance;
   /** the prefix indexes and sessions of the router this one replaces (a reload keeps them) */
@@ -73,7 +77,7 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
     if (same && JSON.stringify(same.config) === JSON.stringify(config)) return same;
     return {
       config,
-      client: opts.clientFor?.(config) ?? createOpenAIChannel(config, queueHooks(observer, config.name), opts.guard),
+      client: opts.clientFor?.(config) ?? createOpenAIChannel(config, queueHooks(observer, config.name), opts.guard, opts.layers),
       up: undefined,
     };
   });
@@ -155,7 +159,7 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
    *  the request's key (a digest), which keeps its session on one channel while routing.affinity is
    *  on; `prefix`: the request's prefix (docs/routing.md#prefix); both asked for only when there is a
    *  choice to make, and neither among channels that are routers themselves. */
-  function candidates(model: string, affinity?: () => string | undefined, prefix?: () => PrefixParts): ChannelEntry[] {
+  function candidates(model: string, affinity?: () => string | undefined, prefix?: () => PrefixParts, taps?: Pick<AttemptTaps, "routed">): ChannelEntry[] {
     const all = byModel.get(model);
     const list = all?.every((e) => enabled(e.config.name)) ? all : all?.filter((e) => enabled(e.config.name));
     if (!list || list.length <= 1) return list ?? [];
@@ -164,6 +168,7 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
     const choose = picks && mode === "prefix" && (key !== undefined || prefix) ? byPrefix(model, key, prefix?.()) : undefined;
     const { ordered, decision } = orderChannels(list, view, { ...pickOptions, affinity: key }, choose);
     observer.routeDecision(model, decision);
+    taps?.routed(model, decision);
     for (const e of list) observer.channelLoad(e.config.name, loadOf(e));
     return ordered;
   }

@@ -31,6 +31,21 @@ export interface PostRequest {
   model: string;
   /** the caller's priority and app, for the channel's queue (docs/routing.md#priority-and-fairness) */
   ticket?: Ticket;
+  /** the attempt the post is made for (set by the attempt's client): a layer reads the request's
+   *  per-attempt state through it (docs/architecture.md#channel-layers) */
+  attempt?: PostAttempt;
+}
+
+/** The attempt a post is made for (./attempt.ts), as a layer sees it: the channel and which
+ *  attempt of the request it is; an object a tap may key its per-attempt state by. */
+export interface PostAttempt {
+  readonly entry: ChannelEntry;
+  /** 1 for the request's first attempt */
+  readonly index: number;
+  /** what the attempt's channel is sent besides (an upstream router's headers: ./router-headers.ts) */
+  readonly headers: Record<string, string> | undefined;
+  /** told by the channel's queue once the post holds a connection slot */
+  queued(waitedMs: number): void;
 }
 
 export interface UpstreamReply {

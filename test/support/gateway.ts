@@ -8,7 +8,7 @@ import { toNodeHandler } from "h3/node";
 import type { ClusterState } from "../../src/cluster/types.js";
 import { parseConfig } from "../../src/config/load.js";
 import type { Config } from "../../src/config/schema.js";
-import { createGateway, type Gateway } from "../../src/gateway.js";
+import { createGateway, type Gateway, type GatewayDeps } from "../../src/gateway.js";
 import { createHttpServer } from "../../src/http/server.js";
 import type { Observer } from "../../src/observability/observer.js";
 import type { ShareAuth } from "../../src/share/callbacks.js";
@@ -39,6 +39,9 @@ export interface StartOptions {
   clock?: () => number;
   /** how channel hosts resolve (never real DNS in a test) */
   resolve?: Resolve;
+  /** taps on every metered request, layers on every channel (docs/architecture.md#taps) */
+  taps?: GatewayDeps["taps"];
+  layers?: GatewayDeps["layers"];
 }
 
 /**
@@ -57,7 +60,7 @@ export async function startGateway(rawConfig: unknown, opts: StartOptions = {}):
   };
   const config = parseConfig(withDefaults, opts.env ?? process.env);
   const store = opts.store ?? createStore(config.store);
-  const gateway = createGateway(config, { store, observer: opts.observerExtra, shareAuth: opts.shareAuth, state: opts.state, loadConfig: opts.loadConfig, clock: opts.clock, resolve: opts.resolve });
+  const gateway = createGateway(config, { store, observer: opts.observerExtra, shareAuth: opts.shareAuth, state: opts.state, loadConfig: opts.loadConfig, clock: opts.clock, resolve: opts.resolve, taps: opts.taps, layers: opts.layers });
   const server = createHttpServer(toNodeHandler(gateway.app), config.server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;

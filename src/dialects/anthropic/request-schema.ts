@@ -4,7 +4,7 @@
 // forwarded. Block types Sluice does not know are kept loose and dropped by the translation: a newer
 // client's block must not turn a working conversation into a 400.
 import { z } from "zod";
-import { RawText } from "../../http/raw-text.js";
+import { RawText } from "../../json/raw-text.js";
 import { listOf, MAX_STOP_LENGTH, modelName, parseBody } from "../../http/validation.js";
 
 // What one request may hold (docs/api.md#request-bounds): an agent's whole conversation fits
@@ -48,7 +48,7 @@ const block = withOthers(BLOCKS, [text, image, document, toolUse, toolResult, th
 
 const message = z.looseObject({
   role: z.enum(["user", "assistant", "system"]),
-  // a long content of a large body may still be the client's bytes (src/http/raw-text.ts)
+  // a long content of a large body may still be the client's bytes (src/json/raw-text.ts)
   content: z.union([z.string(), z.custom<RawText>((v) => v instanceof RawText), listOf(block, MAX_BLOCKS)]),
 });
 

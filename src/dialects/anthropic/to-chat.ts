@@ -4,7 +4,7 @@
 // name the client asked for, the stop sequences).
 import type { ChatMessage, ChatRequest } from "../../chat/request-schema.js";
 import { badRequest } from "../../http/errors.js";
-import { RawText } from "../../http/raw-text.js";
+import { RawText } from "../../json/raw-text.js";
 import { chatToolCallId } from "./ids.js";
 import type { ThreadCtx } from "./thread.js";
 import {

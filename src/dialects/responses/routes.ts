@@ -1,6 +1,7 @@
 // GET and DELETE /v1/responses/{id} (docs/codex.md#store-and-previous_response_id): a stored response,
 // for the key that made it (any key of its app when the app shares its chats): 404 for any other,
 // as for one missing or expired. A delete takes the responses continued from it along.
+import { routeKey } from "../../auth/access.js";
 import type { H3Event } from "h3";
 import type { Keyring } from "../../auth/keys.js";
 import type { AppConfig } from "../../config/schema.js";
@@ -11,7 +12,7 @@ import { deletedResponse, isResponseId, storedResponse, storedScope } from "./st
 
 export function createResponseRoutes(deps: { keyring: Keyring; apps: Map<string, AppConfig>; store: Store }) {
   const scopeOf = async (event: H3Event) => {
-    const key = await deps.keyring.authenticateFresh(event.req.headers.get("authorization"));
+    const key = routeKey(event);
     const app = key.appId === undefined ? undefined : deps.apps.get(key.appId);
     return app ? storedScope(app, key.name) : undefined;
   };

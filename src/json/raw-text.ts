@@ -9,10 +9,10 @@
 // for them than for everything else the gateway does with the request.
 import { randomBytes } from "node:crypto";
 import { isUtf8 } from "node:buffer";
-import { COLON, JsonScanner, QUOTE, skipSpace } from "../json/scan.js";
-import type { JsonPath, LongString } from "../json/slices.js";
+import { COLON, JsonScanner, QUOTE, skipSpace } from "./scan.js";
+import type { JsonPath, LongString } from "./slices.js";
 
-/** bodies smaller than this are parsed as a whole (http/body.ts): their strings are cheap */
+/** bodies smaller than this are parsed as a whole (./body-parse.ts): their strings are cheap */
 export const LARGE_BODY = 64 * 1024;
 /** a message content at least this long stays raw */
 export const LONG_TEXT = 16 * 1024;
@@ -98,7 +98,7 @@ const marker = (k: number) => `\u0000sluice:${nonce}:${k}`;
 export type LargeBodyScan = { value: unknown } | { tooDeep: true } | undefined;
 
 /**
- * A large body under PIECES_BODY (http/body.ts), parsed whole, with its long message contents left
+ * A large body under PIECES_BODY (./body-parse.ts), parsed whole, with its long message contents left
  * raw; `tooDeep` past `maxDepth`; undefined when the body is to be parsed as a whole instead (small,
  * no long content, not valid UTF-8, dense with escapes, or not valid JSON: the whole parse then gives
  * the client its error).
