@@ -11,6 +11,7 @@ import type { RequestFacts } from "../http/facts.js";
 import type { Inflight } from "../http/inflight.js";
 import type { Reply } from "../http/node.js";
 import type { Inbound } from "./inbound.js";
+import type { InternalCall } from "./internal-call.js";
 import { runMetered, type MeteredDeps } from "./pipeline.js";
 import type { MeteredSpec, PlanBase, RequestParts } from "./spec.js";
 
@@ -28,6 +29,8 @@ export interface CallInput {
   address?: string;
   /** the usage row's request id (default: a fresh UUID) */
   requestId?: string;
+  /** a call Sluice makes itself (a batch line): its priority, channel and usage row (./internal-call.ts) */
+  internal?: InternalCall;
 }
 
 /** A whole answer: its status, headers and JSON body (an error's is its OpenAI error body). */

@@ -112,6 +112,9 @@ export interface UsageRow {
   /** the key of the row's kept bodies: an id Sluice made, unlike the client's request id
    *  (docs/fastgpt.md#bodies); null when its app keeps none, or on rows written before */
   bodiesKey?: string | null;
+  /** the batch and line a batch line's row belongs to (docs/batches.md); null otherwise */
+  batchId?: string | null;
+  customId?: string | null;
 }
 
 export interface UsageTotals {
