@@ -2,6 +2,7 @@
 // share-link uids and stored responses. SQLite (store/sqlite.ts, one process) and PostgreSQL
 // (store/postgres.ts, shared by instances) implement it with the same behaviour:
 // test/support/store-contract.ts holds them to it.
+import type { BatchStore } from "../batches/types.js";
 
 /** A chat made through an API key: the key's configured name (never the key). */
 export interface KeyOwner {
@@ -375,6 +376,8 @@ export interface Store {
   writeChannelRecords(writes: ChannelWrite[]): Promise<void>;
   /** Sets the status of the channels with these ids; the ids that exist. */
   setChannelStatus(ids: number[], status: number): Promise<number[]>;
+  /** files, batches and their lines (docs/batches.md#durability) */
+  batches: BatchStore;
   /** Resolves when the store answers; rejects otherwise (used by /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;
