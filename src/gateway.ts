@@ -130,6 +130,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       ),
       tokenFor: (name) => shared.standIns.tokenFor(name),
       clock: shared.clock,
+      lineEnded: (endpoint, outcome) => observer.batchLine(endpoint, outcome),
+      counted: (running, byStatus) => observer.batchCounts(running, byStatus),
       log: (message) => logger.warn(message),
     });
   }
