@@ -4,7 +4,6 @@
 // refused as the key would be). Never stored, never logged; bounded (LRU).
 import { hash, randomBytes } from "node:crypto";
 import { LRUCache } from "lru-cache";
-import { CREATED_KEY_PREFIX } from "./keys.js";
 
 const MAX_NAMES = 10_000;
 
@@ -22,7 +21,7 @@ export function createStandIns(): StandIns {
     tokenFor(name) {
       let token = byName.get(name);
       if (!token) {
-        token = `${CREATED_KEY_PREFIX}standin-${randomBytes(32).toString("base64url")}`;
+        token = `sk-sluice-standin-${randomBytes(32).toString("base64url")}`;
         byName.set(name, token);
         byDigest.set(hash("sha256", token), name);
       }

@@ -8,7 +8,7 @@ import { badRequest, notFound } from "../http/errors.js";
 import { jsonResponse } from "../http/json.js";
 import { appKey, fileNotFound, type BatchRouteDeps } from "./file-routes.js";
 import { listObject, newId } from "./objects.js";
-import type { BatchObject } from "./types.js";
+import type { BatchObject } from "../store/batch-types.js";
 import { validateLines } from "./validate.js";
 
 export const ENDPOINTS = ["/v1/chat/completions", "/v1/embeddings", "/v1/completions", "/v1/responses"] as const;

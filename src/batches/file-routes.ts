@@ -5,7 +5,7 @@ import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import type { H3Event } from "h3";
 import { FastResponse } from "srvx";
-import { readAudioUpload } from "../audio/multipart-upload.js";
+import { readAudioUpload } from "../http/multipart-upload.js";
 import { routeKey } from "../auth/access.js";
 import type { KeyIdentity } from "../auth/keys.js";
 import type { BatchesConfig } from "../config/batches-schema.js";
@@ -13,7 +13,7 @@ import { GatewayError, badRequest, notFound } from "../http/errors.js";
 import { jsonResponse } from "../http/json.js";
 import { nodeRequest } from "../http/node.js";
 import { fileObject, listObject, newId } from "./objects.js";
-import type { BatchStore } from "./types.js";
+import type { BatchStore } from "../store/batch-types.js";
 
 /** OpenAI's bound on a batch's input lines. */
 export const MAX_LINES = 50_000;

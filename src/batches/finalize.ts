@@ -3,7 +3,7 @@
 // request counts and usage; `completed`, `cancelled` or `expired`, written in one commit with the files.
 import { neverRan } from "./line-run.js";
 import { newId } from "./objects.js";
-import type { BatchObject, BatchStore, FileRow, StoredBatch } from "./types.js";
+import type { BatchObject, BatchStore, FileRow, StoredBatch } from "../store/batch-types.js";
 
 export async function finalizeBatch(store: BatchStore, s: StoredBatch, nowMs: number): Promise<boolean> {
   const b = s.batch;

@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import type { CallAnswer, CallInput } from "../metered/memory-call.js";
 import type { UsageRow } from "../store/types.js";
 import { newId } from "./objects.js";
-import type { ClaimedLine, LineOutcome } from "./types.js";
+import type { ClaimedLine, LineOutcome } from "../store/batch-types.js";
 
 /** Why a running line was cut: its batch was cancelled (past the grace) or expired. */
 export type CutReason = "cancelled" | "expired";

@@ -1,6 +1,6 @@
 // OpenAI's file and list objects as Sluice answers them (docs/batches.md), and the ids it makes.
 import { randomBytes } from "node:crypto";
-import type { FileRow } from "./types.js";
+import type { FileRow } from "../store/batch-types.js";
 
 /** `file-…`, `batch_…`, `batch_req_…`: 24 random hex digits after the prefix. */
 export const newId = (prefix: "file-" | "batch_" | "batch_req_"): string => `${prefix}${randomBytes(12).toString("hex")}`;

@@ -10,7 +10,7 @@ import type { CallAnswer, CallInput } from "../metered/memory-call.js";
 import type { HeadroomSlot } from "../upstream/headroom.js";
 import { finalizeBatch } from "./finalize.js";
 import { runLine, type CutReason } from "./line-run.js";
-import type { BatchStore, ClaimedLine, StoredBatch } from "./types.js";
+import type { BatchStore, ClaimedLine, StoredBatch } from "../store/batch-types.js";
 
 const POLL_MS = 75;
 const IDLE_MS = 1_000;

@@ -3,7 +3,7 @@
 // `body.model` a model the app may use. Any bad line fails the whole batch; each is named with its
 // line number (1-based; blank lines are skipped but counted).
 import { hash } from "node:crypto";
-import type { NewLine } from "./types.js";
+import type { NewLine } from "../store/batch-types.js";
 
 export interface LineError {
   code: string;

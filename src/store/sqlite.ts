@@ -3,7 +3,7 @@
 // transactions (write-batch.ts); a chat's head and last rounds are cached (chat-cache.ts).
 import { dirname, join } from "node:path";
 import Database from "better-sqlite3";
-import { createSqliteBatchStore } from "../batches/sqlite-store.js";
+import { createSqliteBatchStore } from "./sqlite-batches.js";
 import { CACHED_MESSAGES, createChatCache, type ChatHead } from "./chat-cache.js";
 import { migrate } from "./migrations.js";
 import { chatInfoOf, mayUse, newestMessages, ownerColumns, ownerOf, titleFrom, type ChatRow, type StoredRound } from "./rows.js";

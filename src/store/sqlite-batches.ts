@@ -3,11 +3,11 @@
 // UPDATE … RETURNING (a transaction of its own); a line's outcome and its usage row share the write
 // batch's commit, and the usage row is written only if the line was still the writer's.
 import type Database from "better-sqlite3";
-import type { Batched } from "../store/write-batch.js";
-import type { UsageGatherer } from "../store/sqlite-usage.js";
-import { createDiskBytes, type FileBytes } from "./file-bytes.js";
-import { batchOf, fileOf, finishedOf, type BatchDbRow, type FileDbRow, type LineDbRow } from "./rows.js";
-import type { BatchStore, ClaimedLine, FileRow, LineOutcome, LineState } from "./types.js";
+import type { Batched } from "./write-batch.js";
+import type { UsageGatherer } from "./sqlite-usage.js";
+import { createDiskBytes, type FileBytes } from "./batch-file-bytes.js";
+import { batchOf, fileOf, finishedOf, type BatchDbRow, type FileDbRow, type LineDbRow } from "./batch-rows.js";
+import type { BatchStore, ClaimedLine, FileRow, LineOutcome, LineState } from "./batch-types.js";
 import { readFileSync, rmSync } from "node:fs";
 
 const CLAIMABLE = `(l.state = 'pending' OR (l.state = 'running' AND l.lease_until < @now))`;

@@ -1,6 +1,6 @@
 // Rows of the batch tables as both stores read them, and what both answer from them
 // (docs/batches.md#durability).
-import type { BatchObject, FileRow, FinishedLine, LineState, StoredBatch } from "./types.js";
+import type { BatchObject, FileRow, FinishedLine, LineState, StoredBatch } from "./batch-types.js";
 
 export interface FileDbRow {
   id: string;

@@ -13,8 +13,8 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { Busboy, type BusboyFileStream } from "@fastify/busboy";
-import type { Cancel } from "../http/cancel.js";
-import { GatewayError, badRequest, toGatewayError } from "../http/errors.js";
+import type { Cancel } from "./cancel.js";
+import { GatewayError, badRequest, toGatewayError } from "./errors.js";
 import { spoolPath } from "./spool.js";
 
 /** The file part's name, as OpenAI's API names it. */

@@ -2,11 +2,11 @@
 // in the database (every instance reads them), a claim one UPDATE over `FOR UPDATE SKIP LOCKED`
 // (two instances never claim one line), a line's outcome and its usage row in one transaction whose
 // first statement fails (division by zero, rolled back) when the line is no longer the writer's.
-import type { PgPool, PgWrite } from "../store/postgres-pool.js";
-import { usageWrite } from "../store/postgres-usage.js";
+import type { PgPool, PgWrite } from "./postgres-pool.js";
+import { usageWrite } from "./postgres-usage.js";
 import { readFile, rm } from "node:fs/promises";
-import { batchOf, fileOf, finishedOf, type BatchDbRow, type FileDbRow, type LineDbRow } from "./rows.js";
-import type { BatchStore, ClaimedLine, FileRow } from "./types.js";
+import { batchOf, fileOf, finishedOf, type BatchDbRow, type FileDbRow, type LineDbRow } from "./batch-rows.js";
+import type { BatchStore, ClaimedLine, FileRow } from "./batch-types.js";
 
 const FILE_COLUMNS = `id, app_id, key_name, purpose, filename, bytes, created_at`;
 const CLAIMABLE = `(l.state = 'pending' OR (l.state = 'running' AND l.lease_until < $1))`;

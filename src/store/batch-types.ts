@@ -1,7 +1,7 @@
 // What the store keeps of OpenAI's Files and Batch API (docs/batches.md#durability): files, batches and
 // each line's state, claim and output. SQLite (sqlite-store.ts) and PostgreSQL (postgres-store.ts)
 // implement it alike; a line's output and its usage row are written in one commit.
-import type { UsageRow } from "../store/types.js";
+import type { UsageRow } from "./usage-row.js";
 
 export type FilePurpose = "batch" | "batch_output";
 
