@@ -1,16 +1,19 @@
 // Batches on PostgreSQL shared by two instances (docs/batches.md#durability): one batch's lines are
 // claimed by both (FOR UPDATE SKIP LOCKED), none twice; an instance that stops mid-run has its claims
-// taken over once their lease lapses, and the batch completes with one output per line.
+// taken over once their lease lapses, and the batch completes with one output per line. Budgets and
+// rates are shared through Redis, as with several instances in production.
 import OpenAI, { toFile } from "openai";
 import { afterAll, describe, expect, it } from "vitest";
 import { createStore } from "../src/store/index.js";
 import type { Store } from "../src/store/types.js";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
 import { usePostgres } from "./support/postgres.js";
+import { useRedis } from "./support/redis.js";
 import { startUpstream, type Upstream } from "./support/upstream.js";
 
 const KEY = "sk-batches-pg-app-0001";
 const postgres = usePostgres();
+const redis = useRedis();
 const closing: Array<() => Promise<unknown>> = [];
 afterAll(async () => {
   for (const close of closing.reverse()) await close().catch(() => {});
@@ -25,11 +28,19 @@ async function instance(url: string, upstream: Upstream): Promise<{ gw: StartedG
       apps: [{ id: "a", model: "m", maxUsagePoints: -1 }],
       apiKeys: [{ name: "ka", kind: "app", appId: "a", key: KEY }],
       batches: { leaseMs: 1000, perChannel: 3, concurrency: 3 },
+      cluster: { redisUrl: redis.server().url },
     },
     { store },
   );
   closing.push(() => store.close(), () => gw.close());
   return { gw, store };
+}
+
+/** the lines an instance answered, from its /metrics */
+async function doneLines(gw: StartedGateway): Promise<number> {
+  const text = await (await fetch(`${gw.url}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith('sluice_batch_lines_total{endpoint="/v1/chat/completions",outcome="done"}'));
+  return Number(line?.split(" ").at(-1) ?? 0);
 }
 
 describe("batches on PostgreSQL with two instances", () => {
@@ -43,9 +54,9 @@ describe("batches on PostgreSQL with two instances", () => {
     const lines = Array.from({ length: 60 }, (_, i) => ({ custom_id: `l-${i}`, method: "POST", url: "/v1/chat/completions", body: { model: "m", messages: [{ role: "user", content: `q-${i}` }] } }));
     const file = await client(a.gw).files.create({ file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join("\n")), "in.jsonl"), purpose: "batch" });
     const batch = await client(b.gw).batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
-    // A stops once a few lines ran: its claims lapse and B finishes them
+    // both instances run lines; A stops once it ran a few: its claims lapse and B finishes them
     const deadline = Date.now() + 20_000;
-    while (upstream.requests.length < 10 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    while ((await doneLines(a.gw)) < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     await a.gw.close();
     let done = await client(b.gw).batches.retrieve(batch.id);
     while (done.status !== "completed" && Date.now() < deadline) {
@@ -53,6 +64,7 @@ describe("batches on PostgreSQL with two instances", () => {
       done = await client(b.gw).batches.retrieve(batch.id);
     }
     expect(done.status).toBe("completed");
+    expect(await doneLines(b.gw)).toBeGreaterThan(0);
     expect(done.request_counts).toEqual({ total: 60, completed: 60, failed: 0 });
     const out = (await (await client(b.gw).files.content(done.output_file_id!)).text()).trim().split("\n").map((l) => JSON.parse(l) as { custom_id: string });
     expect(out.map((l) => l.custom_id).sort()).toEqual(lines.map((l) => l.custom_id).sort());
