@@ -14,6 +14,7 @@ const KEY = "sk-batches-app-a-0001";
 const OTHER = "sk-batches-app-b-0002";
 const POOR = "sk-batches-app-p-0003";
 const GLOBAL = "sk-batches-global-0004";
+const QPM = "sk-batches-qpm-one-0005";
 let chat: Upstream;
 let embed: EmbeddingsUpstream;
 let gw: StartedGateway;
@@ -42,6 +43,7 @@ beforeAll(async () => {
         { name: "kb", kind: "app", appId: "b", key: OTHER },
         { name: "kp", kind: "app", appId: "p", key: POOR, maxUsagePoints: 0.6 },
         { name: "g", kind: "global", key: GLOBAL },
+        { name: "kq", kind: "app", appId: "b", key: QPM, qpm: 1 },
       ],
       batches: { maxFileBytes: 200_000, cancelGraceMs: 0 },
     },
@@ -161,6 +163,13 @@ describe("batches", () => {
     await settled(batch.id);
     expect((await client().files.delete(file.id)).deleted).toBe(true);
     await expect(client().files.retrieve(file.id)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it("counts POST /v1/batches against the key's QPM", async () => {
+    const file = await upload(jsonl([chatLine(1)]), QPM);
+    const first = await client(QPM).batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    expect(first.status).toBe("in_progress");
+    await expect(client(QPM).batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" })).rejects.toMatchObject({ status: 429 });
   });
 
   it("cancels mid-run: no new line, the batch cancelled with the files of what ran", async () => {

@@ -108,7 +108,10 @@ export function createBatchRunner(deps: RunnerDeps): BatchRunner {
         if (await deps.store.updateBatch(expired, [b.status], { from: ["pending"], to: "expired" })) s.batch = expired;
       }
       const cutting = s.batch.expired_at !== null ? "expired" : b.cancelling_at !== null && now >= b.cancelling_at * 1000 + cfg.cancelGraceMs ? "cancelled" : undefined;
-      if (cutting) for (const r of running.values()) if (r.line.batchId === b.id && !r.cut) ((r.cut = cutting), r.abort.abort());
+      if (cutting) {
+        for (const r of running.values()) if (r.line.batchId === b.id && !r.cut) ((r.cut = cutting), r.abort.abort());
+        await deps.store.dropLapsed(b.id, now, cutting);
+      }
       const states = await deps.store.lineStates(b.id);
       if (!states.pending && !states.running) await finalizeBatch(deps.store, s, now);
     }

@@ -135,6 +135,9 @@ export interface BatchStore {
   /** The line's outcome (and usage row) in one commit, if the line is still `owner`'s and running;
    *  false (nothing written) when another instance took it over. */
   finishLine(batchId: string, line: number, owner: string, outcome: LineOutcome): Promise<boolean>;
+  /** Sets the batch's running lines whose lease lapsed at `now` (their instance died) to `to`: a
+   *  cancelled or expired batch does not wait for them. */
+  dropLapsed(batchId: string, now: number, to: LineState): Promise<void>;
   /** How many of the batch's lines are in each state. */
   lineStates(batchId: string): Promise<Partial<Record<LineState, number>>>;
   /** Every line of the batch, in line order. */

@@ -59,6 +59,7 @@ const SQL = {
         WHERE batch_id = $5 AND line = $6 AND owner = $7 AND state = 'running' RETURNING 1)
       SELECT 1 / (SELECT count(*)::int FROM u) AS ok`,
   },
+  dropLapsed: { text: `UPDATE batch_lines SET state = $1 WHERE batch_id = $2 AND state = 'running' AND lease_until < $3` },
   states: { name: "batch-states", text: `SELECT state, count(*)::int AS n FROM batch_lines WHERE batch_id = $1 GROUP BY state` },
   lines: { text: `SELECT line, custom_id, state, output, input_tokens, output_tokens FROM batch_lines WHERE batch_id = $1 ORDER BY line` },
   purgeFiles: { text: `DELETE FROM batch_files WHERE created_at < $1 RETURNING id` },
@@ -139,6 +140,7 @@ export function createPgBatchStore(db: PgPool): BatchStore {
         { q: SQL.finish, values: [o.state, o.output, o.inputTokens, o.outputTokens, batchId, line, owner] },
         ...(o.usage ? [usageWrite([{ kind: "usage", row: o.usage.row, scopes: o.usage.scopes }])] : []),
       ]),
+    dropLapsed: async (batchId, now, to) => void (await db.write(SQL.dropLapsed, [to, batchId, now])),
     lineStates: async (batchId) => Object.fromEntries((await db.read<{ state: string; n: number }>(SQL.states, [batchId])).map((r) => [r.state, r.n])),
     linesOf: async (batchId) => (await db.read<LineDbRow>(SQL.lines, [batchId])).map(finishedOf),
     async purge(before) {

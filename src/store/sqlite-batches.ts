@@ -35,6 +35,7 @@ function prepare(db: Database.Database) {
     finish: db.prepare(
       `UPDATE batch_lines SET state = ?, output = ?, input_tokens = ?, output_tokens = ?, body = '' WHERE batch_id = ? AND line = ? AND owner = ? AND state = 'running'`,
     ),
+    dropLapsed: db.prepare(`UPDATE batch_lines SET state = ? WHERE batch_id = ? AND state = 'running' AND lease_until < ?`),
     states: db.prepare<[string], { state: string; n: number }>(`SELECT state, COUNT(*) AS n FROM batch_lines WHERE batch_id = ? GROUP BY state`),
     lines: db.prepare<[string], LineDbRow>(`SELECT line, custom_id, state, output, input_tokens, output_tokens FROM batch_lines WHERE batch_id = ? ORDER BY line`),
     oldFiles: db.prepare<[number], { id: string }>(`SELECT id FROM batch_files WHERE created_at < ?`),
@@ -147,6 +148,7 @@ export function createSqliteBatchStore(db: Database.Database, batched: Batched, 
       sql.claim.all({ model, limit, owner, now, until }).map((r) => ({ batchId: r.batch_id, line: r.line, customId: r.custom_id, model: r.model, body: r.body })),
     renew: async (owner, lines, until) => db.transaction(() => lines.forEach((l) => sql.renew.run(until, l.batchId, l.line, owner)))(),
     finishLine,
+    dropLapsed: async (batchId, now, to) => void sql.dropLapsed.run(to, batchId, now),
     lineStates: async (batchId) => Object.fromEntries(sql.states.all(batchId).map((r) => [r.state, r.n])),
     linesOf: async (batchId) => sql.lines.all(batchId).map(finishedOf),
     async purge(before) {
