@@ -43,7 +43,7 @@ export function createFileRoutes(deps: BatchRouteDeps) {
       const key = appKey(event);
       const req = nodeRequest(event);
       if (!req) throw new GatewayError(500, "upload_unsupported", "Uploads need the Node server adapter.", { type: "server_error" });
-      const upload = await readAudioUpload({ headers: req.headers, body: req }, { limitBytes: deps.config.maxFileBytes, dir: deps.config.dir ?? tmpdir(), what: "the file" });
+      const upload = await readAudioUpload({ headers: req.headers, body: req }, { limitBytes: deps.config.maxFileBytes, dir: tmpdir(), what: "the file" });
       try {
         const purpose = upload.fields.findLast(([name]) => name === "purpose")?.[1];
         if (purpose !== "batch") throw badRequest("invalid_request", "purpose: only \"batch\" is supported.", "purpose");
