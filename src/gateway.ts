@@ -30,6 +30,7 @@ import { buildRuntime, type CallKind, type ReloadResult, type Runtime, type Shar
 import type { CallAnswer, CallInput } from "./metered/memory-call.js";
 import type { Tap } from "./metered/taps.js";
 import type { ChannelLayer } from "./upstream/layers.js";
+import type { HeadroomRule, HeadroomSlot } from "./upstream/headroom.js";
 import { createShareAuth, type ShareAuth } from "./share/callbacks.js";
 import type { Store } from "./store/types.js";
 
@@ -72,6 +73,8 @@ export interface Gateway {
   /** A metered call with no HTTP request (a batch line), run by the current runtime and answered in
    *  memory: the same pipeline, usage row and budgets as over HTTP (docs/architecture.md#calls). */
   call(kind: CallKind, input: CallInput): Promise<CallAnswer>;
+  /** The channels of `model` that may take one more batch line now (docs/batches.md#how-lines-run). */
+  headroom(model: string, rule: HeadroomRule): HeadroomSlot[];
 }
 
 export function createGateway(config: Config, deps: GatewayDeps): Gateway {
@@ -230,6 +233,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     close: () => (closing ??= close()),
     processError: (kind) => observer.processError(kind),
     call: (kind, input) => current.calls[kind](input),
+    headroom: (model, rule) => current.router.headroom(model, rule),
   };
 }
 

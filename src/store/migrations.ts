@@ -227,6 +227,11 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE usage ADD COLUMN bodies_key TEXT;
   ALTER TABLE usage_bodies RENAME COLUMN request_id TO bodies_key;
   `,
+  // issue 40: a batch line's usage row names its batch and line (docs/batches.md#how-lines-run)
+  `
+  ALTER TABLE usage ADD COLUMN batch_id TEXT;
+  ALTER TABLE usage ADD COLUMN custom_id TEXT;
+  `,
 ];
 
 /** The SQL functions the migrations call: what the issue-36 migration computes, as the gateway does for new rows. */

@@ -173,6 +173,11 @@ export const PG_MIGRATIONS: readonly string[] = [
   ALTER TABLE usage ADD COLUMN bodies_key text;
   ALTER TABLE usage_bodies RENAME COLUMN request_id TO bodies_key;
   `,
+  // issue 40: a batch line's usage row names its batch and line (docs/batches.md#how-lines-run)
+  `
+  ALTER TABLE usage ADD COLUMN batch_id text;
+  ALTER TABLE usage ADD COLUMN custom_id text;
+  `,
 ];
 
 /** Any constant: the advisory lock every Sluice instance takes around its migration. */
