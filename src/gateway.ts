@@ -6,7 +6,6 @@ import { DISABLED, createChannelBook } from "./upstream/channel-book.js";
 import { createCreatedKeys } from "./auth/created-keys.js";
 import { createStandIns } from "./auth/stand-ins.js";
 import { createBatchRunner, type BatchRunner } from "./batches/runner.js";
-import { perChannelHeadroom } from "./batches/headroom-fallback.js";
 import { createQuota } from "./metered/quota.js";
 import { createMemoryClusterState } from "./cluster/memory.js";
 import { createRedisClusterState } from "./cluster/redis.js";
@@ -33,6 +32,7 @@ import { buildRuntime, type CallKind, type ReloadResult, type Runtime, type Shar
 import type { CallAnswer, CallInput } from "./metered/memory-call.js";
 import type { Tap } from "./metered/taps.js";
 import type { ChannelLayer } from "./upstream/layers.js";
+import type { HeadroomRule, HeadroomSlot } from "./upstream/headroom.js";
 import { createShareAuth, type ShareAuth } from "./share/callbacks.js";
 import type { Store } from "./store/types.js";
 
@@ -75,6 +75,8 @@ export interface Gateway {
   /** A metered call with no HTTP request (a batch line), run by the current runtime and answered in
    *  memory: the same pipeline, usage row and budgets as over HTTP (docs/architecture.md#calls). */
   call(kind: CallKind, input: CallInput): Promise<CallAnswer>;
+  /** The channels of `model` that may take one more batch line now (docs/batches.md#how-lines-run). */
+  headroom(model: string, rule: HeadroomRule): HeadroomSlot[];
 }
 
 export function createGateway(config: Config, deps: GatewayDeps): Gateway {
@@ -124,10 +126,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       store: deps.store.batches,
       config: () => current.config.batches,
       call: (kind, input) => current.calls[kind](input),
-      headroom: perChannelHeadroom(
-        (model) => current.router.entries.filter((e) => e.config.models.includes(model)).map((e) => e.config.name),
-        () => current.config.batches.perChannel,
-      ),
+      headroom: (model) => current.router.headroom(model, current.config.batches),
       tokenFor: (name) => shared.standIns.tokenFor(name),
       clock: shared.clock,
       lineEnded: (endpoint, outcome) => observer.batchLine(endpoint, outcome),
@@ -258,6 +257,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     close: () => (closing ??= close()),
     processError: (kind) => observer.processError(kind),
     call: (kind, input) => current.calls[kind](input),
+    headroom: (model, rule) => current.router.headroom(model, rule),
   };
 }
 

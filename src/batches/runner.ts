@@ -29,9 +29,9 @@ export interface RunnerDeps {
   store: BatchStore;
   config: () => BatchesConfig;
   call: (kind: "chat" | "embeddings" | "completions" | "responses", input: CallInput) => Promise<CallAnswer>;
-  /** the channels of a model with room for a batch line now (docs/batches.md#idle-capacity);
-   *  `mine`: this runner's lines running per channel */
-  headroom: (model: string, mine: Map<string, number>) => HeadroomSlot[];
+  /** the channels of a model with room for a batch line now, as its router judges them
+   *  (docs/batches.md#idle-capacity): the lines already in their gates counted */
+  headroom: (model: string) => HeadroomSlot[];
   /** the stand-in token a line runs with, for its batch's key name (src/auth/stand-ins.ts) */
   tokenFor: (keyName: string) => string;
   clock: () => number;
@@ -131,9 +131,7 @@ export function createBatchRunner(deps: RunnerDeps): BatchRunner {
     const batches = new Map(active.map((s) => [s.batch.id, s]));
     for (const model of await deps.store.claimableModels(now)) {
       if (free <= 0) return true;
-      const mine = new Map<string, number>();
-      for (const r of running.values()) if (r.channel) mine.set(r.channel, (mine.get(r.channel) ?? 0) + 1);
-      const slots = deps.headroom(model, mine).filter((s) => s.free > 0);
+      const slots = deps.headroom(model).filter((s) => s.free > 0);
       const room = Math.min(free, slots.reduce((sum, s) => sum + s.free, 0));
       if (room === 0) {
         waiting = true;

@@ -9,6 +9,7 @@ import type { Cancel } from "../http/cancel.js";
 import type { RequestFacts } from "../http/facts.js";
 import type { Inflight } from "../http/inflight.js";
 import type { Reply } from "../http/node.js";
+import type { InternalCall } from "./internal-call.js";
 
 /** What a kind parses: the body (as its reader gave it), the path's parameters, the query and the
  *  headers — a kind whose model, stream flag or key is in the path or query needs no new step. */
@@ -29,6 +30,8 @@ export interface Inbound {
   readonly fastgpt: boolean;
   /** the HTTP request, for a kind that reads its body itself (an upload); absent for a call in the process */
   readonly event?: H3Event;
+  /** a call Sluice makes itself (a batch line): its priority, channel, usage row (./internal-call.ts) */
+  readonly internal?: InternalCall;
   /** the client's address (share-link users are told apart by it) */
   address(trustProxy: number): string;
   parts<Body>(body: Body): RequestParts<Body>;

@@ -55,6 +55,9 @@ export class MemoryInbound implements Inbound {
     this.headers = input.headers instanceof Headers ? input.headers : new Headers(input.headers);
     this.path = input.path.split("?")[0]!;
   }
+  get internal(): InternalCall | undefined {
+    return this.input.internal;
+  }
   address(): string {
     return this.input.address ?? "unknown";
   }

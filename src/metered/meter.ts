@@ -8,8 +8,9 @@ import type { GatewayError } from "../http/errors.js";
 import { UpstreamError } from "../upstream/errors.js";
 import type { RequestFacts } from "../http/facts.js";
 import type { Observer } from "../observability/observer.js";
-import type { Store } from "../store/types.js";
+import type { Store, UsageRow } from "../store/types.js";
 import type { Caller } from "./caller.js";
+import type { InternalCall } from "./internal-call.js";
 import type { Reservation } from "./quota.js";
 
 export interface Tally {
@@ -54,7 +55,7 @@ export class Meter {
     private readonly model: string,
     private readonly reservation: Reservation,
     private readonly facts: RequestFacts,
-    private readonly at: { time: number; started: number; chatId?: string; endpoint?: string; user?: string; bodiesKey?: string },
+    private readonly at: { time: number; started: number; chatId?: string; endpoint?: string; user?: string; bodiesKey?: string; internal?: InternalCall },
   ) {}
 
   /** The answer was given or cut (`cut`: the error that cut it): its usage row, written with `t.writes`
@@ -91,10 +92,14 @@ export class Meter {
     if (this.channel) await this.#row(status, NOTHING, 0, error).catch(() => {});
   }
 
+  /** The usage row written, or — for an internal call that keeps it — handed to its caller, who
+   *  writes it with the line's output in one commit (docs/batches.md#durability). */
   #row(status: number, t: Pick<Tally, "inputTokens" | "outputTokens" | "cachedTokens" | "finishReason">, points: number, error?: GatewayError): Promise<void> {
     const { caller } = this;
     const durationMs = Math.round(performance.now() - this.at.started);
-    return this.deps.store.recordUsage(
+    const internal = this.at.internal;
+    const write = internal?.keepUsage ? (row: UsageRow, scopes: string[]) => Promise.resolve(internal.keepUsage!(row, scopes)) : (row: UsageRow, scopes: string[]) => this.deps.store.recordUsage(row, scopes);
+    return write(
       {
         time: this.at.time,
         appId: caller.app.id,
@@ -119,6 +124,8 @@ export class Meter {
         cachedTokens: t.cachedTokens ?? 0,
         user: this.at.user ?? null,
         bodiesKey: this.at.bodiesKey ?? null,
+        batchId: internal?.batch?.id ?? null,
+        customId: internal?.batch?.customId ?? null,
       },
       caller.limits.map((l) => l.scope),
     );

@@ -15,7 +15,7 @@ import { withFailover } from "../upstream/failover.js";
 import type { ChannelEntry } from "../upstream/types.js";
 import { affinityKey } from "./affinity.js";
 import { endUser, identifyCaller, mayNameShareLink, type Caller } from "./caller.js";
-import { pinnedChannel } from "./channel-pin.js";
+import { internalCaller, internalChannel, pinnedChannel } from "./channel-pin.js";
 import { takeSlots, type FreeSlots } from "./concurrency.js";
 import type { Inbound } from "./inbound.js";
 import { Meter } from "./meter.js";
@@ -115,7 +115,8 @@ export class MeteredRequest<Req = unknown, Model extends { model: string } = { m
     this.facts.stream = spec.streams?.(this.req) ?? false;
     this.model = spec.model(this.req, this.caller);
     this.facts.model = this.model.model;
-    this.#pinned = pinnedChannel(this.inbound.headers, this.caller, this.deps.router, this.model.model);
+    const channel = this.inbound.internal?.channel;
+    this.#pinned = channel !== undefined ? internalChannel(this.deps.router, channel, this.model.model) : pinnedChannel(this.inbound.headers, this.caller, this.deps.router, this.model.model);
     if (this.probes.length > 0) this.#tapped();
     this.raw = undefined;
   }
@@ -127,7 +128,8 @@ export class MeteredRequest<Req = unknown, Model extends { model: string } = { m
   }
 
   #identify(share: Parameters<typeof identifyCaller>[2]): Caller {
-    const caller = identifyCaller(this.deps, this.key, share, this.time, this.spec.what);
+    const found = identifyCaller(this.deps, this.key, share, this.time, this.spec.what);
+    const caller = this.inbound.internal ? internalCaller(found, this.inbound.internal) : found;
     Object.assign(this.facts, { appId: caller.app.id, keyName: caller.key?.name, shareId: caller.share?.link.shareId });
     return caller;
   }
@@ -151,7 +153,7 @@ export class MeteredRequest<Req = unknown, Model extends { model: string } = { m
   async hold(plan: Plan): Promise<void> {
     const { caller, deps, time } = this;
     const reservation = await deps.quota.admit(caller.limits, plan.worstCase, time, { ratesCounted: true });
-    const at = { time, started: this.started, chatId: plan.chatId, endpoint: this.inbound.path, user: plan.user ?? endUser(this.body), bodiesKey: this.bodiesKey };
+    const at = { time, started: this.started, chatId: plan.chatId, endpoint: this.inbound.path, user: plan.user ?? endUser(this.body), bodiesKey: this.bodiesKey, internal: this.inbound.internal };
     this.meter = new Meter(deps, caller, this.model.model, reservation, this.facts, at);
     await this.spec.afford?.(plan, this, reservation);
   }

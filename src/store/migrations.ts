@@ -272,6 +272,11 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX batch_lines_to_claim ON batch_lines (state, model, digest) WHERE state IN ('pending', 'running');
   `,
+  // issue 40: a batch line's usage row names its batch and line (docs/batches.md#how-lines-run)
+  `
+  ALTER TABLE usage ADD COLUMN batch_id TEXT;
+  ALTER TABLE usage ADD COLUMN custom_id TEXT;
+  `,
 ];
 
 /** The SQL functions the migrations call: what the issue-36 migration computes, as the gateway does for new rows. */

@@ -217,6 +217,11 @@ export const PG_MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX batch_lines_to_claim ON batch_lines (state, model, digest) WHERE state IN ('pending', 'running');
   `,
+  // issue 40: a batch line's usage row names its batch and line (docs/batches.md#how-lines-run)
+  `
+  ALTER TABLE usage ADD COLUMN batch_id text;
+  ALTER TABLE usage ADD COLUMN custom_id text;
+  `,
 ];
 
 /** Any constant: the advisory lock every Sluice instance takes around its migration. */

@@ -3,7 +3,7 @@
 // report in one scan.
 import type { PgPool, PgWrite } from "./postgres-pool.js";
 import { asEpoch } from "./postgres-chats.js";
-import { USAGE_COLUMNS, addSpend, usageGroupOf, usageGroupSql, usageValues } from "./rows.js";
+import { USAGE_COLUMNS, USAGE_INSERT_COLUMNS, addSpend, usageGroupOf, usageGroupSql, usageValues } from "./rows.js";
 import type { UsageGroup, UsageGroupsQuery, UsageQuery, UsageRow, UsageSummary, UsageTotals } from "./types.js";
 
 export type UsageWrite = { kind: "usage"; row: UsageRow; scopes: string[] };
@@ -33,15 +33,15 @@ function summarySql(byFinishReason: boolean): string {
 const SQL = {
   // a batch's usage rows, and its points added once per scope (scopes in one order, see usageValues)
   recordUsage: {
-    name: "record-usage-v3",
+    name: "record-usage-v4",
     text: `WITH inserted AS (
-        INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens, points, status, duration_ms, chat_id, finish_reason,
-          request_id, endpoint, channel_id, attempts, ttfb_ms, error, cached_tokens, "user", bodies_key)
+        INSERT INTO usage (${USAGE_INSERT_COLUMNS})
         SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
           $9::numeric[], $10::integer[], $11::bigint[], $12::text[], $13::text[],
-          $14::text[], $15::text[], $16::bigint[], $17::integer[], $18::bigint[], $19::text[], $20::bigint[], $21::text[], $22::text[])
+          $14::text[], $15::text[], $16::bigint[], $17::integer[], $18::bigint[], $19::text[], $20::bigint[], $21::text[], $22::text[],
+          $23::text[], $24::text[])
       )
-      INSERT INTO spend (scope, points) SELECT * FROM unnest($23::text[], $24::float8[])
+      INSERT INTO spend (scope, points) SELECT * FROM unnest($25::text[], $26::float8[])
       ON CONFLICT (scope) DO UPDATE SET points = spend.points + EXCLUDED.points`,
   },
   getSpent: { name: "get-spent", text: `SELECT points FROM spend WHERE scope = $1` },
@@ -61,6 +61,7 @@ export function usageWrite(usage: UsageWrite[]): PgWrite {
   const scopes = [...spend.keys()].sort();
   return { q: SQL.recordUsage, values: [...columns, scopes, scopes.map((scope) => spend.get(scope))] };
 }
+
 
 export function createPgUsageOps(db: PgPool, write: (usage: UsageWrite) => Promise<unknown>) {
   return {

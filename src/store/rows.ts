@@ -111,15 +111,21 @@ export const BODIES_OF_ROW = `b.time = u.time AND (b.bodies_key = u.bodies_key O
   AND NOT EXISTS (SELECT 1 FROM usage o WHERE o.time = u.time AND o.request_id = u.request_id AND o.id <> u.id)))`;
 
 /** The usage table's columns, in the order usageValues gives them. */
-export const USAGE_COLUMNS = 22;
+export const USAGE_COLUMNS = 24;
+
+/** The usage table's columns as an INSERT names them (`user` quoted: a keyword in PostgreSQL). */
+export const USAGE_INSERT_COLUMNS = `time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens,
+  points, status, duration_ms, chat_id, finish_reason, request_id, endpoint, channel_id, attempts, ttfb_ms, error, cached_tokens, "user", bodies_key,
+  batch_id, custom_id`;
 
 /** A usage row's values in column order: time, app_id, key_name, share_id, model, channel,
  *  input_tokens, output_tokens, points, status, duration_ms, chat_id, finish_reason, request_id,
- *  endpoint, channel_id, attempts, ttfb_ms, error, cached_tokens, user, bodies_key. */
+ *  endpoint, channel_id, attempts, ttfb_ms, error, cached_tokens, user, bodies_key, batch_id, custom_id. */
 export function usageValues(row: UsageRow): unknown[] {
   const { time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason, cachedTokens } = row;
   const { requestId = null, endpoint = null, channelId = null, attempts = null, ttfbMs = null, error = null, user = null, bodiesKey = null } = row;
-  return [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason, requestId, endpoint, channelId, attempts, ttfbMs, error, cachedTokens, user, bodiesKey];
+  const { batchId = null, customId = null } = row;
+  return [time, appId, keyName, shareId, model, channel, inputTokens, outputTokens, points, status, durationMs, chatId, finishReason, requestId, endpoint, channelId, attempts, ttfbMs, error, cachedTokens, user, bodiesKey, batchId, customId];
 }
 
 /** Adds a row's points to the spend of each budget it counts against: a scope named twice is still

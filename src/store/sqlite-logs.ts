@@ -30,7 +30,8 @@ const WHERE = `WHERE time >= @from AND time <= @to
 const RECORD = `id, time, app_id AS appId, key_name AS keyName, share_id AS shareId, model, channel,
   input_tokens AS inputTokens, output_tokens AS outputTokens, points, status, duration_ms AS durationMs,
   chat_id AS chatId, finish_reason AS finishReason, request_id AS requestId, endpoint,
-  channel_id AS channelId, attempts, ttfb_ms AS ttfbMs, error, cached_tokens AS cachedTokens, user`;
+  channel_id AS channelId, attempts, ttfb_ms AS ttfbMs, error, cached_tokens AS cachedTokens, user,
+  batch_id AS batchId, custom_id AS customId`;
 
 const ORDER = { time: "time", request_at: "time - duration_ms", id: "id" } as const;
 

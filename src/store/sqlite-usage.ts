@@ -2,7 +2,7 @@
 // batch are gathered and written once at its end (multi-row INSERTs, one upsert per scope): a
 // statement costs about as much as the row it writes.
 import type Database from "better-sqlite3";
-import { USAGE_COLUMNS, addSpend, usageGroupOf, usageGroupSql, usageValues } from "./rows.js";
+import { USAGE_COLUMNS, USAGE_INSERT_COLUMNS, addSpend, usageGroupOf, usageGroupSql, usageValues } from "./rows.js";
 import type { Batched, Gathered } from "./write-batch.js";
 import type { UsageGroup, UsageGroupsQuery, UsageQuery, UsageRow, UsageSummary, UsageTotals } from "./types.js";
 
@@ -19,22 +19,20 @@ interface UsageFilter {
 
 export type UsageGatherer = Gathered & { add(row: UsageRow, scopes: string[]): void };
 
+const UPSERT_SPEND = `INSERT INTO spend (scope, points) VALUES (?, ?)
+  ON CONFLICT (scope) DO UPDATE SET points = points + excluded.points`;
+const insertSql = (rows: number) => `INSERT INTO usage (${USAGE_INSERT_COLUMNS}) VALUES ${Array.from({ length: rows }, () => `(${Array(USAGE_COLUMNS).fill("?").join(", ")})`).join(", ")}`;
+
+
 export function createUsageGatherer(db: Database.Database): UsageGatherer {
-  const upsertSpend = db.prepare<[string, number]>(
-    `INSERT INTO spend (scope, points) VALUES (?, ?)
-     ON CONFLICT (scope) DO UPDATE SET points = points + excluded.points`,
-  );
+  const upsertSpend = db.prepare<[string, number]>(UPSERT_SPEND);
   // one prepared INSERT per row count, made when first needed (at most MAX_ROWS_PER_INSERT of them)
   const inserts = new Map<number, Database.Statement<unknown[]>>();
   const insert = (rows: number) => {
     let statement = inserts.get(rows);
     if (!statement) {
       // positional parameters: binding by name costs measurably more on the hot path
-      const values = Array.from({ length: rows }, () => `(${Array(USAGE_COLUMNS).fill("?").join(", ")})`).join(", ");
-      statement = db.prepare<unknown[]>(
-        `INSERT INTO usage (time, app_id, key_name, share_id, model, channel, input_tokens, output_tokens,
-           points, status, duration_ms, chat_id, finish_reason, request_id, endpoint, channel_id, attempts, ttfb_ms, error, cached_tokens, user, bodies_key) VALUES ${values}`,
-      );
+      statement = db.prepare<unknown[]>(insertSql(rows));
       inserts.set(rows, statement);
     }
     return statement;

@@ -39,11 +39,14 @@ export interface EngineFigures {
   queue: number;
   /** the fullest KV cache among its series, 0..1 */
   kv: number;
+  /** of `queue`: the requests waiting (not yet running) */
+  waiting: number;
 }
 
 /** Reads a Prometheus text piece by piece: a line cut between two pieces is read whole. */
 export class EngineMetricsReader {
   #queue = 0;
+  #waiting = 0;
   #kv = 0;
   #found = false;
   #cacheTokens: number | undefined;
@@ -82,7 +85,7 @@ export class EngineMetricsReader {
     const last = this.#tail;
     this.#tail = "";
     if (last !== "" && !this.#skipping) this.#line(last);
-    return this.#found ? { queue: this.#queue, kv: this.#kv } : undefined;
+    return this.#found ? { queue: this.#queue, kv: this.#kv, waiting: this.#waiting } : undefined;
   }
 
   /** What the engine's prefix cache holds, in tokens, where the text said (read up to `end`). */
@@ -108,6 +111,7 @@ export class EngineMetricsReader {
     else if (RUNNING.has(name) || WAITING.has(name)) {
       // bounded: series summing past every number would make the load Infinity, its score NaN
       this.#queue = Math.min(this.#queue + value, MAX_QUEUE);
+      if (WAITING.has(name)) this.#waiting = Math.min(this.#waiting + value, MAX_QUEUE);
       this.#found = true;
     } else if (KV_USE.has(name)) this.#kv = Math.max(this.#kv, Math.min(value, 1));
   }

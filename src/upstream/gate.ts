@@ -6,7 +6,9 @@
 // docs/api.md#upstream-failures), and so is an arrival at a full queue — unless it outranks the
 // queue's weakest waiter (a lower effective priority, or at the same one an app with more waiters),
 // which is refused in its place: so a burst never queues without bound, and one app's burst cannot
-// shut the others out of the channel.
+// shut the others out of the channel. A ticket below priority 0 (a batch line, docs/batches.md#how-lines-run)
+// is never aged to 0 or above, and never given one of the slots held in reserve for interactive calls
+// (`reserveLow`): an interactive arrival finds room at once.
 import { LRUCache } from "lru-cache";
 import type { Cancel } from "../http/cancel.js";
 
@@ -36,8 +38,21 @@ export interface Ticket {
 
 export type Release = () => void;
 
+/** A gate's state as headroom reads it. */
+export interface GateView {
+  connections: number;
+  active: number;
+  /** of `active`: tickets below priority 0 */
+  lowActive: number;
+  queued: number;
+  /** of `queued`: tickets at priority 0 or above */
+  interactiveQueued: number;
+}
+
 interface Waiter {
   priority: number;
+  /** below 0: a batch line */
+  low: boolean;
   app: string;
   since: number;
   grant: (release: Release) => void;
@@ -56,6 +71,10 @@ const MAX_APPS = 10_000;
 
 export class ConnectionGate {
   #active = 0;
+  /** of #active: calls of tickets below priority 0 */
+  #lowActive = 0;
+  /** slots a ticket below priority 0 is never given (set by headroom, ./headroom.ts) */
+  #reserve = 0;
   #grants = 0;
   readonly #queue: Waiter[] = [];
   /** app → its calls in the queue (an app leaves when its last one does) */
@@ -85,16 +104,36 @@ export class ConnectionGate {
     return this.#active < this.#opts.connections;
   }
 
+  /** What headroom reads (./headroom.ts): slots, calls holding one, those of tickets below 0, and
+   *  the waiters at priority 0 or above. */
+  view(): GateView {
+    let interactiveQueued = 0;
+    for (const w of this.#queue) if (!w.low) interactiveQueued++;
+    return { connections: this.#opts.connections, active: this.#active, lowActive: this.#lowActive, queued: this.#queue.length, interactiveQueued };
+  }
+
+  /** Keeps `slots` of the gate's slots for tickets at priority 0 or above (never all of them). */
+  reserveLow(slots: number): void {
+    this.#reserve = Math.max(0, Math.min(slots, this.#opts.connections - 1));
+  }
+
+  /** A ticket below 0 may take a slot only while `active` leaves the reserve free. */
+  #lowFits(active: number): boolean {
+    return active < this.#opts.connections - this.#reserve;
+  }
+
   /** A slot, released by calling the returned function once; rejects with GateRefused. */
   acquire(signal?: Cancel, ticket: Ticket = {}, listener?: QueueListener): Promise<Release> {
     const priority = ticket.priority ?? 0;
     const app = ticket.app ?? "";
-    if (this.#active < this.#opts.connections) {
+    const low = priority < 0;
+    if (low ? this.#lowFits(this.#active) && !this.#queue.some((w) => w.low) : this.#active < this.#opts.connections) {
       this.#active++;
+      if (low) this.#lowActive++;
       this.#served.set(app, ++this.#grants);
       this.#opts.onWait?.(0, priority);
       listener?.queued(0);
-      return Promise.resolve(this.#releaser());
+      return Promise.resolve(this.#releaser(low));
     }
     if (this.#queue.length >= this.#opts.maxQueue && !this.#makeRoom(priority, app)) return Promise.reject(new GateRefused("busy"));
     return new Promise<Release>((resolve, reject) => {
@@ -115,6 +154,7 @@ export class ConnectionGate {
       };
       const waiter: Waiter = {
         priority,
+        low,
         app,
         since: this.#now(),
         grant: (release) => {
@@ -133,16 +173,18 @@ export class ConnectionGate {
     });
   }
 
-  #releaser(): Release {
+  #releaser(low: boolean): Release {
     let released = false;
     return () => {
       if (released) return;
       released = true;
+      if (low) this.#lowActive--;
       const next = this.#next();
       if (next) {
         // the slot passes straight to the next waiter: #active stays the same
+        if (next.low) this.#lowActive++;
         this.#depthChanged();
-        next.grant(this.#releaser());
+        next.grant(this.#releaser(next.low));
       } else {
         this.#active--;
       }
@@ -150,7 +192,8 @@ export class ConnectionGate {
   }
 
   /** Takes the waiter to serve next out of the queue: highest effective priority, then the app
-   *  served least recently, then the oldest (the queue is in arrival order). */
+   *  served least recently, then the oldest (the queue is in arrival order); none when that is a
+   *  ticket below 0 and the freed slot is one of the reserve (every ticket at 0 or above outranks it). */
   #next(): Waiter | undefined {
     if (this.#queue.length === 0) return undefined;
     const now = this.#now();
@@ -167,6 +210,7 @@ export class ConnectionGate {
         bestServed = served;
       }
     }
+    if (this.#queue[best]!.low && !this.#lowFits(this.#active - 1)) return undefined;
     const [next] = this.#queue.splice(best, 1);
     this.#left(next!.app);
     this.#served.set(next!.app, ++this.#grants);
@@ -199,9 +243,11 @@ export class ConnectionGate {
     return weakest;
   }
 
-  /** Priority plus one for each `agingMs` waited. */
+  /** Priority plus one for each `agingMs` waited; a ticket below 0 stays below 0 (-1 at most), so
+   *  every interactive call goes before any batch line however long it waited. */
   #effective(w: Waiter, now: number): number {
-    return w.priority + Math.floor((now - w.since) / this.#agingMs);
+    const aged = w.priority + Math.floor((now - w.since) / this.#agingMs);
+    return w.low ? Math.min(aged, -1) : aged;
   }
 
   #left(app: string): void {

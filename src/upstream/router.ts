@@ -13,6 +13,7 @@ import { orderChannels, type ChannelView } from "./pick.js";
 import { hashPrefix, PrefixIndexes, type PrefixParts } from "./prefix-index.js";
 import { pickByPrefix, type Imbalance, type PrefixWeights } from "./prefix-score.js";
 import type { AttemptTaps } from "./attempt.js";
+import { freeFor, type HeadroomRule, type HeadroomSlot } from "./headroom.js";
 import type { ChannelLayer } from "./layers.js";
 import type { ChannelClient, ChannelEntry, UpstreamChannelConfig } from "./types.js";
 
@@ -63,7 +64,7 @@ function localLoad(e: ChannelEntry): number {
 }
 
 /** The engine's figures are used while younger than STALE_INTERVALS scrape intervals. */
-function freshEngine(e: ChannelEntry, at: number): { queue: number; kv: number } | undefined {
+function freshEngine(e: ChannelEntry, at: number): { queue: number; kv: number; waiting?: number } | undefined {
   const interval = e.config.engineMetrics?.intervalMs;
   return e.engine && interval !== undefined && at - e.engine.at <= STALE_INTERVALS * interval ? e.engine : undefined;
 }
@@ -173,6 +174,19 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
     return ordered;
   }
 
+  /** The channels of `model` that may take one more batch line now, and how many (./headroom.ts). */
+  function headroom(model: string, rule: HeadroomRule): HeadroomSlot[] {
+    const slots: HeadroomSlot[] = [];
+    for (const e of byModel.get(model) ?? []) {
+      if (!enabled(e.config.name)) continue;
+      const engine = freshEngine(e, now());
+      const channel = { name: e.config.name, concurrency: e.config.concurrency, breakerOpen: e.up === false || view.breakerOpen(e), engineWaiting: engine?.waiting, gate: e.client.gate };
+      const free = freeFor(channel, rule);
+      if (free > 0) slots.push({ channel: e.config.name, free });
+    }
+    return slots;
+  }
+
   /** The outcome of a request or health check: `up`, the breaker, and (on failure) the last error. */
   function report(entry: ChannelEntry, ok: boolean, outcome = "ok", retryAfterMs?: number): void {
     const at = now();
@@ -203,6 +217,7 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
   return {
     entries,
     candidates,
+    headroom,
     report,
     reportServerError,
     /** May a request go to this channel now (its breaker is closed, or this is the half-open probe)? */

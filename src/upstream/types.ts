@@ -5,7 +5,7 @@
 import type { Readable } from "node:stream";
 import type { ChannelConfig } from "../config/schema.js";
 import type { Cancel } from "../http/cancel.js";
-import type { Ticket } from "./gate.js";
+import type { GateView, Ticket } from "./gate.js";
 
 /** A channel as the router builds it: a configured one, or one the gateway makes for a model served
  *  at its own URL (a rerank model's `requestUrl`, docs/fleet.md#rerank). */
@@ -66,6 +66,8 @@ export interface ChannelClient {
   load?(): { active: number; queued: number };
   /** a call sent now would not wait in the channel's queue */
   hasRoom?(): boolean;
+  /** its gate as headroom reads it, and the slots it keeps from tickets below 0 (./headroom.ts) */
+  gate?: { view(): GateView; reserveLow(slots: number): void };
   /** a health check: resolves true when the server answered 2xx within `timeoutMs` (never rejects) */
   check?(timeoutMs: number): Promise<boolean>;
 }
@@ -85,7 +87,7 @@ export interface ChannelEntry {
   /** callers whose requests got a plain 500 since the channel last answered well */
   serverErrorCallers?: Set<string>;
   /** the engine's last scraped figures (docs/routing.md#load): running + waiting, KV cache use, when */
-  engine?: { queue: number; kv: number; at: number };
+  engine?: { queue: number; kv: number; at: number; waiting?: number };
   /** the tokens its engine's prefix cache holds, as its metrics last said (docs/routing.md#prefix) */
   engineCacheTokens?: number;
 }
