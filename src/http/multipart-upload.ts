@@ -175,7 +175,7 @@ class UploadParts {
   file(name: string, stream: BusboyFileStream, filename: string, mimeType: string): void {
     if (name !== FILE_FIELD || this.#file) {
       stream.resume();
-      this.fail(badRequest("invalid_request", `${name}: send the audio as the one \`file\` field.`, name));
+      this.fail(badRequest("invalid_request", `${name}: send the file as the one \`file\` field.`, name));
       return;
     }
     stream.once("limit", () => this.fail(fileTooLarge(this.opts.limitBytes, this.opts.what)));
@@ -213,7 +213,7 @@ class UploadParts {
     const saved = this.saving.file;
     if (this.#settled) return undefined;
     if (!this.#file || !saved) {
-      this.fail(badRequest("invalid_request", "file is required: send the audio as the `file` field.", FILE_FIELD));
+      this.fail(badRequest("invalid_request", "file is required: send it as the `file` field.", FILE_FIELD));
       return undefined;
     }
     const bytes = await Promise.all([saved.saved, saved.closed]).then(([b]) => b, () => undefined);
