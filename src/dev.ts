@@ -49,7 +49,7 @@ async function replaceGateway(): Promise<Gateway> {
   state.current = undefined;
   if (previous) await retire(previous);
   const log = createLogger(config.server.log);
-  const store = await openStore(config.store);
+  const store = await openStore(config.store, { batchesDir: config.batches.dir });
   const gateway = createGateway(config, { store, loadConfig, logger: log });
   state.current = { gateway, store, log };
   if (!state.watching) {

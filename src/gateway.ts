@@ -4,6 +4,8 @@
 import { H3, type H3Event } from "h3";
 import { DISABLED, createChannelBook } from "./upstream/channel-book.js";
 import { createCreatedKeys } from "./auth/created-keys.js";
+import { createStandIns } from "./auth/stand-ins.js";
+import { createBatchRunner, type BatchRunner } from "./batches/runner.js";
 import { createQuota } from "./metered/quota.js";
 import { createMemoryClusterState } from "./cluster/memory.js";
 import { createRedisClusterState } from "./cluster/redis.js";
@@ -103,6 +105,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     inflight: new Inflight(),
     reload: () => reload(),
     keys: createCreatedKeys(deps.store, state),
+    standIns: createStandIns(),
+    wakeBatches: () => runner?.wake(),
     channels: createChannelBook(deps.store, state),
     rebuild: () => rebuild(),
     clock: deps.clock ?? Date.now,
@@ -115,6 +119,23 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   let current: Runtime = buildRuntime(config, shared);
   breakerOptions = () => current.config.routing.breaker;
   linkLocalAllowed = () => current.config.allowLinkLocalChannels;
+  // 2b. The batch runner (docs/batches.md#how-lines-run): lines of batches run here on idle capacity.
+  let runner: BatchRunner | undefined;
+  if (config.batches.enabled) {
+    runner = createBatchRunner({
+      store: deps.store.batches,
+      config: () => current.config.batches,
+      call: (kind, input) => current.calls[kind](input),
+      // the router's judgement (src/upstream/headroom.ts): the gate counts the lines it holds, and
+      // keeps its reserve from them even if a line not yet in the gate was claimed on top
+      headroom: (model) => current.router.headroom(model, current.config.batches),
+      tokenFor: (name) => shared.standIns.tokenFor(name),
+      clock: shared.clock,
+      lineEnded: (endpoint, outcome) => observer.batchLine(endpoint, outcome),
+      counted: (running, byStatus) => observer.batchCounts(running, byStatus),
+      log: (message) => logger.warn(message),
+    });
+  }
   const health = createHealth({ ping: () => ready().then(() => deps.store.ping()), clusterPing: () => state.ping() });
 
   // 3. Routes: the table's, each wrapped once for ids, errors, logs and metrics, each reading the
@@ -218,6 +239,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
 
   let closing: Promise<void> | undefined;
   async function close(): Promise<void> {
+    await runner?.stop();
     // queued finish reports get a bounded chance; what is left is dropped (and counted)
     await Promise.race([shared.shareAuth.drain(), new Promise((resolve) => setTimeout(resolve, FINISH_DRAIN_MS).unref())]);
     await Promise.all([shared.shareAuth.close(), current.router.close(), deps.logger ? undefined : logger.close(), shared.keys.close()]);
@@ -229,7 +251,11 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   return {
     app,
     reload: () => reload(),
-    drain: (timeoutMs) => shared.inflight.drain(timeoutMs, current.config.server.bodyTimeoutMs),
+    // batch lines stop first: those cut are left to their leases (run again after a restart)
+    drain: async (timeoutMs) => {
+      await runner?.stop();
+      return shared.inflight.drain(timeoutMs, current.config.server.bodyTimeoutMs);
+    },
     close: () => (closing ??= close()),
     processError: (kind) => observer.processError(kind),
     call: (kind, input) => current.calls[kind](input),

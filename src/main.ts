@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   if (config.server.workers > 1 && cluster.isPrimary) return runPrimary({ config, configPath, log, pretty });
 
   // 2. The store and the gateway.
-  const store = await openStore(config.store);
+  const store = await openStore(config.store, { batchesDir: config.batches.dir });
   const gateway = createGateway(config, { store, loadConfig: load, logger: log });
   process.on("uncaughtException", (err) => lastResort(gateway, log, "uncaught_exception", err));
   process.on("unhandledRejection", (err) => lastResort(gateway, log, "unhandled_rejection", err));

@@ -9,6 +9,7 @@ import type { ChannelBook, EffectiveChannels } from "./upstream/channel-book.js"
 import { createAiproxyRoutes } from "./aiproxy/routes.js";
 import type { CreatedKeys } from "./auth/created-keys.js";
 import { createKeyring, type Keyring } from "./auth/keys.js";
+import type { StandIns } from "./auth/stand-ins.js";
 import { createCatalogRoutes } from "./catalog/routes.js";
 import { createDialectSpec } from "./chat/dialect-spec.js";
 import { createChatSpec } from "./chat/spec.js";
@@ -49,6 +50,7 @@ import type { Store } from "./store/types.js";
 import type { AddressGuard } from "./upstream/address-guard.js";
 import { createChannelRouter, type ChannelRouter } from "./upstream/router.js";
 import { createUsageRoute } from "./usage/route.js";
+import { createBatchHandlers } from "./batches/handlers.js";
 
 export type { ReloadResult };
 
@@ -64,6 +66,10 @@ export interface Shared {
   /** the gateway's reload, for the operations API */
   reload: () => Promise<ReloadResult>;
   keys: CreatedKeys;
+  /** wakes the batch runner: a batch was created or cancelled (docs/batches.md) */
+  wakeBatches: () => void;
+  /** stand-in tokens a batch line runs with, as the key that created its batch (src/auth/stand-ins.ts) */
+  standIns: StandIns;
   /** channels written through FastGPT's AI Proxy API, over config.json's */
   channels: ChannelBook;
   /** builds the runtime again over the same config.json (after a channel write) */
@@ -119,7 +125,7 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
   const apps = new Map(config.apps.map((a) => [a.id, a]));
   const links = new Map(config.shareLinks.map((l) => [l.shareId, l]));
   const aliases = createAliases(config.aliases);
-  const keyring = createKeyring(config.apiKeys, shared.keys, shared.clock);
+  const keyring = createKeyring(config.apiKeys, shared.keys, shared.clock, shared.standIns);
   // rerank models with their own requestUrl get a channel of their own (docs/fleet.md#rerank)
   const router = createChannelRouter(upstreamChannels(config), shared.observer, shared.state, {
     previous: previous?.router.entries,
@@ -221,6 +227,16 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
     observer: shared.observer,
   });
 
+  const batches = createBatchHandlers({
+    store: shared.store.batches,
+    config: config.batches,
+    clock: shared.clock,
+    caller: { keyring, apps, resolveShareLink: metered.resolveShareLink, timezone: config.server.timezone },
+    quota: shared.quota,
+    models: { chat: models, embeddings: fleet.embeddings, aliases, apps, serves },
+    wake: shared.wakeBatches,
+  });
+
   return {
     config,
     channels,
@@ -280,6 +296,7 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
       aiproxyDashboard: aiproxy.dashboard,
       aiproxyMember: aiproxy.member,
       aiproxyUnknown: aiproxy.unknown,
+      ...batches,
     } satisfies Record<string, Handler>,
   };
 }

@@ -24,6 +24,7 @@ const LAYERS = [
   ["metered"],
   ["chat", "embeddings", "rerank", "audio", "completions", "catalog"],
   ["dialects"],
+  ["batches"],
 ];
 
 function sources(dir: string): string[] {

@@ -11,7 +11,7 @@
 import { badRequest } from "../http/errors.js";
 import { AudioParsers } from "./audio-parser.js";
 import { looksLikeAudio } from "./audio-sniff.js";
-import { FILE_FIELD } from "./multipart-upload.js";
+import { FILE_FIELD } from "../http/multipart-upload.js";
 
 export interface AudioInfo {
   /** seconds of audio, when the file says (or its frames show) */

@@ -122,6 +122,7 @@ export function createCreatedKeys(store: Store, state: ClusterState): CreatedKey
   return {
     ready: () => (first ??= load().catch(() => ((first = undefined), Promise.reject(storeUnavailable())))),
     find: (sha256) => live.get(sha256),
+    named: (name) => [...live.values()].find((k) => k.name === name),
     lookUp,
     used: (name, now) => void pending.set(name, now),
 

@@ -4,6 +4,7 @@
 import { hash, timingSafeEqual } from "node:crypto";
 import type { ApiKeyConfig } from "../config/schema.js";
 import { GatewayError } from "../http/errors.js";
+import type { StandIns } from "./stand-ins.js";
 
 export interface KeyIdentity {
   name: string;
@@ -32,6 +33,8 @@ export interface KeySource {
   /** Looks for the key with this digest in the store: found live, `find` knows it from then on.
    *  One indexed lookup, or none for a digest looked up lately and not found (docs/operations.md#keys-api). */
   lookUp?(sha256: string): Promise<void>;
+  /** The live key of this name (a batch line's stand-in, src/auth/stand-ins.ts). */
+  named?(name: string): KeyIdentity | undefined;
 }
 
 /** The prefix of keys made by the operations API: an unknown key with it may be one just created on another instance. */
@@ -52,7 +55,8 @@ export const keyExpired = (at: number) =>
 const sha256 = (value: string): Buffer => hash("sha256", value, "buffer");
 
 /** `now`: the clock that expiry is judged by (tests inject one). */
-export function createKeyring(keys: ApiKeyConfig[], source?: KeySource, now: () => number = Date.now) {
+/** `standIns`: stand-in tokens of key names (batch lines, src/auth/stand-ins.ts). */
+export function createKeyring(keys: ApiKeyConfig[], source?: KeySource, now: () => number = Date.now, standIns?: StandIns) {
   const stored: StoredKey[] = keys.map(({ key: _key, sha256: digest, expiresAt, ...k }) => ({
     digest: digest ? Buffer.from(digest, "hex") : sha256(_key ?? ""),
     identity: { ...k, expiresAt: expiresAt === null ? null : Date.parse(expiresAt) },
@@ -66,12 +70,19 @@ export function createKeyring(keys: ApiKeyConfig[], source?: KeySource, now: () 
     let found: KeyIdentity | undefined;
     // Compare against every key, so timing reveals neither which key matched nor how many exist.
     for (const k of stored) if (timingSafeEqual(k.digest, digest)) found = k.identity;
-    found ??= source?.find(digest.toString("hex"));
+    found ??= source?.find(digest.toString("hex")) ?? standInFor(digest.toString("hex"));
     if (!found) throw new GatewayError(401, "invalid_api_key", "Invalid API key.");
     const at = now();
     if (found.expiresAt !== null && at >= found.expiresAt) throw keyExpired(found.expiresAt);
     source?.used(found.name, at);
     return found;
+  }
+
+  /** the key a stand-in token's digest names, as it is now */
+  function standInFor(digest: string): KeyIdentity | undefined {
+    const name = standIns?.nameOf(digest);
+    if (name === undefined) return undefined;
+    return stored.find((k) => k.identity.name === name)?.identity ?? source?.named?.(name);
   }
 
   /** authenticate, but an unknown key that looks created through the API is looked for in the store

@@ -2,6 +2,7 @@
 // object is strict: a typo must be a start-up error, never a silently dropped key or limit.
 import { z } from "zod";
 import { checkReferences } from "./references.js";
+import { batchesSchema } from "./batches-schema.js";
 import { routingSchema } from "./routing-schema.js";
 
 const MIB = 1024 * 1024;
@@ -346,6 +347,8 @@ export const configSchema = z
         threadTtlHours: z.number().positive().max(87_600).default(72),
       })
       .prefault({}),
+    /** OpenAI's Files and Batch API on idle capacity (docs/configuration.md#batches) */
+    batches: batchesSchema.prefault({}),
     /** false: FastGPT's AI Proxy API may not create, change or delete channels (docs/fastgpt.md#channels) */
     channelWrites: z.boolean().default(true),
     /** true: channels may connect to link-local and cloud-metadata addresses (docs/configuration.md#top-level) */

@@ -19,6 +19,7 @@ import type {
 import { joinInstanceMetrics } from "./cluster.js";
 import { defineFamilies, defineObservations, type Families, type ObservationsOf } from "./families.js";
 import { createQuotaMetrics } from "./quota-metrics.js";
+import { createBatchMetrics } from "./batch-metrics.js";
 import { Tally } from "./tally.js";
 
 export interface MetricsOptions {
@@ -64,6 +65,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
 
   return {
     ...createQuotaMetrics(registry),
+    ...createBatchMetrics(registry),
     registry,
     contentType: registry.contentType,
     setNames(next) {

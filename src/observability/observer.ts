@@ -78,9 +78,16 @@ export const silentObserver = {
   tokensUsed(_scopeKind: string, _name: string, _tokens: number, _tpm: number): void {},
   /** a scope's current `period` has spent `spent` of its `limit` points (the store's count) */
   periodSpent(_scopeKind: string, _name: string, _period: string, _spent: number, _limit: number): void {},
+
+  /** a batch line ended (docs/batches.md): `outcome` done, failed, cancelled, expired, or lost (another instance had taken it over) */
+  batchLine(_endpoint: string, _outcome: string): void {},
+  /** after a round of the batch runner: its lines running, and the store's batches by status */
+  batchCounts(_running: number, _byStatus: Partial<Record<string, number>>): void {},
 };
 
 export type Observer = typeof silentObserver;
+/** What the batch runner reports (docs/batches.md). */
+export type BatchObserver = Pick<Observer, "batchLine" | "batchCounts">;
 /** What quotas by time report (docs/operations.md#metrics). */
 export type QuotaObserver = Pick<Observer, "tokensUsed" | "periodSpent">;
 /** A listener: the events it needs. */

@@ -7,10 +7,11 @@ import type { Store } from "./types.js";
 
 /** The store, usable at once: the postgres store connects and brings its schema up to date at its
  *  first call (see openStore). A SQLite file already used by another process is refused. */
-export function createStore(config: Config["store"]): Store {
+/** `batchesDir`: config `batches.dir` (docs/configuration.md#batches) */
+export function createStore(config: Config["store"], opts: { batchesDir?: string } = {}): Store {
   switch (config.driver) {
     case "sqlite":
-      return createLockedSqliteStore(config.path);
+      return createLockedSqliteStore(config.path, opts.batchesDir);
     case "memory":
       return createSqliteStore(":memory:");
     case "postgres":
@@ -20,8 +21,8 @@ export function createStore(config: Config["store"]): Store {
 
 /** createStore, then a first call: start-up fails here, with the reason, when the store cannot be
  *  reached or its schema is newer than this build. */
-export async function openStore(config: Config["store"]): Promise<Store> {
-  const store = createStore(config);
+export async function openStore(config: Config["store"], opts: { batchesDir?: string } = {}): Promise<Store> {
+  const store = createStore(config, opts);
   try {
     await store.ping();
   } catch (err) {
@@ -32,10 +33,10 @@ export async function openStore(config: Config["store"]): Promise<Store> {
   return store;
 }
 
-function createLockedSqliteStore(path: string): Store {
+function createLockedSqliteStore(path: string, batchesDir: string | undefined): Store {
   const release = lockSqliteFile(path);
   try {
-    const store = createSqliteStore(path);
+    const store = createSqliteStore(path, { batchesDir });
     return { ...store, close: () => store.close().finally(release) };
   } catch (err) {
     release();

@@ -227,6 +227,51 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE usage ADD COLUMN bodies_key TEXT;
   ALTER TABLE usage_bodies RENAME COLUMN request_id TO bodies_key;
   `,
+  // issue 40: OpenAI's Files and Batch API (docs/batches.md#durability): files (their bytes on disk
+  //    under batches.dir, or in `content` for the memory store), batches, and each line's state, claim
+  //    and output
+  `
+  CREATE TABLE batch_files (
+    id         TEXT    PRIMARY KEY,
+    app_id     TEXT    NOT NULL,
+    key_name   TEXT,
+    purpose    TEXT    NOT NULL,
+    filename   TEXT    NOT NULL,
+    bytes      INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    content    BLOB
+  );
+  CREATE INDEX batch_files_by_app ON batch_files (app_id, created_at, id);
+
+  CREATE TABLE batches (
+    id         TEXT    PRIMARY KEY,
+    app_id     TEXT    NOT NULL,
+    key_name   TEXT    NOT NULL,
+    status     TEXT    NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    object     TEXT    NOT NULL
+  );
+  CREATE INDEX batches_by_app ON batches (app_id, created_at, id);
+  CREATE INDEX batches_by_status ON batches (status);
+
+  CREATE TABLE batch_lines (
+    batch_id    TEXT    NOT NULL,
+    line        INTEGER NOT NULL,
+    custom_id   TEXT    NOT NULL,
+    model       TEXT    NOT NULL,
+    digest      TEXT    NOT NULL,
+    body        TEXT    NOT NULL,
+    state       TEXT    NOT NULL,
+    owner       TEXT,
+    lease_until INTEGER NOT NULL DEFAULT 0,
+    output      TEXT,
+    input_tokens  INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (batch_id, line)
+  );
+  CREATE INDEX batch_lines_to_claim ON batch_lines (state, model, digest) WHERE state IN ('pending', 'running');
+  `,
   // issue 40: a batch line's usage row names its batch and line (docs/batches.md#how-lines-run)
   `
   ALTER TABLE usage ADD COLUMN batch_id TEXT;

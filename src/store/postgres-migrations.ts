@@ -173,6 +173,50 @@ export const PG_MIGRATIONS: readonly string[] = [
   ALTER TABLE usage ADD COLUMN bodies_key text;
   ALTER TABLE usage_bodies RENAME COLUMN request_id TO bodies_key;
   `,
+  // issue 40: as SQLite's batch tables (docs/batches.md#durability); a file's bytes are kept in the
+  //    database, so every instance reads them
+  `
+  CREATE TABLE batch_files (
+    id         text   PRIMARY KEY,
+    app_id     text   NOT NULL,
+    key_name   text,
+    purpose    text   NOT NULL,
+    filename   text   NOT NULL,
+    bytes      bigint NOT NULL,
+    created_at bigint NOT NULL,
+    content    bytea
+  );
+  CREATE INDEX batch_files_by_app ON batch_files (app_id, created_at, id);
+
+  CREATE TABLE batches (
+    id         text   PRIMARY KEY,
+    app_id     text   NOT NULL,
+    key_name   text   NOT NULL,
+    status     text   NOT NULL,
+    created_at bigint NOT NULL,
+    expires_at bigint NOT NULL,
+    object     text   NOT NULL
+  );
+  CREATE INDEX batches_by_app ON batches (app_id, created_at, id);
+  CREATE INDEX batches_by_status ON batches (status);
+
+  CREATE TABLE batch_lines (
+    batch_id    text    NOT NULL,
+    line        integer NOT NULL,
+    custom_id   text    NOT NULL,
+    model       text    NOT NULL,
+    digest      text    NOT NULL,
+    body        text    NOT NULL,
+    state       text    NOT NULL,
+    owner       text,
+    lease_until bigint  NOT NULL DEFAULT 0,
+    output      text,
+    input_tokens  bigint NOT NULL DEFAULT 0,
+    output_tokens bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (batch_id, line)
+  );
+  CREATE INDEX batch_lines_to_claim ON batch_lines (state, model, digest) WHERE state IN ('pending', 'running');
+  `,
   // issue 40: a batch line's usage row names its batch and line (docs/batches.md#how-lines-run)
   `
   ALTER TABLE usage ADD COLUMN batch_id text;

@@ -11,6 +11,7 @@
 // No history cache here, unlike SQLite's: another instance may append to a chat at any time, and
 // checking a cached history for staleness costs the same round trip as reading the chat's last
 // rounds through their primary key, so every read goes to the database.
+import { createPgBatchStore } from "./postgres-batches.js";
 import { createPgChatOps, planCreates, planRounds, type RoundWrite } from "./postgres-chats.js";
 import { createPgChannelOps } from "./postgres-channels.js";
 import { createPgKeyOps } from "./postgres-keys.js";
@@ -37,6 +38,7 @@ export function createPostgresStore(url: string): Store {
     ...createPgChannelOps(db),
     ...logs,
     ...createPgRecordOps(db, writes.write),
+    batches: createPgBatchStore(db),
     ping: () => db.ping(),
     async close() {
       await Promise.all([writes.settled(), creates.settled(), bodiesSettled()]);

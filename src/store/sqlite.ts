@@ -1,7 +1,9 @@
 // The SQLite Store: conversations, share-link records, usage rows, spend counters and stored
 // responses persist in one database file (or `:memory:`). Writes on the request path share
 // transactions (write-batch.ts); a chat's head and last rounds are cached (chat-cache.ts).
+import { dirname, join } from "node:path";
 import Database from "better-sqlite3";
+import { createSqliteBatchStore } from "./sqlite-batches.js";
 import { CACHED_MESSAGES, createChatCache, type ChatHead } from "./chat-cache.js";
 import { migrate } from "./migrations.js";
 import { chatInfoOf, mayUse, newestMessages, ownerColumns, ownerOf, titleFrom, type ChatRow, type StoredRound } from "./rows.js";
@@ -19,7 +21,13 @@ const BUSY_TIMEOUT_MS = 5_000;
 type HeadRow = ChatRow & { last_round_id: number | null };
 type OwnerColumns = ReturnType<typeof ownerColumns>;
 
-export function createSqliteStore(path: string): Store {
+export interface SqliteStoreOptions {
+  /** where batch files' bytes go (docs/batches.md#durability); absent: a \`batches\` folder beside
+   *  the database file, or the database itself for \`:memory:\` */
+  batchesDir?: string;
+}
+
+export function createSqliteStore(path: string, opts: SqliteStoreOptions = {}): Store {
   const db = openDatabase(path);
   const usage = createUsageGatherer(db);
   const batched = createWriteBatcher(db, [usage]);
@@ -33,6 +41,7 @@ export function createSqliteStore(path: string): Store {
     ...createLogOps(db),
     ...bodies,
     ...createRecordOps(db, batched),
+    batches: createSqliteBatchStore(db, batched, usage, batchesDir(path, opts.batchesDir)),
     async ping() {
       ping.get();
     },
@@ -41,6 +50,12 @@ export function createSqliteStore(path: string): Store {
       if (db.open) db.close();
     },
   };
+}
+
+function batchesDir(path: string, dir: string | undefined): string | undefined {
+  if (dir) return dir;
+  if (path === ":memory:" || path === "" || path.startsWith("file:")) return undefined;
+  return join(dirname(path), "batches");
 }
 
 function openDatabase(path: string): Database.Database {

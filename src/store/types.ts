@@ -2,6 +2,8 @@
 // share-link uids and stored responses. SQLite (store/sqlite.ts, one process) and PostgreSQL
 // (store/postgres.ts, shared by instances) implement it with the same behaviour:
 // test/support/store-contract.ts holds them to it.
+import type { BatchStore } from "./batch-types.js";
+import type { UsageRow } from "./usage-row.js";
 
 /** A chat made through an API key: the key's configured name (never the key). */
 export interface KeyOwner {
@@ -73,49 +75,7 @@ export interface AppendRoundInput {
   variables?: Record<string, unknown>;
 }
 
-export interface UsageRow {
-  /** epoch milliseconds */
-  time: number;
-  appId: string;
-  /** the API key's configured name, never the key; null for share-link users */
-  keyName: string | null;
-  shareId: string | null;
-  model: string;
-  channel: string;
-  inputTokens: number;
-  outputTokens: number;
-  points: number;
-  status: number;
-  durationMs: number;
-  chatId: string | null;
-  /** why the answer ended (`stop`, `length`, `client_abort`, …); null when there was none */
-  finishReason: string | null;
-  /** of `inputTokens`: those the upstream served from its prefix cache (0 when it reports none) */
-  cachedTokens: number;
-  // what FastGPT's call logs show (docs/fastgpt.md#call-logs); absent on rows written before them
-  /** the answer's x-request-id */
-  requestId?: string | null;
-  /** the path called, no query */
-  endpoint?: string | null;
-  /** the channel's number (channels[].id or the store's) */
-  channelId?: number | null;
-  /** channels tried */
-  attempts?: number | null;
-  /** ms from arrival to the answer's first byte */
-  ttfbMs?: number | null;
-  /** the client's error, `code: message`, at most 1 KB; null on success */
-  error?: string | null;
-  /** the end user: a share link's uid (a localId only as its digest,
-   *  docs/store.md#share-link-users-in-usage-rows), else the request's `user` / `safety_identifier` /
-   *  `metadata.user_id` (docs/api.md#usage); null when none was named */
-  user?: string | null;
-  /** the key of the row's kept bodies: an id Sluice made, unlike the client's request id
-   *  (docs/fastgpt.md#bodies); null when its app keeps none, or on rows written before */
-  bodiesKey?: string | null;
-  /** the batch and line a batch line's row belongs to (docs/batches.md); null otherwise */
-  batchId?: string | null;
-  customId?: string | null;
-}
+export type { UsageRow } from "./usage-row.js";
 
 export interface UsageTotals {
   requests: number;
@@ -375,6 +335,8 @@ export interface Store {
   writeChannelRecords(writes: ChannelWrite[]): Promise<void>;
   /** Sets the status of the channels with these ids; the ids that exist. */
   setChannelStatus(ids: number[], status: number): Promise<number[]>;
+  /** files, batches and their lines (docs/batches.md#durability) */
+  batches: BatchStore;
   /** Resolves when the store answers; rejects otherwise (used by /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -13,8 +13,8 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { Busboy, type BusboyFileStream } from "@fastify/busboy";
-import type { Cancel } from "../http/cancel.js";
-import { GatewayError, badRequest, toGatewayError } from "../http/errors.js";
+import type { Cancel } from "./cancel.js";
+import { GatewayError, badRequest, toGatewayError } from "./errors.js";
 import { spoolPath } from "./spool.js";
 
 /** The file part's name, as OpenAI's API names it. */
@@ -43,6 +43,8 @@ export interface UploadOptions {
   /** judges the upload from the fields sent before its file, before the file is written; resolves
    *  to what frees what it holds (a slot among the uploads in flight), rejects with the refusal */
   admit?: (fields: Array<[string, string]>) => Promise<() => void>;
+  /** the file, in the words of a 413 (default "the audio file") */
+  what?: string;
 }
 
 export interface AudioUpload {
@@ -56,8 +58,8 @@ export interface AudioUpload {
   remove(): Promise<void>;
 }
 
-export function fileTooLarge(limit: number): GatewayError {
-  return new GatewayError(413, "file_too_large", `file: the audio file is larger than ${limit} bytes.`, { param: FILE_FIELD, headers: { connection: "close" } });
+export function fileTooLarge(limit: number, what = "the audio file"): GatewayError {
+  return new GatewayError(413, "file_too_large", `file: ${what} is larger than ${limit} bytes.`, { param: FILE_FIELD, headers: { connection: "close" } });
 }
 
 const bodyTimeout = () =>
@@ -76,7 +78,7 @@ export function readAudioUpload(source: UploadSource, opts: UploadOptions): Prom
     return Promise.reject(new GatewayError(415, "unsupported_media_type", "Content-Type must be multipart/form-data."));
   }
   const declared = Number(source.headers["content-length"] ?? NaN);
-  if (declared > opts.limitBytes + FIELDS_ALLOWANCE) return Promise.reject(fileTooLarge(opts.limitBytes));
+  if (declared > opts.limitBytes + FIELDS_ALLOWANCE) return Promise.reject(fileTooLarge(opts.limitBytes, opts.what));
   const path = spoolPath(opts.dir);
   const saving: Saving = {};
   return parse(source, type, path, opts, saving).catch(async (err: unknown) => {
@@ -153,7 +155,7 @@ class UploadParts {
 
   constructor(
     readonly path: string,
-    readonly opts: Pick<UploadOptions, "limitBytes" | "admit">,
+    readonly opts: Pick<UploadOptions, "limitBytes" | "admit" | "what">,
     readonly saving: Saving,
     readonly onFail: (err: GatewayError) => void,
   ) {}
@@ -176,7 +178,7 @@ class UploadParts {
       this.fail(badRequest("invalid_request", `${name}: send the audio as the one \`file\` field.`, name));
       return;
     }
-    stream.once("limit", () => this.fail(fileTooLarge(this.opts.limitBytes)));
+    stream.once("limit", () => this.fail(fileTooLarge(this.opts.limitBytes, this.opts.what)));
     this.#file = { filename, mimeType };
     // the file waits, unread, while it is judged: the parser and the socket hold back the rest
     const admit = this.opts.admit?.([...this.#fields]) ?? Promise.resolve(() => {});
