@@ -113,7 +113,7 @@ export async function statsOf(replicas: Replica[]): Promise<ReplicaStats[]> {
 }
 
 /** Every session of one run at once, through `url`; the replicas' counters before and after. */
-async function runOnce(url: string, replicas: Replica[], o: FleetOptions, run: string, into: { ttfts: number[]; stats: Array<[ReplicaStats[], ReplicaStats[]]>; failed: number }) {
+export async function runOnce(url: string, replicas: Replica[], o: FleetOptions, run: string, into: { ttfts: number[]; stats: Array<[ReplicaStats[], ReplicaStats[]]>; failed: number }) {
   const before = await statsOf(replicas);
   const systems = systemPrompts(o);
   const results = await Promise.all(
