@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI, { toFile } from "openai";
 import { spawnNodeServer } from "../node-process.js";
-import { figures, KEY, MODEL, quantile, runOnce, type FleetOptions } from "./bench.js";
+import { figures, KEY, MODEL, quantile, runOnce, warmUp, type FleetOptions } from "./bench.js";
 import { startReplicas, type Replica, type ReplicaStats } from "./replicas.js";
 
 export interface BatchesOptions extends FleetOptions {
@@ -84,6 +84,7 @@ export async function measureBatches(o: BatchesOptions = BATCHES_DEFAULTS, secon
   const idle: number[] = [];
   const capacity: number[] = [];
   try {
+    await warmUp(replicas, o);
     for (let round = 0; round < o.rounds; round++) {
       capacity.push(await direct(replicas, o.maxRunning, new Promise((r) => setTimeout(r, seconds * 1000))));
       const cases = round % 2 === 0 ? (["alone", "batch", "idle"] as const) : (["idle", "batch", "alone"] as const);
@@ -122,7 +123,8 @@ async function withLines(client: OpenAI, url: string, replicas: Replica[], o: Ba
   const text = Array.from({ length: o.lines }, (_, i) => JSON.stringify({ custom_id: `${run}-${i}`, method: "POST", url: "/v1/chat/completions", body: lineBody(i) })).join("\n");
   const file = await client.files.create({ file: await toFile(Buffer.from(text), `${run}.jsonl`), purpose: "batch" });
   const batch = await client.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
-  const completed = async () => (await client.batches.retrieve(batch.id)).request_counts?.completed ?? 0;
+  // the batch object's counts are set when it finalizes: lines done so far are read from /metrics
+  const completed = () => linesDone(url);
   const before = await completed();
   const started = performance.now();
   await runOnce(url, replicas, o, run, into);
@@ -130,6 +132,14 @@ async function withLines(client: OpenAI, url: string, replicas: Replica[], o: Ba
   const rate = done / ((performance.now() - started) / 1000);
   await client.batches.cancel(batch.id);
   return rate;
+}
+
+/** Batch lines ended well so far: the sum of sluice_batch_lines_total{outcome="ok"} on /metrics. */
+async function linesDone(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  let n = 0;
+  for (const m of text.matchAll(/^sluice_batch_lines_total\{([^}]*)\} (\S+)$/gm)) if (/outcome="(ok|done|completed)"/.test(m[1]!)) n += Number(m[2]);
+  return n;
 }
 
 /** The section's lines for the report. */

@@ -97,7 +97,7 @@ const systemPrompts = (o: FleetOptions) => Array.from({ length: o.agents }, (_, 
 
 /** Every agent's system prompt once on every replica, unmeasured: in a fleet that has run for a
  *  while they are cached everywhere, and no target should pay for the first one to come. */
-async function warmUp(replicas: Replica[], o: FleetOptions): Promise<void> {
+export async function warmUp(replicas: Replica[], o: FleetOptions): Promise<void> {
   await Promise.all(
     replicas.flatMap((r) =>
       systemPrompts(o).map(async (system) => {
