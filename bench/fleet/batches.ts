@@ -16,9 +16,11 @@ export interface BatchesOptions extends FleetOptions {
   lines: number;
   /** the replicas' `--max-running` and each channel's `concurrency` */
   maxRunning: number;
+  /** `batches.reserve` */
+  reserve: number;
 }
 
-export const BATCHES_DEFAULTS: BatchesOptions = { replicas: 4, agents: 4, sessions: 8, turns: 8, rounds: 2, slow: 1, lines: 2_000, maxRunning: 8 };
+export const BATCHES_DEFAULTS: BatchesOptions = { replicas: 4, agents: 4, sessions: 8, turns: 8, rounds: 2, slow: 1, lines: 2_000, maxRunning: 8, reserve: 0.125 };
 
 export interface BatchesResult {
   options: BatchesOptions;
@@ -64,7 +66,7 @@ async function startBatchSluice(replicas: Replica[], o: BatchesOptions) {
     apps: [{ id: "agents", model: MODEL }],
     apiKeys: [{ name: "agents", kind: "app", appId: "agents", key: KEY }],
     // every line the headroom of all channels allows at once
-    batches: { concurrency: replicas.length * o.maxRunning },
+    batches: { concurrency: replicas.length * o.maxRunning, reserve: o.reserve },
   };
   await writeFile(join(dir, "config.json"), JSON.stringify(config));
   const sluice = await spawnNodeServer("Sluice (batches)", { args: ["dist/main.js", "--config", join(dir, "config.json")], readyPath: "/healthz", ready: (s) => s === 200, outputFile: join(dir, "sluice.log") });
@@ -148,7 +150,7 @@ export function batchesLines(r: BatchesResult): string[] {
   const ratio = r.ttftP95WithBatch / r.ttftP95Alone;
   const share = r.batchLinesPerSecond / r.idleLinesPerSecond;
   return [
-    `batches: ${o.replicas} replicas (max ${o.maxRunning} running, channel concurrency ${o.maxRunning}), ${o.sessions} sessions × ${o.turns} turns, a ${o.lines}-line batch, ${o.rounds} rounds`,
+    `batches: ${o.replicas} replicas (max ${o.maxRunning} running, channel concurrency ${o.maxRunning}, batches.reserve ${o.reserve}), ${o.sessions} sessions × ${o.turns} turns, a ${o.lines}-line batch, ${o.rounds} rounds`,
     `  interactive TTFT p95: ${r.ttftP95Alone.toFixed(0)} ms alone, ${r.ttftP95WithBatch.toFixed(0)} ms with the batch (${ratio.toFixed(2)}×, target ≤ 1.10×)`,
     `  batch lines/s beside the sessions: ${r.batchLinesPerSecond.toFixed(1)}; idle capacity left by the sessions ${r.idleLinesPerSecond.toFixed(1)} lines/s (${(share * 100).toFixed(0)} %, target ≥ 70 %); replicas alone ${r.capacityLinesPerSecond.toFixed(1)} lines/s`,
     `  failed calls: ${r.failed}`,
