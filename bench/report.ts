@@ -7,6 +7,7 @@ import { median, type LoadResult } from "./autocannon-case.js";
 import type { LagResult } from "./event-loop-lag.js";
 import type { FailoverLatency } from "./failover.js";
 import { fleetLines, type FleetResult } from "./fleet/bench.js";
+import { batchesLines, type BatchesResult } from "./fleet/batches.js";
 import { prefixCostLines, type PrefixCost } from "./fleet/prefix-cost.js";
 import { sharedPrefixLines, type SharedPrefixResult } from "./fleet/shared-prefix.js";
 import type { CaseResult, TargetName } from "./interleave.js";
@@ -46,6 +47,7 @@ export interface BenchResults {
   qpm?: QpmResult;
   scheduling?: SchedulingCase[];
   fleet?: FleetResult;
+  batches?: BatchesResult;
   /** the fleet section's shared-prefix workload, and what routing one request by prefix costs */
   sharedPrefix?: SharedPrefixResult;
   prefixCost?: PrefixCost;
@@ -180,6 +182,7 @@ function printDetails(r: BenchResults): void {
     lines.push(`budgeted+QPM key, ${r.qpm.seconds} s in 10 s slices, CPU us/req: ${series}; RPS ${r.qpm.slices.map((s) => num(s.rps, 0)).join(" ")}`);
   }
   if (r.fleet) lines.push(...fleetLines(r.fleet));
+  if (r.batches) lines.push(...batchesLines(r.batches));
   if (r.sharedPrefix) lines.push(...sharedPrefixLines(r.sharedPrefix));
   if (r.prefixCost) lines.push(...prefixCostLines(r.prefixCost));
   if (lines.length > 0) console.log(`\n${lines.join("\n")}`);

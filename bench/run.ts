@@ -37,6 +37,10 @@
 //                then 10 apps' users (shared prompts, caches smaller than all of them) through the floor,
 //                Sluice by prefix and Sluice by session (bench/fleet/shared-prefix.ts); and the cost
 //                of one request's prefix routing, 8 channels, a 100K-token prompt (bench/fleet/prefix-cost.ts)
+//   batches      4 simulated replicas (8 running each, channel concurrency 8): the fleet's agent sessions
+//                alone and with a 2,000-line chat batch (OpenAI SDK) submitted at once, interleaved: TTFT
+//                p95 with/without, the batch's lines/s against the idle capacity the sessions leave
+//                (bench/fleet/batches.ts); not in a default run
 //   workers      only with --store postgres: the same two loads on PostgreSQL + Redis with
 //                server.workers 1 against 2, each process's CPU (primary, each worker, upstream,
 //                PostgreSQL, Redis, the load generator)
@@ -87,10 +91,11 @@ import { measureScheduling } from "./scheduling.js";
 import { BODIES_KEY, startSluice, type SluiceProcess } from "./sluice-process.js";
 import { measureStartUp } from "./start-up.js";
 import { measureFleet } from "./fleet/bench.js";
+import { measureBatches, BATCHES_DEFAULTS } from "./fleet/batches.js";
 import { measurePrefixCost } from "./fleet/prefix-cost.js";
 import { measureSharedPrefix } from "./fleet/shared-prefix.js";
 
-const SECTIONS = ["non-stream", "bodies", "stream", "realistic", "per-kb", "failover", "embeddings", "dialects", "lag", "memory", "scheduling", "start", "qpm", "store", "workers", "fleet"] as const;
+const SECTIONS = ["non-stream", "bodies", "stream", "realistic", "per-kb", "failover", "embeddings", "dialects", "lag", "memory", "scheduling", "start", "qpm", "store", "workers", "fleet", "batches"] as const;
 type Section = (typeof SECTIONS)[number];
 /** the sections that need PostgreSQL and Redis: only with --store postgres, and then by default */
 const STORE_SECTIONS: readonly Section[] = ["store", "workers"];
@@ -153,7 +158,7 @@ async function main(): Promise<void> {
     servers.push(sluice);
 
     // 2. Each section chosen, in order; a section's failure is reported, the others still run.
-    const defaults = postgres ? STORE_SECTIONS : SECTIONS.filter((s) => !STORE_SECTIONS.includes(s) && (s !== "qpm" || qpmSeconds > 0));
+    const defaults = postgres ? STORE_SECTIONS : SECTIONS.filter((s) => !STORE_SECTIONS.includes(s) && (s !== "qpm" || qpmSeconds > 0) && s !== "batches");
     const chosen = flags.only ? (flags.only.split(",") as Section[]) : [...defaults];
     const unknown = chosen.filter((s) => !SECTIONS.includes(s));
     if (unknown.length > 0) throw new Error(`unknown section ${unknown.join(", ")}; the sections are ${SECTIONS.join(", ")}`);
@@ -218,6 +223,10 @@ async function latencies(ctx: Context, results: BenchResults, name: string, body
 }
 
 const SECTION_RUNS: Record<Section, (ctx: Context, results: BenchResults) => Promise<void>> = {
+  async batches(ctx, results) {
+    results.batches = await measureBatches({ ...BATCHES_DEFAULTS, rounds: ctx.timing.rounds }, ctx.timing.seconds);
+  },
+
   async fleet(_ctx, results) {
     results.fleet = await measureFleet();
     results.sharedPrefix = await measureSharedPrefix();

@@ -126,6 +126,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       store: deps.store.batches,
       config: () => current.config.batches,
       call: (kind, input) => current.calls[kind](input),
+      // the router's judgement (src/upstream/headroom.ts): the gate counts the lines it holds, and
+      // keeps its reserve from them even if a line not yet in the gate was claimed on top
       headroom: (model) => current.router.headroom(model, current.config.batches),
       tokenFor: (name) => shared.standIns.tokenFor(name),
       clock: shared.clock,

@@ -16,16 +16,16 @@ describe("engine metrics", () => {
       'vllm:kv_cache_usage_perc{engine="1",model_name="qwen"} 0.97',
       'vllm:prompt_tokens_total{model_name="qwen"} 12345.0',
     ].join("\n");
-    expect(parseEngineMetrics(text)).toEqual({ queue: 12, kv: 0.97 });
+    expect(parseEngineMetrics(text)).toEqual({ queue: 12, kv: 0.97, waiting: 7 });
   });
 
   it("reads SGLang's names and vLLM's older KV cache name", () => {
-    expect(parseEngineMetrics('sglang:num_running_reqs{model_name="m"} 4\nsglang:num_queue_reqs{model_name="m"} 6\nsglang:token_usage{model_name="m"} 0.5\n')).toEqual({ queue: 10, kv: 0.5 });
-    expect(parseEngineMetrics("vllm:num_requests_waiting 1\nvllm:gpu_cache_usage_perc 0.3\n")).toEqual({ queue: 1, kv: 0.3 });
+    expect(parseEngineMetrics('sglang:num_running_reqs{model_name="m"} 4\nsglang:num_queue_reqs{model_name="m"} 6\nsglang:token_usage{model_name="m"} 0.5\n')).toEqual({ queue: 10, kv: 0.5, waiting: 6 });
+    expect(parseEngineMetrics("vllm:num_requests_waiting 1\nvllm:gpu_cache_usage_perc 0.3\n")).toEqual({ queue: 1, kv: 0.3, waiting: 1 });
   });
 
   it("skips lines it cannot read and finds nothing in a text without the engine's names", () => {
-    expect(parseEngineMetrics("vllm:num_requests_waiting{ 9\nvllm:num_requests_waiting NaN\nvllm:num_requests_waiting -4\nvllm:num_requests_running 2\n")).toEqual({ queue: 2, kv: 0 });
+    expect(parseEngineMetrics("vllm:num_requests_waiting{ 9\nvllm:num_requests_waiting NaN\nvllm:num_requests_waiting -4\nvllm:num_requests_running 2\n")).toEqual({ queue: 2, kv: 0, waiting: 0 });
     expect(parseEngineMetrics("<html>502 Bad Gateway</html>")).toBeUndefined();
     expect(parseEngineMetrics("")).toBeUndefined();
   });
@@ -35,7 +35,7 @@ describe("engine metrics", () => {
     for (const size of [1, 2, 5, 7, 64]) {
       const reader = new EngineMetricsReader();
       for (let at = 0; at < text.length; at += size) reader.feed(text.slice(at, at + size));
-      expect(reader.end(), `pieces of ${size}`).toEqual({ queue: 8, kv: 0.25 });
+      expect(reader.end(), `pieces of ${size}`).toEqual({ queue: 8, kv: 0.25, waiting: 4 });
     }
   });
 
@@ -43,6 +43,6 @@ describe("engine metrics", () => {
     const reader = new EngineMetricsReader();
     reader.feed(`vllm:num_requests_running{x="${"a".repeat(10_000)}`);
     reader.feed(`${"a".repeat(10_000)}"} 50\nvllm:num_requests_waiting 2\n`);
-    expect(reader.end()).toEqual({ queue: 2, kv: 0 });
+    expect(reader.end()).toEqual({ queue: 2, kv: 0, waiting: 2 });
   });
 });

@@ -97,7 +97,7 @@ const systemPrompts = (o: FleetOptions) => Array.from({ length: o.agents }, (_, 
 
 /** Every agent's system prompt once on every replica, unmeasured: in a fleet that has run for a
  *  while they are cached everywhere, and no target should pay for the first one to come. */
-async function warmUp(replicas: Replica[], o: FleetOptions): Promise<void> {
+export async function warmUp(replicas: Replica[], o: FleetOptions): Promise<void> {
   await Promise.all(
     replicas.flatMap((r) =>
       systemPrompts(o).map(async (system) => {
@@ -113,7 +113,7 @@ export async function statsOf(replicas: Replica[]): Promise<ReplicaStats[]> {
 }
 
 /** Every session of one run at once, through `url`; the replicas' counters before and after. */
-async function runOnce(url: string, replicas: Replica[], o: FleetOptions, run: string, into: { ttfts: number[]; stats: Array<[ReplicaStats[], ReplicaStats[]]>; failed: number }) {
+export async function runOnce(url: string, replicas: Replica[], o: FleetOptions, run: string, into: { ttfts: number[]; stats: Array<[ReplicaStats[], ReplicaStats[]]>; failed: number }) {
   const before = await statsOf(replicas);
   const systems = systemPrompts(o);
   const results = await Promise.all(

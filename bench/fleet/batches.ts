@@ -1,0 +1,158 @@
+// The bench's `batches` section (docs/performance.md#batches): simulated replicas (bench/fleet/replica.ts)
+// behind Sluice, agent sessions (bench/fleet/bench.ts) alone and then with a 2,000-line chat batch
+// submitted at once through OpenAI's SDK (files.create + batches.create), in interleaved rounds.
+// Measured: the sessions' TTFT p95 with the batch against without; the batch's lines per second
+// while the sessions ran, against the idle capacity the sessions leave — the lines per second the
+// replicas take posted straight to them (no gateway) while the same sessions run, and with nothing else.
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import OpenAI, { toFile } from "openai";
+import { spawnNodeServer } from "../node-process.js";
+import { figures, KEY, MODEL, quantile, runOnce, warmUp, type FleetOptions } from "./bench.js";
+import { startReplicas, type Replica, type ReplicaStats } from "./replicas.js";
+
+export interface BatchesOptions extends FleetOptions {
+  lines: number;
+  /** the replicas' `--max-running` and each channel's `concurrency` */
+  maxRunning: number;
+  /** `batches.reserve` */
+  reserve: number;
+}
+
+export const BATCHES_DEFAULTS: BatchesOptions = { replicas: 4, agents: 4, sessions: 8, turns: 8, rounds: 2, slow: 1, lines: 2_000, maxRunning: 8, reserve: 0.125 };
+
+export interface BatchesResult {
+  options: BatchesOptions;
+  ttftP95Alone: number;
+  ttftP95WithBatch: number;
+  /** lines/s of the batch while the sessions ran */
+  batchLinesPerSecond: number;
+  /** lines/s straight to the replicas with nothing else, and beside the sessions */
+  capacityLinesPerSecond: number;
+  idleLinesPerSecond: number;
+  failed: number;
+}
+
+const lineBody = (i: number) => ({ model: MODEL, max_tokens: 8, messages: [{ role: "system", content: `Grade the answer. Rubric ${i % 4}.` }, { role: "user", content: `answer ${i}` }] });
+
+/** Lines posted straight to the replicas, `perReplica` at a time each, until `stop`; lines/s. */
+async function direct(replicas: Replica[], perReplica: number, stop: Promise<unknown>): Promise<number> {
+  let done = 0;
+  let over = false;
+  void stop.then(() => (over = true));
+  const started = performance.now();
+  await Promise.all(
+    replicas.flatMap((r) =>
+      Array.from({ length: perReplica }, async (_, w) => {
+        for (let i = w; !over; i += perReplica) {
+          const res = await fetch(`${r.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify(lineBody(i)) });
+          await res.arrayBuffer();
+          if (res.status === 200) done++;
+        }
+      }),
+    ),
+  );
+  return done / ((performance.now() - started) / 1000);
+}
+
+async function startBatchSluice(replicas: Replica[], o: BatchesOptions) {
+  const dir = await mkdtemp(join(tmpdir(), "sluice-batches-"));
+  const config = {
+    server: { log: { level: "warn" } },
+    store: { driver: "sqlite", path: join(dir, "batches.db") },
+    channels: replicas.map((r) => ({ name: r.name, baseUrl: r.url, models: [MODEL], concurrency: o.maxRunning, engineMetrics: { url: "auto", intervalMs: 500 }, healthCheck: { intervalMs: 5000 } })),
+    llmModels: [{ model: MODEL, maxContext: 200_000, maxResponse: 64 }],
+    apps: [{ id: "agents", model: MODEL }],
+    apiKeys: [{ name: "agents", kind: "app", appId: "agents", key: KEY }],
+    // every line the headroom of all channels allows at once
+    batches: { concurrency: replicas.length * o.maxRunning, reserve: o.reserve },
+  };
+  await writeFile(join(dir, "config.json"), JSON.stringify(config));
+  const sluice = await spawnNodeServer("Sluice (batches)", { args: ["dist/main.js", "--config", join(dir, "config.json")], readyPath: "/healthz", ready: (s) => s === 200, outputFile: join(dir, "sluice.log") });
+  return { ...sluice, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+type Acc = { ttfts: number[]; stats: Array<[ReplicaStats[], ReplicaStats[]]>; failed: number };
+const acc = (): Acc => ({ ttfts: [], stats: [], failed: 0 });
+
+export async function measureBatches(o: BatchesOptions = BATCHES_DEFAULTS, seconds = 4): Promise<BatchesResult> {
+  const replicas = await startReplicas(o.replicas, { maxRunning: o.maxRunning });
+  const sluice = await startBatchSluice(replicas, o);
+  const client = new OpenAI({ apiKey: KEY, baseURL: `${sluice.url}/v1` });
+  const alone = acc();
+  const withBatch = acc();
+  const rates: number[] = [];
+  const idle: number[] = [];
+  const capacity: number[] = [];
+  try {
+    await warmUp(replicas, o);
+    for (let round = 0; round < o.rounds; round++) {
+      capacity.push(await direct(replicas, o.maxRunning, new Promise((r) => setTimeout(r, seconds * 1000))));
+      const cases = round % 2 === 0 ? (["alone", "batch", "idle"] as const) : (["idle", "batch", "alone"] as const);
+      for (const c of cases) {
+        console.error(`batches: round ${round + 1}/${o.rounds}, ${c}`);
+        const run = `${round}-${c}`;
+        if (c === "alone") await runOnce(sluice.url, replicas, o, run, alone);
+        else if (c === "idle") {
+          let end!: () => void;
+          const ended = new Promise<void>((r) => (end = r));
+          const flood = direct(replicas, o.maxRunning, ended);
+          await runOnce(sluice.url, replicas, o, run, acc());
+          end();
+          idle.push(await flood);
+        } else rates.push(await withLines(client, sluice.url, replicas, o, run, withBatch));
+      }
+    }
+  } finally {
+    await sluice.stop().then(() => sluice.cleanup());
+    await Promise.all(replicas.map((r) => r.stop()));
+  }
+  const median = (xs: number[]) => quantile(xs, 0.5);
+  return {
+    options: o,
+    ttftP95Alone: figures(alone, replicas.length).ttftP95,
+    ttftP95WithBatch: figures(withBatch, replicas.length).ttftP95,
+    batchLinesPerSecond: median(rates),
+    capacityLinesPerSecond: median(capacity),
+    idleLinesPerSecond: median(idle),
+    failed: alone.failed + withBatch.failed,
+  };
+}
+
+/** A batch of `o.lines` submitted at once, then the sessions; the lines done per second while they ran. */
+async function withLines(client: OpenAI, url: string, replicas: Replica[], o: BatchesOptions, run: string, into: Acc): Promise<number> {
+  const text = Array.from({ length: o.lines }, (_, i) => JSON.stringify({ custom_id: `${run}-${i}`, method: "POST", url: "/v1/chat/completions", body: lineBody(i) })).join("\n");
+  const file = await client.files.create({ file: await toFile(Buffer.from(text), `${run}.jsonl`), purpose: "batch" });
+  const batch = await client.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+  // the batch object's counts are set when it finalizes: lines done so far are read from /metrics
+  const completed = () => linesDone(url);
+  const before = await completed();
+  const started = performance.now();
+  await runOnce(url, replicas, o, run, into);
+  const done = (await completed()) - before;
+  const rate = done / ((performance.now() - started) / 1000);
+  await client.batches.cancel(batch.id);
+  return rate;
+}
+
+/** Batch lines ended well so far: the sum of sluice_batch_lines_total{outcome="ok"} on /metrics. */
+async function linesDone(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  let n = 0;
+  for (const m of text.matchAll(/^sluice_batch_lines_total\{([^}]*)\} (\S+)$/gm)) if (/outcome="(ok|done|completed)"/.test(m[1]!)) n += Number(m[2]);
+  return n;
+}
+
+/** The section's lines for the report. */
+export function batchesLines(r: BatchesResult): string[] {
+  const o = r.options;
+  const ratio = r.ttftP95WithBatch / r.ttftP95Alone;
+  const share = r.batchLinesPerSecond / r.idleLinesPerSecond;
+  return [
+    `batches: ${o.replicas} replicas (max ${o.maxRunning} running, channel concurrency ${o.maxRunning}, batches.reserve ${o.reserve}), ${o.sessions} sessions × ${o.turns} turns, a ${o.lines}-line batch, ${o.rounds} rounds`,
+    `  interactive TTFT p95: ${r.ttftP95Alone.toFixed(0)} ms alone, ${r.ttftP95WithBatch.toFixed(0)} ms with the batch (${ratio.toFixed(2)}×, target ≤ 1.10×)`,
+    `  batch lines/s beside the sessions: ${r.batchLinesPerSecond.toFixed(1)}; idle capacity left by the sessions ${r.idleLinesPerSecond.toFixed(1)} lines/s (${(share * 100).toFixed(0)} %, target ≥ 70 %); replicas alone ${r.capacityLinesPerSecond.toFixed(1)} lines/s`,
+    `  failed calls: ${r.failed}`,
+  ];
+}
