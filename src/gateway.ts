@@ -35,6 +35,8 @@ import type { ChannelLayer } from "./upstream/layers.js";
 import type { HeadroomRule, HeadroomSlot } from "./upstream/headroom.js";
 import { createShareAuth, type ShareAuth } from "./share/callbacks.js";
 import type { Store } from "./store/types.js";
+import { tracingOptions } from "./tracing/config.js";
+import { createTracing, type Tracing } from "./tracing/tracing.js";
 
 /** How long queued share-link finish reports get at close (a part of the shutdown's 30 s budget). */
 const FINISH_DRAIN_MS = 1_000;
@@ -59,6 +61,8 @@ export interface GatewayDeps {
   taps?: readonly Tap[];
   /** layers for every OpenAI-compatible channel (docs/architecture.md#channel-layers) */
   layers?: readonly ChannelLayer[];
+  /** where OTEL_EXPORTER_OTLP_* are read when the config has no `tracing` (docs/tracing.md#config); absent: process.env */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface Gateway {
@@ -85,6 +89,17 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   const logger = deps.logger ?? createLogger(config.server.log);
   const requestLog = createRequestLog(logger);
   const observer = combineObservers([metrics, requestLog, ...(deps.observer ? [deps.observer] : [])]);
+
+  // Tracing, per config (docs/tracing.md): none when it is off; made again when a reload changes it.
+  const spanCounts = { exported: (n: number) => observer.traceSpansExported(n), dropped: (n: number) => observer.traceSpansDropped(n) };
+  let tracing: Tracing | undefined;
+  const retrace = (next: Config) => {
+    const options = tracingOptions(next.tracing, deps.env ?? process.env);
+    if (JSON.stringify(options) === JSON.stringify(tracing?.options)) return;
+    void tracing?.shutdown();
+    tracing = options && createTracing(options, spanCounts);
+  };
+  retrace(config);
 
   // 2. What outlives a reload, then the first runtime.
   // breaker options are read at each use, so a reload changes them for every channel at once (the
@@ -141,7 +156,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
   // 3. Routes: the table's, each wrapped once for ids, errors, logs and metrics, each reading the
   //    current runtime; then operations, CORS preflights and the 404 of every unknown path.
   const cors = (e: H3Event) => allowedOrigin(e, current.config.server.cors.origins);
-  const observe = createRouteWrapper(observer, shared.inflight, cors);
+  const observe = createRouteWrapper(observer, shared.inflight, cors, () => tracing);
   const app = new H3();
   for (const route of ROUTES) {
     // no request is judged before the keys created through the API are known (read once at start),
@@ -158,7 +173,8 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     // a path FastGPT calls is flagged on its request (docs/fastgpt.md#reasoning)
     const handleFastgpt = (event: H3Event) => handle(markFastgptRoute(event));
     for (const path of route.paths) {
-      app.on(route.method === "ALL" ? "" : route.method, path, observe(route.label ?? path, route.fastgpt?.includes(path) ? handleFastgpt : handle, route.errors));
+      const traced = route.metered || route.traced ? path : undefined;
+      app.on(route.method === "ALL" ? "" : route.method, path, observe(route.label ?? path, route.fastgpt?.includes(path) ? handleFastgpt : handle, route.errors, traced));
     }
   }
   app.get("/metrics", (e) => metricsResponse(metrics, current.config.server.metricsToken, e.req.headers.get("authorization")));
@@ -229,6 +245,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       return { ok: false, errors };
     }
     file = next;
+    retrace(next);
     // channels first seen in this config get their records (and numbers) before it is served
     await shared.channels.sync(next).catch(() => {});
     const old = swapIn();
@@ -244,6 +261,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
     await Promise.race([shared.shareAuth.drain(), new Promise((resolve) => setTimeout(resolve, FINISH_DRAIN_MS).unref())]);
     await Promise.all([shared.shareAuth.close(), current.router.close(), deps.logger ? undefined : logger.close(), shared.keys.close()]);
     await shared.guard.close();
+    await tracing?.shutdown();
     stopHearingReloads();
     stopHearingChannels();
     if (!deps.state) await state.close();

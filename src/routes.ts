@@ -20,6 +20,8 @@ export interface RouteDef {
   /** those of its paths FastGPT calls: their answers are FastGPT's (a model's reasoning also as
    *  `reasoning_content`, docs/fastgpt.md#reasoning) */
   fastgpt?: string[];
+  /** its requests get a server span when tracing is on (metered routes always do: docs/tracing.md#spans) */
+  traced?: true;
   /** who may call it, checked once before its handler (src/auth/access.ts) */
   access: Access;
   handler: keyof Handlers;
@@ -60,9 +62,9 @@ export const ROUTES: RouteDef[] = [
   { method: "GET", ...V1("/models"), access: "key", handler: "models" },
   { method: "GET", ...V1("/models/:id"), access: "key", handler: "model" },
   { method: "GET", paths: ["/api/v1/usage"], access: "global", handler: "usage" },
-  { method: "POST", paths: ["/api/share/init"], access: "anyone", handler: "shareInit" },
-  { method: "POST", paths: ["/api/share/chats"], access: "anyone", handler: "shareChats" },
-  { method: "POST", paths: ["/api/share/chat"], access: "anyone", handler: "shareChat" },
+  { method: "POST", paths: ["/api/share/init"], access: "anyone", traced: true, handler: "shareInit" },
+  { method: "POST", paths: ["/api/share/chats"], access: "anyone", traced: true, handler: "shareChats" },
+  { method: "POST", paths: ["/api/share/chat"], access: "anyone", traced: true, handler: "shareChat" },
   { method: "GET", paths: ["/chat/share"], access: "anyone", handler: "sharePage" },
   { method: "GET", paths: ["/chat/share/window.js"], access: "anyone", handler: "shareScript" },
   // the console (docs/console.md): a static page and its bundle; it calls the admin APIs above and below

@@ -40,6 +40,8 @@ import { bodyTap } from "./metered/body-capture.js";
 import { callInMemory, type CallAnswer, type CallInput } from "./metered/memory-call.js";
 import type { Tap } from "./metered/taps.js";
 import type { ChannelLayer } from "./upstream/layers.js";
+import { traceLayer } from "./upstream/trace-layer.js";
+import { traceTap } from "./metered/trace-tap.js";
 import type { Quota } from "./metered/quota.js";
 import type { Observer } from "./observability/observer.js";
 import type { ShareAuth } from "./share/callbacks.js";
@@ -134,7 +136,8 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
     affinity: config.routing.affinity,
     spillLoad: config.routing.spillLoad,
     guard: shared.guard,
-    layers: shared.layers,
+    // every post names its attempt's span, or passes on the client's traceparent (docs/tracing.md#propagation)
+    layers: [...(shared.layers ?? []), traceLayer],
     prefix: config.routing.prefix,
     imbalance: config.routing.imbalance,
     prefixes: previous?.router.prefixes,
@@ -163,7 +166,7 @@ export function buildRuntime(file: Config, shared: Shared, previous?: Pick<Runti
     store: shared.store,
     state: shared.state,
     resolveShareLink: (shareId: unknown, now: number) => resolveShareLink(links, shareId, now),
-    taps: [...(shared.taps ?? []), bodyTap(bodyLog, config.apps)],
+    taps: [...(shared.taps ?? []), traceTap, bodyTap(bodyLog, config.apps)],
     timezone: config.server.timezone,
     clock: shared.clock,
   };

@@ -14,7 +14,7 @@ const ASSEMBLY = new Set(["gateway.ts", "runtime.ts", "routes.ts", "dev.ts", "ma
 /** The folders of src/ from the bottom up: a folder imports only folders of the layers below its
  *  own (the files at the top of src/ put them together and may import any). */
 const LAYERS = [
-  ["json", "observability", "time"],
+  ["json", "observability", "time", "tracing"],
   ["config"],
   ["http"],
   ["cluster", "store", "tokens", "metrics"],

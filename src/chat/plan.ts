@@ -64,7 +64,7 @@ export async function planChat(deps: PlanDeps, call: ChatCall, opts: PlanOptions
   if (choices > model.maxChoices) throw badRequest("invalid_request", `n: ${model.model} answers at most ${model.maxChoices} choices per request.`, "n");
 
   // 2. Share-link users: the operator's before-chat check gives the uid.
-  const uid = caller.share ? await deps.shareAuth.start(caller.share.link, caller.share.token, lastUserText(req.messages)) : undefined;
+  const uid = caller.share ? await deps.shareAuth.start(caller.share.link, caller.share.token, lastUserText(req.messages), caller.share.trace) : undefined;
 
   // 3. Conversation history and variables, then the model's limits (with the system prompt filled in).
   const owner: ChatOwner = caller.share ? { shareId: caller.share.link.shareId, uid: uid! } : { keyName: caller.key?.name ?? "" };

@@ -105,7 +105,7 @@ export async function chatUsed(deps: SettleDeps, call: ChatCall, plan: ChatPlan,
   // 3. Once settled, the operator's finish report: queued, never awaited.
   const share = caller.share;
   const finish = () => {
-    if (share?.link.authHost) deps.shareAuth.finish(share.link, share.token, caller.app.name ?? caller.app.id, [settled.report()]);
+    if (share?.link.authHost) deps.shareAuth.finish(share.link, share.token, caller.app.name ?? caller.app.id, [settled.report()], share.trace);
   };
   return { used: { inputTokens, outputTokens, cachedTokens, points, finishReason: out.finishReason(), writes: [round, kept], settled: finish }, settled };
 }

@@ -1,5 +1,6 @@
 // The one zod schema for config.json (docs/configuration.md). Defaults live here and nowhere else. Every
 // object is strict: a typo must be a start-up error, never a silently dropped key or limit.
+import { tracingSchema } from "../tracing/config.js";
 import { z } from "zod";
 import { checkReferences } from "./references.js";
 import { batchesSchema } from "./batches-schema.js";
@@ -349,6 +350,8 @@ export const configSchema = z
       .prefault({}),
     /** OpenAI's Files and Batch API on idle capacity (docs/configuration.md#batches) */
     batches: batchesSchema.prefault({}),
+    /** OpenTelemetry traces (docs/tracing.md#config); absent: OTEL_EXPORTER_OTLP_* decide, else off */
+    tracing: tracingSchema.optional(),
     /** false: FastGPT's AI Proxy API may not create, change or delete channels (docs/fastgpt.md#channels) */
     channelWrites: z.boolean().default(true),
     /** true: channels may connect to link-local and cloud-metadata addresses (docs/configuration.md#top-level) */

@@ -1,13 +1,21 @@
 // What a handler learned about its request, kept on the event for the request log and metrics.
 import type { H3Event } from "h3";
 import type { RequestRecord } from "../observability/observer.js";
+import type { RequestTrace } from "../tracing/request-trace.js";
 
 export type RequestFacts = Partial<
   Pick<
     RequestRecord,
     "requestId" | "appId" | "keyName" | "shareId" | "model" | "channel" | "attempts" | "stream" | "inputTokens" | "outputTokens" | "points" | "ttftMs" | "errorCode" | "finishReason" | "upstreamMessage" | "pointsOverHold"
   >
->;
+> & {
+  /** the request's trace when tracing is on and the route is traced (docs/tracing.md#spans) */
+  trace?: RequestTrace;
+  /** of inputTokens: served from the upstream's prefix cache */
+  cachedTokens?: number;
+  /** the id the upstream gave its answer, where the kind reads it */
+  responseId?: string;
+};
 
 export function factsOf(event: H3Event): RequestFacts {
   const ctx = event.context as { facts?: RequestFacts };

@@ -10,18 +10,29 @@ import { errorResponse, openAIError, toGatewayError, type ErrorFormat } from "./
 import { factsOf, type RequestFacts } from "./facts.js";
 import type { Inflight } from "./inflight.js";
 import { nodeResponse, setAnswerHeader, statusOf, type Reply } from "./node.js";
+import type { Tracing } from "../tracing/tracing.js";
 
 export type RouteHandler = (event: H3Event) => Reply | Promise<Reply>;
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
-/** `cors(event)`: the Access-Control-Allow-Origin for this request, undefined when CORS does not apply. */
-export function createRouteWrapper(observer: Observer, inflight: Inflight, cors: (event: H3Event) => string | undefined = () => undefined) {
-  return function observe(route: string, handler: RouteHandler, format: ErrorFormat = openAIError): (event: H3Event) => Promise<Reply> {
+/** `cors(event)`: the Access-Control-Allow-Origin for this request, undefined when CORS does not apply;
+ *  `tracing()`: the current config's tracing, undefined when it is off (docs/tracing.md). */
+export function createRouteWrapper(
+  observer: Observer,
+  inflight: Inflight,
+  cors: (event: H3Event) => string | undefined = () => undefined,
+  tracing: () => Tracing | undefined = () => undefined,
+) {
+  /** `traced`: the route's path pattern, for the server span of its every request; absent: none. */
+  return function observe(route: string, handler: RouteHandler, format: ErrorFormat = openAIError, traced?: string): (event: H3Event) => Promise<Reply> {
     return async (event) => {
       const started = performance.now();
       const incoming = event.req.headers.get("x-request-id");
       const facts = factsOf(event);
+      // the server span, carried on the facts for the pipeline's tap and the share callbacks
+      const trace = traced === undefined ? undefined : tracing()?.server(event.req.method, traced, event.req.headers);
+      if (trace) facts.trace = trace;
       const requestId = (facts.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID());
       // on the Node response: every answer carries it, a Response's (merged in by writeHead) and one
       // written straight to the socket alike, and no Headers object is made to add it
@@ -47,7 +58,9 @@ export function createRouteWrapper(observer: Observer, inflight: Inflight, cors:
       if (result instanceof Response && !nodeResponse(event)) result.headers.set("x-request-id", requestId);
       // an answer a tap reads (body logging) is written through its writer, errors too
       if (isTeed(event)) result = await writeThrough(event, result);
-      observer.requestFinished(recordOf(facts, requestId, route, event.req.method, statusOf(event, result), performance.now() - started, internalError));
+      const status = statusOf(event, result);
+      trace?.end({ status, errorCode: facts.errorCode, appId: facts.appId, keyName: facts.keyName, shareId: facts.shareId });
+      observer.requestFinished(recordOf(facts, requestId, route, event.req.method, status, performance.now() - started, internalError));
       return result;
     };
   };
@@ -88,6 +101,8 @@ function recordOf(
     finishReason: f.finishReason,
     upstreamMessage: f.upstreamMessage,
     pointsOverHold: f.pointsOverHold,
+    traceId: f.trace?.traceId,
+    spanId: f.trace?.spanId,
     internalError,
   };
 }

@@ -1,5 +1,6 @@
 // Who is calling a metered endpoint: an app key, or a share-link user (no key) where the kind
 // admits them. Resolves the app and the budget and rate limits that apply (docs/api.md#keys).
+import type { RequestTrace } from "../tracing/request-trace.js";
 import { hash } from "node:crypto";
 import type { AppConfig, ShareLinkConfig } from "../config/schema.js";
 import { missingApiKey, type Keyring, type KeyIdentity } from "../auth/keys.js";
@@ -12,7 +13,7 @@ export interface Caller {
   app: AppConfig;
   key?: KeyIdentity;
   /** share-link callers: the link and the outLinkUid (authToken or localId) they sent */
-  share?: { link: ShareLinkConfig; token: string };
+  share?: { link: ShareLinkConfig; token: string; trace?: RequestTrace };
   /** its own scope, `key:<name>` or `share:<shareId>`: what is kept of it across requests (an
    *  agent's counts) is kept under it, never under a period's scope (docs/api.md#limits) */
   scope: string;

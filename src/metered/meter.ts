@@ -76,6 +76,7 @@ export class Meter {
     facts.outputTokens = t.outputTokens;
     facts.points = points;
     facts.finishReason = t.finishReason;
+    facts.cachedTokens = t.cachedTokens;
     const row = this.#row(cut?.status ?? 200, t, points, cut);
     await (t.writes ? Promise.all([row, ...t.writes]) : row);
     // tokens per minute count what the kind has tokens of (speech and transcription hold none)

@@ -23,6 +23,10 @@ export interface MeteredRequest {
   /** known once `identified` */
   readonly key: KeyIdentity | undefined;
   readonly caller: Caller;
+  /** the kind asked for (its spec's `what`: "Chat", "Embeddings", …) */
+  readonly spec: { readonly what: string };
+  /** the body as its kind parsed it, known once `identified` */
+  readonly req: unknown;
   readonly model: { model: string };
   readonly cancel: Cancel;
   /** the key the request's bodies are stored by, for its usage row (set by the body tap at `identified`) */

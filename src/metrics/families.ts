@@ -221,6 +221,17 @@ export function defineFamilies(registers: Registry, tally: Tallies, observed: Ob
       labelNames: ["model", "channel"] as const,
       ...reg,
     }),
+    // docs/tracing.md#cost
+    traceSpansExported: new Counter({
+      name: "sluice_trace_spans_exported_total",
+      help: "Spans the trace collector took (OTLP/HTTP export succeeded).",
+      ...reg,
+    }),
+    traceSpansDropped: new Counter({
+      name: "sluice_trace_spans_dropped_total",
+      help: "Spans given up: the export queue was full (tracing.maxQueue), or an export failed or timed out.",
+      ...reg,
+    }),
     channelLoad: new Gauge({
       name: "sluice_channel_load",
       help: "A channel's load as routing sees it: its calls in flight, or its engine's running + waiting requests when more.",

@@ -137,6 +137,14 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       observed.prefixMatch.add(ratio, label.model(model));
     },
 
+    traceSpansExported(spans: number) {
+      f.traceSpansExported.inc(spans);
+    },
+
+    traceSpansDropped(spans: number) {
+      f.traceSpansDropped.inc(spans);
+    },
+
     prefixIndexEntries(channel: string, entries: number) {
       f.prefixIndexEntries.set({ channel: label.channel(channel) }, entries);
     },

@@ -33,6 +33,9 @@ export interface RequestRecord {
   pointsOverHold?: number;
   /** an upstream's own error message (redacted), for the operator */
   upstreamMessage?: string;
+  /** the request's trace and server span, when it has a trace (docs/tracing.md#logs) */
+  traceId?: string;
+  spanId?: string;
   /** what a 500 internal_error caught, for the operator's log (never sent to the client) */
   internalError?: unknown;
 }
@@ -64,6 +67,9 @@ export const silentObserver = {
   prefixIndexEntries(_channel: string, _entries: number): void {},
   /** prompt tokens the channel served from its prefix cache */
   cachedTokens(_channel: string, _model: string, _tokens: number): void {},
+  /** spans a collector took, and spans given up: a full queue, a failed or timed-out export (docs/tracing.md#cost) */
+  traceSpansExported(_spans: number): void {},
+  traceSpansDropped(_spans: number): void {},
   /** a config reload: `notes` are the problems of a refused one, or what needs a restart */
   configReloaded(_ok: boolean, _notes: string[]): void {},
   /** an error that reached the process's last resort (the gateway carries on) */

@@ -37,6 +37,8 @@ export function createRequestLog(logger: Logger): Observer {
           errorCode: r.errorCode,
           finishReason: r.finishReason,
           upstreamMessage: r.upstreamMessage,
+          traceId: r.traceId,
+          spanId: r.spanId,
           err: r.internalError === undefined ? undefined : errorFields(r.internalError),
         },
         "request",

@@ -11,15 +11,18 @@ import { GatewayError } from "../http/errors.js";
 import type { Observer, ShareCallbackKind } from "../observability/observer.js";
 import { createWorkQueue } from "./finish-queue.js";
 import { isValidUid, validateUid } from "./links.js";
+import { callbackSpan } from "./callback-span.js";
+import type { RequestTrace } from "../tracing/request-trace.js";
 
 export interface ShareAuth {
   /** The user's uid for a share-link initialisation (cached briefly per link and token; a failure
    *  is remembered more briefly, and one token asked about many times at once is one call). */
-  init(link: ShareLinkConfig, token: string): Promise<string>;
+  init(link: ShareLinkConfig, token: string, trace?: RequestTrace): Promise<string>;
   /** Asks the operator before each chat; the uid to store the chat under. */
-  start(link: ShareLinkConfig, token: string, question: string): Promise<string>;
-  /** Reports a finished answer in the background; never throws, never delays. */
-  finish(link: ShareLinkConfig, token: string, appName: string, responseData: unknown[]): void;
+  start(link: ShareLinkConfig, token: string, question: string, trace?: RequestTrace): Promise<string>;
+  /** Reports a finished answer in the background; never throws, never delays. (`trace`: the
+   *  request's, whose span each callback is: docs/tracing.md#spans) */
+  finish(link: ShareLinkConfig, token: string, appName: string, responseData: unknown[], trace?: RequestTrace): void;
   /** Resolves when every queued finish report has been sent or given up. */
   drain(): Promise<void>;
   /** Refuses new reports, drops queued ones, aborts calls in flight; resolves when all settled. */
@@ -53,6 +56,7 @@ export function tokenDigest(token: string): string {
 
 interface FinishJob {
   link: ShareLinkConfig;
+  trace?: RequestTrace;
   body: { token: string; appName: string; responseData: unknown[] };
 }
 
@@ -118,15 +122,17 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
   }
 
   /** One verification call; resolves with the reply's `data` only when `success === true`. */
-  async function verify(kind: ShareCallbackKind, link: ShareLinkConfig, path: string, body: object): Promise<VerifyData> {
-    let status: number;
+  async function verify(kind: ShareCallbackKind, link: ShareLinkConfig, path: string, body: object, trace?: RequestTrace): Promise<VerifyData> {
+    let status: number | undefined;
     let reply: unknown;
     const call = callSignal(link);
+    const span = callbackSpan(trace, path, link.authHost!);
     try {
       const res = await $fetch.raw(path, {
         baseURL: link.authHost,
         method: "POST",
         body,
+        headers: span?.headers,
         // a redirect would send the token to whatever host it names: it is a failed check, never followed
         redirect: "manual",
         retry: false,
@@ -141,6 +147,7 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
       throw unavailable();
     } finally {
       call.done();
+      span?.end(status);
     }
     const verdict = readVerdict(status, reply);
     if (verdict.kind === "broken") {
@@ -166,11 +173,14 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
 
   async function sendFinish(job: FinishJob): Promise<void> {
     let attempt: ReturnType<typeof callSignal> | undefined;
+    let status: number | undefined;
+    const span = callbackSpan(job.trace, "/shareAuth/finish", job.link.authHost!);
     try {
       const res = await $fetch.raw("/shareAuth/finish", {
         baseURL: job.link.authHost,
         method: "POST",
         body: job.body,
+        headers: span?.headers,
         redirect: "manual",
         responseType: "text",
         retry: retries,
@@ -189,17 +199,20 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
           ctx.options.signal = attempt.signal;
         },
       });
+      status = res.status;
       observer.shareCallback("finish", isRedirect(res.status) ? "error" : "success");
-    } catch {
+    } catch (err) {
+      status = (err as { response?: Response }).response?.status;
       observer.shareCallback("finish", "error");
     } finally {
       attempt?.done();
+      span?.end(status);
     }
   }
 
   /** The operator's uid for a token, remembered for the init cache and start's fallback. */
-  async function askInit(link: ShareLinkConfig, token: string, key: string): Promise<string> {
-    const data = await verify("init", link, "/shareAuth/init", { token });
+  async function askInit(link: ShareLinkConfig, token: string, key: string, trace?: RequestTrace): Promise<string> {
+    const data = await verify("init", link, "/shareAuth/init", { token }, trace);
     const uid = acceptUid("init", data.uid);
     initCache.set(key, uid);
     initUids.set(uidKey(link, token), uid);
@@ -221,7 +234,7 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
   });
 
   return {
-    async init(link, token) {
+    async init(link, token, trace) {
       if (!link.authHost) return validateUid(token);
       const key = `${link.shareId}\n${link.authHost}\n${token}`;
       const cached = initCache.get(key);
@@ -231,7 +244,7 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
       if (failed) throw new GatewayError(failed.status, failed.code, failed.message);
       let pending = asking.get(failedKey);
       if (!pending) {
-        pending = askInit(link, token, key).catch((err: unknown) => {
+        pending = askInit(link, token, key, trace).catch((err: unknown) => {
           if (err instanceof GatewayError) failedInits.set(failedKey, { status: err.status, code: err.code, message: err.message });
           throw err;
         });
@@ -241,9 +254,9 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
       return pending;
     },
 
-    async start(link, token, question) {
+    async start(link, token, question, trace) {
       if (!link.authHost) return validateUid(token);
-      const data = await verify("start", link, "/shareAuth/start", { token, question });
+      const data = await verify("start", link, "/shareAuth/start", { token, question }, trace);
       if (data.uid === undefined || data.uid === null) {
         // the uid init gave for this token (on any instance), else the token's digest — never the
         // token itself, which would then be stored as the chats' owner (docs/api.md#share-links)
@@ -254,9 +267,9 @@ export function createShareAuth(opts: ShareAuthOptions): ShareAuth {
       return acceptUid("start", data.uid);
     },
 
-    finish(link, token, appName, responseData) {
+    finish(link, token, appName, responseData, trace) {
       if (!link.authHost) return;
-      const accepted = !closing.signal.aborted && finishQueue.offer({ link, body: { token, appName, responseData } });
+      const accepted = !closing.signal.aborted && finishQueue.offer({ link, trace, body: { token, appName, responseData } });
       if (!accepted) observer.shareCallback("finish", "dropped");
     },
 

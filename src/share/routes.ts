@@ -1,6 +1,7 @@
 // The share-link API (docs/api.md#the-share-api): init, a user's chat list, one chat's messages, and the chat
 // window page. Tokens travel in JSON bodies so they stay out of URLs and access logs; the bodies are
 // read by the pipeline's unmetered mode (src/metered/local.ts), which hands each call its body.
+import { factsOf } from "../http/facts.js";
 import type { H3Event } from "h3";
 import { z } from "zod";
 import type { ClusterState } from "../cluster/types.js";
@@ -76,7 +77,7 @@ export function createShareRoutes(deps: ShareRoutesDeps): ShareRoutes {
     const link = resolveShareLink(deps.links, body.shareId, now());
     // counted before the operator is asked: made-up tokens must not make the gateway a token oracle
     await admitCall(event, link, now());
-    const uid = await deps.auth.init(link, body.outLinkUid);
+    const uid = await deps.auth.init(link, body.outLinkUid, factsOf(event).trace);
     const owner: ShareUser = { shareId: link.shareId, uid };
     return { link, owner };
   }

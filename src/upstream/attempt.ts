@@ -17,6 +17,8 @@ export interface AttemptTaps {
   /** the attempt waited `waitedMs` in the channel's queue (0 when a slot was free) */
   queued(attempt: Attempt, waitedMs: number): void;
   ended(attempt: Attempt, outcome: AttemptOutcome, error?: GatewayError): void;
+  /** what the request came with (its headers) */
+  readonly inbound?: { readonly headers: Headers };
 }
 
 export class Attempt implements ChannelClient, PostAttempt {
@@ -35,6 +37,9 @@ export class Attempt implements ChannelClient, PostAttempt {
   ) {}
   get name(): string {
     return this.client.name;
+  }
+  get incoming(): Headers | undefined {
+    return this.taps?.inbound?.headers;
   }
   post(req: PostRequest): Promise<UpstreamReply> {
     // the kind's own request object, made for this one post

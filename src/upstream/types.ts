@@ -46,6 +46,8 @@ export interface PostAttempt {
   readonly headers: Record<string, string> | undefined;
   /** told by the channel's queue once the post holds a connection slot */
   queued(waitedMs: number): void;
+  /** the headers the request came with (a layer may pass some on: docs/tracing.md#propagation) */
+  readonly incoming: Headers | undefined;
 }
 
 export interface UpstreamReply {
