@@ -177,7 +177,7 @@ export function createGateway(config: Config, deps: GatewayDeps): Gateway {
       app.on(route.method === "ALL" ? "" : route.method, path, observe(route.label ?? path, route.fastgpt?.includes(path) ? handleFastgpt : handle, route.errors, traced));
     }
   }
-  app.get("/metrics", (e) => metricsResponse(metrics, current.config.server.metricsToken, e.req.headers.get("authorization")));
+  app.get("/metrics", (e) => metricsResponse(metrics, current.config.server.metricsToken, e.req.headers.get("authorization"), e.req.headers.get("accept")));
   app.get("/healthz", () => health.live());
   app.get("/readyz", () => health.ready());
   for (const path of ["/v1/**", "/api/v1/**"]) app.options(path, (e) => preflightResponse(cors(e)));

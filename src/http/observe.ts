@@ -103,6 +103,7 @@ function recordOf(
     pointsOverHold: f.pointsOverHold,
     traceId: f.trace?.traceId,
     spanId: f.trace?.spanId,
+    traceSampled: f.trace?.sampled,
     internalError,
   };
 }

@@ -20,6 +20,7 @@ import { joinInstanceMetrics } from "./cluster.js";
 import { defineFamilies, defineObservations, type Families, type ObservationsOf } from "./families.js";
 import { createQuotaMetrics } from "./quota-metrics.js";
 import { createBatchMetrics } from "./batch-metrics.js";
+import { renderOpenMetrics } from "./openmetrics.js";
 import { Tally } from "./tally.js";
 
 export interface MetricsOptions {
@@ -38,6 +39,9 @@ export type Metrics = Observer & {
   /** the Prometheus text exposition of every family */
   render(): Promise<string>;
   contentType: string;
+  /** the OpenMetrics text, exemplars included; absent in a node:cluster worker, whose scrape
+   *  merges every worker's registry into the Prometheus text (docs/tracing.md#exemplars) */
+  renderOpenMetrics?: () => Promise<string>;
 };
 
 
@@ -73,6 +77,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       initialiseNames(f, added.channels, added.models);
     },
     render: cluster.isWorker ? joinInstanceMetrics(registry) : () => registry.metrics(),
+    ...(!cluster.isWorker && { renderOpenMetrics: () => renderOpenMetrics(registry) }),
 
     requestStarted() {
       inflight += 1;
@@ -86,8 +91,10 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       const model = label.model(r.model);
       const app = label.app(r.appId);
       tally.requests.add(1, route, model, app, String(r.status));
-      observed.duration.add(amount(r.durationMs) / 1000, route);
-      if (r.ttftMs !== undefined) observed.ttft.add(amount(r.ttftMs) / 1000, model);
+      // a sampled trace's id is its buckets' exemplar, scraped as OpenMetrics (docs/tracing.md#exemplars)
+      const exemplar = r.traceSampled ? r.traceId : undefined;
+      observed.duration.add(amount(r.durationMs) / 1000, route, undefined, exemplar);
+      if (r.ttftMs !== undefined) observed.ttft.add(amount(r.ttftMs) / 1000, model, undefined, exemplar);
       recordTokens(observed, tally.tokens, model, app, "input", r.inputTokens);
       recordTokens(observed, tally.tokens, model, app, "output", r.outputTokens);
       if (r.points !== undefined) {

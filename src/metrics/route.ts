@@ -2,12 +2,14 @@
 // (`server.metricsToken`) so a gateway reachable from outside does not publish its traffic figures.
 import { createHash, timingSafeEqual } from "node:crypto";
 import { GatewayError, errorResponse } from "../http/errors.js";
+import { OPENMETRICS_CONTENT_TYPE, wantsOpenMetrics } from "./openmetrics.js";
 import type { Metrics } from "./prometheus.js";
 
 export async function metricsResponse(
-  metrics: Pick<Metrics, "render" | "contentType">,
+  metrics: Pick<Metrics, "render" | "contentType" | "renderOpenMetrics">,
   token: string | undefined,
   authorization: string | null,
+  accept: string | null = null,
 ): Promise<Response> {
   if (token) {
     const given = bearer(authorization);
@@ -15,8 +17,10 @@ export async function metricsResponse(
     if (!sameSecret(given, token)) return unauthorized("invalid_api_key", "Invalid metrics token.");
   }
   let text: string;
+  // OpenMetrics when asked for, as Prometheus does by default: it carries the exemplars
+  const open = wantsOpenMetrics(accept) ? metrics.renderOpenMetrics : undefined;
   try {
-    text = await metrics.render();
+    text = await (open ? open() : metrics.render());
   } catch {
     // a worker's scrape when the instance's other workers cannot be collected (src/metrics/cluster.ts):
     // a failed scrape, never a partial one whose counters would seem to go back
@@ -24,7 +28,7 @@ export async function metricsResponse(
   }
   return new Response(text, {
     status: 200,
-    headers: { "content-type": metrics.contentType, "cache-control": "no-store" },
+    headers: { "content-type": open ? OPENMETRICS_CONTENT_TYPE : metrics.contentType, "cache-control": "no-store" },
   });
 }
 

@@ -66,11 +66,24 @@ interface Spread {
   counts: number[];
   sum: number;
   count: number;
+  /** per bucket (the last past every bound, +Inf), the latest observation of a sampled trace */
+  exemplars: Array<Exemplar | undefined> | undefined;
+}
+
+/** An OpenMetrics exemplar as prom-client renders it (lib/exemplar.js): labels, value, epoch seconds. */
+interface Exemplar {
+  labelSet: { trace_id: string };
+  value: number;
+  timestamp: number;
 }
 
 /** prom-client's series of one label set (lib/histogram.js): its buckets by upper bound, sum, count */
 interface PromSeries {
   bucketValues: Record<number, number>;
+  /** per upper bound, -1 for +Inf: what get() hands on as each bucket's exemplar (only an
+   *  OpenMetrics rendering shows them; prom-client's own enableExemplars is refused on the
+   *  Prometheus registry this one is, so they are set here) */
+  bucketExemplars?: Record<number, Exemplar | undefined>;
   sum: number;
   count: number;
 }
@@ -94,21 +107,23 @@ export class Observations {
   readonly #sets: LabelSets<Spread>;
 
   constructor(private readonly bounds: readonly number[]) {
-    this.#sets = new LabelSets((values) => ({ values, counts: bounds.map(() => 0), sum: 0, count: 0 }));
+    this.#sets = new LabelSets((values) => ({ values, counts: bounds.map(() => 0), sum: 0, count: 0, exemplars: undefined }));
   }
 
-  /** one observation of `value` for the label values a, b */
-  add(value: number, a: string, b?: string): void {
+  /** one observation of `value` for the label values a, b; `traceId` that of a sampled trace it
+   *  belongs to, kept as its bucket's exemplar (docs/tracing.md#exemplars) */
+  add(value: number, a: string, b?: string, traceId?: string): void {
     const s = this.#sets.of(a, b);
     const { bounds } = this;
-    for (let i = 0; i < bounds.length; i++) {
-      if (value <= bounds[i]!) {
-        s.counts[i]!++;
-        break;
-      }
-    }
+    let i = 0;
+    while (i < bounds.length && value > bounds[i]!) i++;
+    if (i < bounds.length) s.counts[i]!++;
     s.sum += value;
     s.count++;
+    if (traceId !== undefined) {
+      s.exemplars ??= [];
+      s.exemplars[i] = { labelSet: { trace_id: traceId }, value, timestamp: Date.now() / 1000 };
+    }
   }
 
   flushInto(histogram: Histogram<string>): void {
@@ -126,10 +141,20 @@ export class Observations {
         series.bucketValues[bound]! += s.counts[i]!;
         s.counts[i] = 0;
       });
+      if (s.exemplars) handExemplars(s.exemplars, this.bounds, (series.bucketExemplars ??= {}));
+      s.exemplars = undefined;
       series.sum += s.sum;
       series.count += s.count;
       s.sum = 0;
       s.count = 0;
     }
   }
+}
+
+/** The exemplars seen since the last scrape replace their buckets' earlier ones (prom-client keeps
+ *  one per bucket, -1 the +Inf bucket's). */
+function handExemplars(seen: Array<Exemplar | undefined>, bounds: readonly number[], into: Record<number, Exemplar | undefined>): void {
+  seen.forEach((exemplar, i) => {
+    if (exemplar) into[i < bounds.length ? bounds[i]! : -1] = exemplar;
+  });
 }

@@ -36,6 +36,8 @@ export interface RequestRecord {
   /** the request's trace and server span, when it has a trace (docs/tracing.md#logs) */
   traceId?: string;
   spanId?: string;
+  /** the trace is sampled: exported, so a histogram's exemplar may point at it */
+  traceSampled?: boolean;
   /** what a 500 internal_error caught, for the operator's log (never sent to the client) */
   internalError?: unknown;
 }

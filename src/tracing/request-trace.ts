@@ -1,7 +1,7 @@
 // One request's trace (docs/tracing.md#spans): its server span, made by the route wrapper and carried
 // on the request's facts, so the pipeline's trace tap and the share callbacks find their parent
 // without a context carried by async hooks. Names only in attributes, never a key or a token.
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanKind, TraceFlags, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
 
 export { SpanKind, SpanStatusCode, type Attributes, type Span };
 
@@ -28,6 +28,10 @@ export class RequestTrace {
   /** false: the trace is not sampled — its context is still passed on, no span is kept */
   get recording(): boolean {
     return this.span.isRecording();
+  }
+  /** the trace is exported (still so once the server span has ended, unlike `recording`) */
+  get sampled(): boolean {
+    return (this.span.spanContext().traceFlags & TraceFlags.SAMPLED) !== 0;
   }
   get traceId(): string {
     return this.span.spanContext().traceId;

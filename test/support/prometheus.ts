@@ -34,6 +34,8 @@ export interface PrometheusOptions {
   /** a folder of its own: config and TSDB go there */
   dir: string;
   ruleFiles?: string[];
+  /** --enable-feature values, e.g. exemplar-storage */
+  features?: string[];
 }
 
 export async function startPrometheus(opts: PrometheusOptions): Promise<Prometheus> {
@@ -45,7 +47,7 @@ export async function startPrometheus(opts: PrometheusOptions): Promise<Promethe
   await writeFile(config, prometheusConfig(opts));
   const child = spawn(
     PROMETHEUS,
-    [`--config.file=${config}`, `--storage.tsdb.path=${join(opts.dir, "tsdb")}`, `--web.listen-address=127.0.0.1:${port}`],
+    [`--config.file=${config}`, `--storage.tsdb.path=${join(opts.dir, "tsdb")}`, `--web.listen-address=127.0.0.1:${port}`, ...(opts.features ?? []).map((f) => `--enable-feature=${f}`)],
     { stdio: ["ignore", "ignore", "pipe"] },
   );
   let log = "";
