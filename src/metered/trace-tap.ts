@@ -98,7 +98,7 @@ class TraceProbe implements Probe {
     if (!span) return;
     const { facts } = request;
     if (facts.stream && facts.ttftMs !== undefined) span.addEvent("gen_ai.first_token", undefined, request.started + facts.ttftMs);
-    span.setAttribute("gen_ai.response.model", request.model.model);
+    span.setAttribute("gen_ai.response.model", facts.responseModel ?? request.model.model);
     if (facts.inputTokens !== undefined) span.setAttribute("gen_ai.usage.input_tokens", facts.inputTokens);
     if (facts.outputTokens !== undefined) span.setAttribute("gen_ai.usage.output_tokens", facts.outputTokens);
     if (facts.cachedTokens !== undefined) span.setAttribute("gen_ai.usage.cache_read.input_tokens", facts.cachedTokens);
