@@ -1,10 +1,15 @@
 // Traces of every kind of request (docs/tracing.md#spans), over real sockets: Anthropic Messages,
 // Responses, embeddings, FastGPT's chat with a chatId, a share-link chat and its callbacks — each a
 // server span of its route, an attempt span with the GenAI attributes (the answer's id and model as
-// the upstream reported them), and an upstream post whose traceparent names the attempt span.
+// the upstream reported them), and an upstream post whose traceparent names the attempt span. Then
+// the wait for a busy channel as a queue span, and the request log line naming the server span.
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { IncomingHttpHeaders } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { silentObserver } from "../src/observability/observer.js";
 import { startGateway, type StartedGateway } from "./support/gateway.js";
 import { startJsonServer, type JsonServer } from "./support/json-server.js";
 import { startOperatorServer, type OperatorServer } from "./support/operator-server.js";
@@ -26,10 +31,40 @@ const vectorHeaders: IncomingHttpHeaders[] = [];
 let op: OperatorServer;
 let otlp: OtlpReceiver;
 let gw: StartedGateway;
+/** what the next request for model "mq" waits on after its first chunk */
+let holdNext: Promise<void> | undefined;
+/** told of each change of a channel's queue */
+let onQueue: ((channel: string, depth: number) => void) | undefined;
+
+const CHANNEL = { key: CHANNEL_KEY, healthCheck: { intervalMs: 0 } };
+/** models m and mq (channel q: one call at a time) on the scripted server, e on the vectors' */
+function gatewayConfig(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    channels: [
+      { name: "main", baseUrl: model.url, models: ["m"], ...CHANNEL },
+      { name: "q", baseUrl: model.url, models: ["mq"], concurrency: 1, ...CHANNEL },
+      { name: "vec", baseUrl: vectors.url, models: ["e"], ...CHANNEL },
+    ],
+    llmModels: [
+      { model: "m", maxContext: 4000, maxResponse: 500 },
+      { model: "mq", maxContext: 4000, maxResponse: 500 },
+    ],
+    vectorModels: [{ model: "e" }],
+    apps: [{ id: "a", model: "m", models: ["m", "mq", "e"] }],
+    apiKeys: [{ name: "k", kind: "app", appId: "a", key: KEY }],
+    shareLinks: [{ shareId: "guarded", appId: "a", authHost: op.url }],
+    tracing: { endpoint: otlp.url },
+    ...extra,
+  };
+}
 
 beforeAll(async () => {
   [model, vectors, op, otlp] = await Promise.all([
-    startScriptedUpstream(() => ({ chunks: textChunks("Hello from the model."), finishReason: "stop", usage: { prompt_tokens: 11, completion_tokens: 7 }, model: SERVED })),
+    startScriptedUpstream((req) => {
+      const holdAfterFirst = req.body.model === "mq" ? holdNext : undefined;
+      if (holdAfterFirst) holdNext = undefined;
+      return { chunks: textChunks("Hello from the model."), finishReason: "stop", usage: { prompt_tokens: 11, completion_tokens: 7 }, model: SERVED, holdAfterFirst };
+    }),
     startJsonServer("/v1/embeddings", (_body, res, req) => {
       vectorHeaders.push(req.headers);
       const data = [{ object: "embedding", index: 0, embedding: [0.5, -0.25] }];
@@ -38,22 +73,7 @@ beforeAll(async () => {
     startOperatorServer(),
     startOtlpReceiver(),
   ]);
-  const channel = { key: CHANNEL_KEY, healthCheck: { intervalMs: 0 } };
-  gw = await startGateway(
-    {
-      channels: [
-        { name: "main", baseUrl: model.url, models: ["m"], ...channel },
-        { name: "vec", baseUrl: vectors.url, models: ["e"], ...channel },
-      ],
-      llmModels: [{ model: "m", maxContext: 4000, maxResponse: 500 }],
-      vectorModels: [{ model: "e" }],
-      apps: [{ id: "a", model: "m", models: ["m", "e"] }],
-      apiKeys: [{ name: "k", kind: "app", appId: "a", key: KEY }],
-      shareLinks: [{ shareId: "guarded", appId: "a", authHost: op.url }],
-      tracing: { endpoint: otlp.url },
-    },
-    { env: {} },
-  );
+  gw = await startGateway(gatewayConfig(), { env: {}, observerExtra: { ...silentObserver, channelQueue: (channel, depth) => onQueue?.(channel, depth) } });
 });
 afterAll(async () => {
   await gw?.close();
@@ -64,8 +84,8 @@ afterAll(async () => {
 const newTrace = () => randomBytes(16).toString("hex");
 const parentOf = (traceparent: string | string[] | undefined) => String(traceparent).split("-")[2];
 
-function post(path: string, trace: string, body: unknown, headers: Record<string, string> = { authorization: `Bearer ${KEY}` }) {
-  return fetch(gw.url + path, {
+function post(path: string, trace: string, body: unknown, headers: Record<string, string> = { authorization: `Bearer ${KEY}` }, url = gw.url) {
+  return fetch(url + path, {
     method: "POST",
     headers: { "content-type": "application/json", traceparent: `00-${trace}-${PARENT}-01`, ...headers },
     body: JSON.stringify(body),
@@ -166,7 +186,7 @@ describe("traces of each kind", () => {
     expect(res.status).toBe(200);
     expect(((await res.json()) as { id: string }).id).toBe("chat-traced-1");
     const [, attempt] = await serverAndAttempt(trace, "/api/v1/chat/completions", "chat m");
-    expect(attempt.attributes).toMatchObject({ "gen_ai.usage.output_tokens": 7, "gen_ai.response.id": "chatcmpl-scripted", "gen_ai.response.finish_reasons": ["stop"] });
+    expect(attempt.attributes).toMatchObject({ "gen_ai.usage.output_tokens": 7, "gen_ai.response.id": "chatcmpl-scripted", "gen_ai.response.model": SERVED, "gen_ai.response.finish_reasons": ["stop"] });
     expectUpstreamParent(trace, attempt, modelHeaders());
     expectNoSecrets();
   });
@@ -183,6 +203,7 @@ describe("traces of share links", () => {
     await finished;
     const [server, attempt] = await serverAndAttempt(trace, "/api/v1/chat/completions", "chat m");
     expect(server.attributes).toMatchObject({ "sluice.share.id": "guarded", "sluice.app.id": "a" });
+    expect(attempt.attributes).toMatchObject({ "gen_ai.response.id": "chatcmpl-scripted", "gen_ai.response.model": SERVED });
     expect(server.attributes["sluice.key.name"]).toBeUndefined();
     expectUpstreamParent(trace, attempt, modelHeaders());
     const callbacks = await spans(trace, "POST /shareAuth/start", "POST /shareAuth/finish");
@@ -206,5 +227,55 @@ describe("traces of share links", () => {
     expect(server!.attributes).toMatchObject({ "http.route": "/api/share/init", "http.response.status_code": 200, "sluice.share.id": "guarded" });
     expect(init!.parentSpanId).toBe(server!.spanId);
     expectNoSecrets();
+  });
+});
+
+describe("the queue and the log", () => {
+  const ask = (trace: string) => post("/v1/chat/completions", trace, { model: "mq", stream: true, messages: [{ role: "user", content: PROMPT }] });
+
+  it("a call that waits for a busy channel: one `queue q` span under its attempt span; the call that did not wait has none", async () => {
+    const [busy, waiting] = [newTrace(), newTrace()];
+    let release!: () => void;
+    holdNext = new Promise<void>((resolve) => (release = resolve));
+    const first = await ask(busy); // its answer has begun: it holds the channel's one slot
+    expect(first.status).toBe(200);
+    const queued = new Promise<void>((resolve) => (onQueue = (channel, depth) => channel === "q" && depth === 1 && resolve()));
+    const second = ask(waiting);
+    await queued;
+    release();
+    await first.text();
+    expect((await second).status).toBe(200);
+    const [queue, attempt, server] = await spans(waiting, "queue q", "chat mq", "POST /v1/chat/completions");
+    expect(queue!.parentSpanId).toBe(attempt!.spanId);
+    expect(attempt!.parentSpanId).toBe(server!.spanId);
+    expect(queue!.kind).toBe(1);
+    expect(queue!.attributes).toMatchObject({ "sluice.channel": "q", "sluice.priority": 0 });
+    expect(queue!.startMs).toBeGreaterThanOrEqual(attempt!.startMs);
+    expect(queue!.endMs).toBeGreaterThanOrEqual(queue!.startMs);
+    expect(otlp.spans.filter((s) => s.name.startsWith("queue"))).toHaveLength(1);
+    await spans(busy, "chat mq");
+    expect(otlp.spans.filter((s) => s.traceId === busy && s.name.startsWith("queue"))).toEqual([]);
+  });
+
+  it("the request log line carries the server span's traceId and spanId", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sluice-trace-log-"));
+    try {
+      const file = join(dir, "requests.log");
+      const logged = await startGateway(gatewayConfig({ server: { log: { level: "info", destination: file } } }), { env: {} });
+      const trace = newTrace();
+      const res = await post("/v1/chat/completions", trace, { model: "m", messages: [{ role: "user", content: PROMPT }] }, { authorization: `Bearer ${KEY}`, "x-request-id": "trace-log-line-1" }, logged.url);
+      expect(res.status).toBe(200);
+      await res.text();
+      await logged.close(); // flushes the log and the spans
+      const [server] = await spans(trace, "POST /v1/chat/completions");
+      const text = readFileSync(file, "utf8");
+      const lines = text.split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+      const line = lines.find((l) => l.requestId === "trace-log-line-1");
+      expect(line).toMatchObject({ msg: "request", status: 200, traceId: trace, spanId: server!.spanId });
+      expect(server!.traceId).toBe(trace);
+      for (const secret of [KEY, CHANNEL_KEY, PROMPT]) expect(text).not.toContain(secret);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
