@@ -18,6 +18,8 @@ import { startScriptedUpstream, textChunks, type ScriptedUpstream } from "./supp
 
 process.env.OTEL_BSP_SCHEDULE_DELAY = "50";
 const KEY = "sk-tracing-kinds-key-0001";
+/** an admin key (FastGPT's AI Proxy token), which may pin a channel */
+const ADMIN_KEY = "sk-tracing-kinds-admin-0001";
 const CHANNEL_KEY = "chan-secret-tracing-kinds-42";
 const SHARE_TOKEN = "share-token-tracing-kinds-9d1e";
 const PARENT = "00f067aa0ba902b7";
@@ -44,14 +46,20 @@ function gatewayConfig(extra: Record<string, unknown> = {}): Record<string, unkn
       { name: "main", baseUrl: model.url, models: ["m"], ...CHANNEL },
       { name: "q", baseUrl: model.url, models: ["mq"], concurrency: 1, ...CHANNEL },
       { name: "vec", baseUrl: vectors.url, models: ["e"], ...CHANNEL },
+      { name: "p1", id: 21, baseUrl: model.url, models: ["m2"], ...CHANNEL },
+      { name: "p2", id: 22, baseUrl: model.url, models: ["m2"], ...CHANNEL },
     ],
     llmModels: [
       { model: "m", maxContext: 4000, maxResponse: 500 },
       { model: "mq", maxContext: 4000, maxResponse: 500 },
+      { model: "m2", maxContext: 8000, maxResponse: 500 },
     ],
     vectorModels: [{ model: "e" }],
-    apps: [{ id: "a", model: "m", models: ["m", "mq", "e"] }],
-    apiKeys: [{ name: "k", kind: "app", appId: "a", key: KEY }],
+    apps: [{ id: "a", model: "m", models: ["m", "mq", "m2", "e"] }],
+    apiKeys: [
+      { name: "k", kind: "app", appId: "a", key: KEY },
+      { name: "fastgpt", kind: "admin", appId: "a", key: ADMIN_KEY },
+    ],
     shareLinks: [{ shareId: "guarded", appId: "a", authHost: op.url }],
     tracing: { endpoint: otlp.url },
     ...extra,
@@ -100,14 +108,14 @@ async function spans(trace: string, ...names: string[]): Promise<ReceivedSpan[]>
 }
 
 /** The server span continues the client's trace; the attempt span is a client span under it. */
-async function serverAndAttempt(trace: string, route: string, attemptName: string): Promise<[ReceivedSpan, ReceivedSpan]> {
+async function serverAndAttempt(trace: string, route: string, attemptName: string, decision = "only"): Promise<[ReceivedSpan, ReceivedSpan]> {
   const [server, attempt] = await spans(trace, `POST ${route}`, attemptName);
   expect(server!.parentSpanId).toBe(PARENT);
   expect(server!.kind).toBe(2);
   expect(server!.attributes).toMatchObject({ "http.request.method": "POST", "http.route": route, "http.response.status_code": 200 });
   expect(attempt!.parentSpanId).toBe(server!.spanId);
   expect(attempt!.kind).toBe(3);
-  expect(attempt!.attributes).toMatchObject({ "server.address": "127.0.0.1", "sluice.attempt": 1, "sluice.route.decision": "only" });
+  expect(attempt!.attributes).toMatchObject({ "server.address": "127.0.0.1", "sluice.attempt": 1, "sluice.route.decision": decision });
   return [server!, attempt!];
 }
 
@@ -121,7 +129,7 @@ const modelHeaders = () => model.requests.map((r) => r.headers);
 
 /** No prompt, key, token or uid in anything exported so far. */
 function expectNoSecrets(): void {
-  for (const body of otlp.bodies) for (const secret of [PROMPT, "zebra-4411", KEY, CHANNEL_KEY, SHARE_TOKEN]) expect(body).not.toContain(secret);
+  for (const body of otlp.bodies) for (const secret of [PROMPT, "zebra-4411", KEY, ADMIN_KEY, CHANNEL_KEY, SHARE_TOKEN]) expect(body).not.toContain(secret);
 }
 
 describe("traces of each kind", () => {
@@ -188,6 +196,31 @@ describe("traces of each kind", () => {
     const [, attempt] = await serverAndAttempt(trace, "/api/v1/chat/completions", "chat m");
     expect(attempt.attributes).toMatchObject({ "gen_ai.usage.output_tokens": 7, "gen_ai.response.id": "chatcmpl-scripted", "gen_ai.response.model": SERVED, "gen_ai.response.finish_reasons": ["stop"] });
     expectUpstreamParent(trace, attempt, modelHeaders());
+    expectNoSecrets();
+  });
+});
+
+describe("route decisions", () => {
+  it("sluice.route.decision: least_loaded, then prefix for another task with the same system prompt, pinned for the same task again, only for a call pinned to a channel", async () => {
+    const system = { role: "system", content: "A long shared system prompt, many kilobytes of it. ".repeat(80) };
+    const task = (question: string) => [system, { role: "user", content: `${PROMPT} ${question}` }];
+    const user = { authorization: `Bearer ${KEY}` };
+    const asks: Array<[Record<string, string>, unknown[], string]> = [
+      [user, task("first task"), "least_loaded"],
+      [user, task("second task"), "prefix"],
+      [user, task("first task"), "pinned"],
+      [{ authorization: `Bearer ${ADMIN_KEY}`, "aiproxy-channel": "22" }, task("a probe"), "only"],
+    ];
+    const attempts: ReceivedSpan[] = [];
+    for (const [headers, messages, decision] of asks) {
+      const trace = newTrace();
+      const res = await post("/v1/chat/completions", trace, { model: "m2", messages }, headers);
+      expect(res.status).toBe(200);
+      await res.text();
+      attempts.push((await serverAndAttempt(trace, "/v1/chat/completions", "chat m2", decision))[1]);
+    }
+    expect(attempts.slice(1, 3).map((a) => a.attributes["sluice.channel"])).toEqual(Array(2).fill(attempts[0]!.attributes["sluice.channel"]));
+    expect(attempts[3]!.attributes["sluice.channel"]).toBe("p2");
     expectNoSecrets();
   });
 });
