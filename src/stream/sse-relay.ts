@@ -1,9 +1,10 @@
 // Relays an upstream SSE byte stream to the client. Bytes pass through untouched unless an event
 // carries something the gateway must act on (a usage object, an error, `[DONE]`), or the client
-// asked for FastGPT's event stream; only such events are parsed. The answer's text and finish
-// reason are recovered from the kept bytes afterwards, and only when something needs them: where a
-// chunk holds its text is the kind's (`StreamText`: a chat's `delta.content`, a legacy completion's
-// `text`), the rest of the relay is the same for both.
+// asked for FastGPT's event stream; only such events are parsed, and the first (the answer's id and
+// model, docs/tracing.md#spans). The answer's text and finish reason are recovered from the kept
+// bytes afterwards, and only when something needs them: where a chunk holds its text is the kind's
+// (`StreamText`: a chat's `delta.content`, a legacy completion's `text`), the rest of the relay is
+// the same for both.
 import { CLOSE_BRACE, OPEN_BRACE, isSpace } from "../json/scan.js";
 import { badUpstreamReply, upstreamReportedError } from "../upstream/errors.js";
 import { answerNames, type AnswerNames, type Usage } from "./chunk.js";
