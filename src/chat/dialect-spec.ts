@@ -11,6 +11,7 @@ import { historyCounts } from "../tokens/history-counts.js";
 import { wholeOrStream } from "../stream/answer.js";
 import { SSE_HEADERS } from "../stream/sse.js";
 import { TranslatedRelay } from "../stream/translated-relay.js";
+import { answerNames } from "../stream/chunk.js";
 import { computePoints } from "../tokens/points.js";
 import { usageDetail } from "../tokens/usage-details.js";
 import { attemptChat, type ChatAnswer, type CompletionJson, type Usage } from "./attempt.js";
@@ -75,6 +76,7 @@ async function respondWhole<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDialect<R
     text: () => choice?.message?.content ?? "",
     usage: completion.usage,
     finishReason: () => choice?.finish_reason ?? "stop",
+    names: answerNames(completion),
     keep: (t) => {
       answer = dialect.answer(completion, usageOf(t, completion.usage), plan.ctx);
       return dialect.keep?.(plan.ctx, answer, plan.chatCall.caller);
@@ -120,7 +122,7 @@ function streamTranslated<Req, Ctx>(deps: ChatSpecDeps, dialect: ChatDialect<Req
         closing = translator.end(finishReason, usageOf(t, relay.usage));
         return dialect.keep?.(plan.ctx, translator.result?.(), call.caller);
       };
-      const out = { text: () => relay.generated(), usage: relay.usage, finishReason: () => finishReason, cut: cut !== undefined, keep: cut ? undefined : keep };
+      const out = { text: () => relay.generated(), usage: relay.usage, finishReason: () => finishReason, names: relay.names, cut: cut !== undefined, keep: cut ? undefined : keep };
       return (await chatUsed(deps, call, plan, out)).used;
     },
     end: () => takeOpening() + closing,

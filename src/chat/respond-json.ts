@@ -2,6 +2,7 @@
 // `responseData` and `newVariables` for detail (docs/api.md#chat).
 import { jsonResponse } from "../http/json.js";
 import type { Whole } from "../metered/spec.js";
+import { answerNames } from "../stream/chunk.js";
 import type { CompletionJson } from "./attempt.js";
 import type { ChatCall, ChatPlan } from "./plan.js";
 import { addReasoningContent, readsReasoningContent } from "./reasoning.js";
@@ -13,6 +14,7 @@ export async function respondJson(deps: SettleDeps, call: ChatCall, plan: ChatPl
     text: () => choice?.message?.content ?? "",
     usage: completion.usage,
     finishReason: () => choice?.finish_reason ?? "stop",
+    names: answerNames(completion),
   });
   const body: CompletionJson = {
     ...completion,

@@ -36,7 +36,7 @@ export function streamChat(deps: SettleDeps, call: ChatCall, plan: ChatPlan, bod
     },
     async used(cut) {
       const finishReason = cut?.finishReason ?? relay.finishReason() ?? "stop";
-      const out = await chatUsed(deps, call, plan, { text: () => relay.text(), usage: relay.usage, finishReason: () => finishReason, cut: cut !== undefined });
+      const out = await chatUsed(deps, call, plan, { text: () => relay.text(), usage: relay.usage, finishReason: () => finishReason, names: relay.names, cut: cut !== undefined });
       settled = out.settled;
       return out.used;
     },

@@ -8,6 +8,7 @@ import type { Store } from "../store/types.js";
 import { countTextAsync, lastUserText } from "../tokens/counter.js";
 import { computePoints } from "../tokens/points.js";
 import { cachedTokensOf } from "../tokens/usage-details.js";
+import type { AnswerNames } from "../stream/chunk.js";
 import type { Usage } from "./attempt.js";
 import type { ChatCall, ChatPlan } from "./plan.js";
 import { buildReport, type ReportItem } from "./report.js";
@@ -20,6 +21,8 @@ export interface AnswerOutcome {
   finishReason: () => string;
   /** the answer was cut: a non-empty partial answer is still stored as the chat's turn */
   cut?: boolean;
+  /** the id and model the upstream's answer reports (a stream's: its first chunk's that has them) */
+  names?: AnswerNames;
   /** a dialect's own record of the answer (made once its tokens are known), written with the usage row */
   keep?: (tokens: { inputTokens: number; outputTokens: number }) => Promise<unknown> | undefined;
 }
@@ -107,7 +110,18 @@ export async function chatUsed(deps: SettleDeps, call: ChatCall, plan: ChatPlan,
   const finish = () => {
     if (share?.link.authHost) deps.shareAuth.finish(share.link, share.token, caller.app.name ?? caller.app.id, [settled.report()], share.trace);
   };
-  return { used: { inputTokens, outputTokens, cachedTokens, points, finishReason: out.finishReason(), writes: [round, kept], settled: finish }, settled };
+  const used = {
+    inputTokens,
+    outputTokens,
+    cachedTokens,
+    points,
+    finishReason: out.finishReason(),
+    responseId: out.names?.id,
+    responseModel: out.names?.model,
+    writes: [round, kept],
+    settled: finish,
+  };
+  return { used, settled };
 }
 
 /** The report a client sees with `detail`: share-link users never see the operator's system prompt

@@ -4,6 +4,7 @@
 // input) and finds the `usage` and `model` values, the only parts parsed; the answer then goes out
 // as the same bytes with the gateway's `usage` (and a `model` when it had none) put in their place.
 import { CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, JsonScanner, OPEN_BRACE, OPEN_BRACKET, QUOTE, skipSpace } from "../json/scan.js";
+import { answerNames } from "../stream/chunk.js";
 
 /** Where a top-level value lies in the bytes: [start, end). */
 interface Span {
@@ -68,6 +69,16 @@ export function scanEmbeddings(bytes: Buffer, inputs: number): EmbeddingsAnswer 
   const answer: EmbeddingsAnswer = { bytes, usage, model, namesModel: !!model && !isNull(bytes, model.start, model.end), close: i };
   if (usage) answer.promptTokens = readPromptTokens(bytes, usage);
   return answer;
+}
+
+/** The model the answer names, when it names one as a string (docs/tracing.md#spans). */
+export function answerModel(answer: EmbeddingsAnswer): string | undefined {
+  if (!answer.namesModel || answer.bytes[answer.model!.start] !== QUOTE) return undefined;
+  try {
+    return answerNames({ model: JSON.parse(answer.bytes.toString("utf8", answer.model!.start, answer.model!.end)) }).model;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The answer's bytes with `usage` set to `tokens` (and `model` to `model` when it named none), as

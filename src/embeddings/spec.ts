@@ -11,7 +11,7 @@ import { computePoints } from "../tokens/points.js";
 import { badUpstreamReply } from "../upstream/errors.js";
 import { withoutClientPriority } from "../upstream/forward-priority.js";
 import { readReply } from "../upstream/read.js";
-import { scanEmbeddings, withUsage, type EmbeddingsAnswer } from "./answer.js";
+import { answerModel, scanEmbeddings, withUsage, type EmbeddingsAnswer } from "./answer.js";
 import { checkInputs, countInputs } from "./limits.js";
 import { inputItems, parseEmbeddingsRequest, type EmbeddingInput, type EmbeddingsRequest } from "./request-schema.js";
 
@@ -51,7 +51,8 @@ export function createEmbeddingsSpec(deps: EmbeddingsSpecDeps): MeteredSpec<Embe
     async respond(answer, plan, { inbound, model }) {
       // tokens: the upstream's usage, else counted
       const inputTokens = answer.promptTokens ?? (await plan.tokens());
-      return { used: { inputTokens, points: computePoints(model, inputTokens, 0) }, reply: () => inbound.jsonParts(withUsage(answer, inputTokens, model.model)) };
+      const used = { inputTokens, points: computePoints(model, inputTokens, 0), responseModel: answerModel(answer) };
+      return { used, reply: () => inbound.jsonParts(withUsage(answer, inputTokens, model.model)) };
     },
   };
 }

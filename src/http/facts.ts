@@ -13,8 +13,9 @@ export type RequestFacts = Partial<
   trace?: RequestTrace;
   /** of inputTokens: served from the upstream's prefix cache */
   cachedTokens?: number;
-  /** the id the upstream gave its answer, where the kind reads it */
+  /** the id the upstream gave its answer, and the model it says answered, where the kind reads them */
   responseId?: string;
+  responseModel?: string;
 };
 
 export function factsOf(event: H3Event): RequestFacts {

@@ -23,6 +23,10 @@ export interface Tally {
   /** the upstream's, or client_abort / upstream_error / shutdown for a cut answer; absent where
    *  answers have none */
   finishReason?: string;
+  /** the id and the model the upstream's answer reports, when it reports them (names only, for the
+   *  trace: docs/tracing.md#spans) */
+  responseId?: string;
+  responseModel?: string;
 }
 
 /** What an answer used, for the pipeline to settle: tokens, points, finish reason; `writes`, what
@@ -77,6 +81,8 @@ export class Meter {
     facts.points = points;
     facts.finishReason = t.finishReason;
     facts.cachedTokens = t.cachedTokens;
+    facts.responseId = t.responseId;
+    facts.responseModel = t.responseModel;
     const row = this.#row(cut?.status ?? 200, t, points, cut);
     await (t.writes ? Promise.all([row, ...t.writes]) : row);
     // tokens per minute count what the kind has tokens of (speech and transcription hold none)

@@ -42,6 +42,8 @@ class TraceProbe implements Probe {
   #decision: RouteDecision | undefined;
   /** the attempt under way, or the one that answered until the answer is over */
   #span: Span | undefined;
+  /** when that attempt began (performance.now()) */
+  #began = 0;
 
   constructor(
     private readonly request: MeteredRequest,
@@ -70,7 +72,8 @@ class TraceProbe implements Probe {
       "sluice.route.decision": attempt.index > 1 ? "failover" : (this.#decision ?? "only"),
     };
     requestParameters(request.req, attributes);
-    const span = this.trace.child(`${operation} ${model}`, SpanKind.CLIENT, attributes);
+    this.#began = performance.now();
+    const span = this.trace.child(`${operation} ${model}`, SpanKind.CLIENT, attributes, this.#began);
     this.#span = span;
     attemptParents.set(attempt, span.spanContext());
   }
@@ -79,7 +82,9 @@ class TraceProbe implements Probe {
     if (waitedMs <= 0 || !this.#span) return;
     const attributes = { "sluice.channel": attempt.entry.config.name, "sluice.priority": this.request.caller.priority ?? 0 };
     const now = performance.now();
-    this.trace.child(`queue ${attempt.entry.config.name}`, SpanKind.INTERNAL, attributes, now - waitedMs, this.#span).end(now);
+    // the gate counts whole milliseconds of the wall clock: the wait never starts before its attempt
+    const start = Math.max(now - waitedMs, this.#began);
+    this.trace.child(`queue ${attempt.entry.config.name}`, SpanKind.INTERNAL, attributes, start, this.#span).end(now);
   }
 
   attemptEnded(_attempt: Attempt, outcome: AttemptOutcome, error?: GatewayError): void {
@@ -98,7 +103,7 @@ class TraceProbe implements Probe {
     if (!span) return;
     const { facts } = request;
     if (facts.stream && facts.ttftMs !== undefined) span.addEvent("gen_ai.first_token", undefined, request.started + facts.ttftMs);
-    span.setAttribute("gen_ai.response.model", request.model.model);
+    span.setAttribute("gen_ai.response.model", facts.responseModel ?? request.model.model);
     if (facts.inputTokens !== undefined) span.setAttribute("gen_ai.usage.input_tokens", facts.inputTokens);
     if (facts.outputTokens !== undefined) span.setAttribute("gen_ai.usage.output_tokens", facts.outputTokens);
     if (facts.cachedTokens !== undefined) span.setAttribute("gen_ai.usage.cache_read.input_tokens", facts.cachedTokens);

@@ -75,6 +75,8 @@ export function createShareRoutes(deps: ShareRoutesDeps): ShareRoutes {
   /** The link and the user's uid; the operator's init callback (cached) maps a token to a uid. */
   async function identify(event: H3Event, body: z.infer<typeof userBody>) {
     const link = resolveShareLink(deps.links, body.shareId, now());
+    // the request's log line and server span name the link (docs/tracing.md#spans)
+    factsOf(event).shareId = link.shareId;
     // counted before the operator is asked: made-up tokens must not make the gateway a token oracle
     await admitCall(event, link, now());
     const uid = await deps.auth.init(link, body.outLinkUid, factsOf(event).trace);

@@ -23,6 +23,22 @@ export interface ChatChunk {
   error?: unknown;
 }
 
+/** The id and model an answer reports, for the trace (docs/tracing.md#spans). */
+export interface AnswerNames {
+  id?: string;
+  model?: string;
+}
+
+/** At most this many characters of a name an upstream reports are kept. */
+const MAX_NAME = 256;
+const nameOf = (value: unknown) => (typeof value === "string" && value !== "" ? value.slice(0, MAX_NAME) : undefined);
+
+/** The answer's (or a chunk's) `id` and `model`, where they are strings: an upstream is not trusted
+ *  to send either, nor to keep them short. */
+export function answerNames(answer: { id?: unknown; model?: unknown } | null | undefined): AnswerNames {
+  return { id: nameOf(answer?.id), model: nameOf(answer?.model) };
+}
+
 export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;

@@ -1,12 +1,13 @@
 // Relays an upstream SSE byte stream to the client. Bytes pass through untouched unless an event
 // carries something the gateway must act on (a usage object, an error, `[DONE]`), or the client
-// asked for FastGPT's event stream; only such events are parsed. The answer's text and finish
-// reason are recovered from the kept bytes afterwards, and only when something needs them: where a
-// chunk holds its text is the kind's (`StreamText`: a chat's `delta.content`, a legacy completion's
-// `text`), the rest of the relay is the same for both.
+// asked for FastGPT's event stream; only such events are parsed, and the first (the answer's id and
+// model, docs/tracing.md#spans). The answer's text and finish reason are recovered from the kept
+// bytes afterwards, and only when something needs them: where a chunk holds its text is the kind's
+// (`StreamText`: a chat's `delta.content`, a legacy completion's `text`), the rest of the relay is
+// the same for both.
 import { CLOSE_BRACE, OPEN_BRACE, isSpace } from "../json/scan.js";
 import { badUpstreamReply, upstreamReportedError } from "../upstream/errors.js";
-import type { Usage } from "./chunk.js";
+import { answerNames, type AnswerNames, type Usage } from "./chunk.js";
 import type { AnswerSink } from "./pump.js";
 import { SseSplitter } from "./sse-split.js";
 import { dataOf } from "./sse.js";
@@ -71,6 +72,8 @@ interface Collected {
 export class SseRelay implements AnswerSink {
   done = false;
   usage: Usage | undefined;
+  /** the answer's id and model as the upstream's first chunk names them (before an alias's rewrite) */
+  names: AnswerNames | undefined;
   readonly #opts: RelayOptions;
   readonly #text: StreamText;
   readonly #kept: Buffer[] = [];
@@ -120,6 +123,7 @@ export class SseRelay implements AnswerSink {
   }
 
   #relay(region: Buffer): boolean {
+    if (this.names === undefined) this.names = firstNames(region);
     // an alias's answer names the alias (docs/configuration.md#aliases): rewritten only then
     if (this.#opts.answerModel !== undefined) region = Buffer.from(region.toString("utf8").replace(MODEL_FIELD, `"model":${JSON.stringify(this.#opts.answerModel)}`));
     if (this.#opts.rewrite) region = this.#opts.rewrite(region);
@@ -234,6 +238,19 @@ export function parseChunk<T extends object = ChunkShape>(data: string, model: s
   if (!chunk || typeof chunk !== "object") throw badUpstreamReply(model);
   if ((chunk as { error?: unknown }).error) throw upstreamReportedError(model);
   return chunk as T;
+}
+
+/** The id and model of the region's first event, when it is a chunk; undefined when the region
+ *  holds no data yet (a comment, a keep-alive). One event parsed once per answer. */
+function firstNames(region: Buffer): AnswerNames | undefined {
+  const end = region.indexOf(EVENT_END);
+  const data = dataOf(region.toString("utf8", 0, end < 0 ? region.length : end));
+  if (data === undefined) return undefined;
+  try {
+    return answerNames(JSON.parse(data) as { id?: unknown; model?: unknown });
+  } catch {
+    return {}; // not a chunk: the relay fails the stream on it
+  }
 }
 
 const FINISH_MARKS = [Buffer.from('"finish_reason":"'), Buffer.from('"finish_reason": "')];

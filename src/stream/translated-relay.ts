@@ -3,7 +3,7 @@
 // What the gateway must know of the answer — usage, finish reason, the text and tool arguments
 // generated (counted when the upstream gives no usage) — is taken on the way.
 import { CLOSE_BRACE, OPEN_BRACE } from "../json/scan.js";
-import type { ChatChunk, Usage } from "./chunk.js";
+import { answerNames, type AnswerNames, type ChatChunk, type Usage } from "./chunk.js";
 import type { AnswerSink } from "./pump.js";
 import { dataOf } from "./sse.js";
 import { SseSplitter } from "./sse-split.js";
@@ -19,6 +19,8 @@ export interface ChunkTranslator {
 export class TranslatedRelay implements AnswerSink {
   done = false;
   usage: Usage | undefined;
+  /** the answer's id and model, from the first parsed chunk that names either */
+  names: AnswerNames | undefined;
   #finishReason: string | undefined;
   #generated: string[] = [];
   readonly #events: SseSplitter;
@@ -73,6 +75,7 @@ export class TranslatedRelay implements AnswerSink {
     }
     const chunk = textOnly(data) ?? parseChunk<ChatChunk>(data, this.model);
     if (chunk.usage) this.usage = chunk.usage;
+    if (this.names === undefined && (chunk.id !== undefined || chunk.model !== undefined)) this.names = answerNames(chunk);
     const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0);
     if (choice) this.#take(choice);
     return this.translator.chunk(chunk);

@@ -25,6 +25,8 @@ export interface ModelTurn {
   chunkDelayMs?: number;
   /** answer a stream request with one chat.completion, as some servers do */
   answerWhole?: boolean;
+  /** the model the answer names (default: the request's), as a server that reports its own name */
+  model?: string;
   /** after the first chunk, write nothing more until this settles (a model thinking in silence) */
   holdAfterFirst?: Promise<void>;
 }
@@ -60,7 +62,7 @@ export async function startScriptedUpstream(script: ModelScript): Promise<Script
     requests.push(recorded);
     const turn = await script(recorded, n++);
     if (turn.status && turn.status !== 200) return send(res, turn.status, { error: { message: turn.message ?? `scripted failure ${turn.status}`, type: "server_error" } }, turn.headers);
-    if (body.stream !== true || turn.answerWhole) return send(res, 200, wholeCompletion(turn, String(body.model)));
+    if (body.stream !== true || turn.answerWhole) return send(res, 200, wholeCompletion(turn, turn.model ?? String(body.model)));
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
     res.flushHeaders();
     const frames = [...turn.chunks, { choices: [{ index: 0, delta: {}, finish_reason: turn.finishReason }] } as ChatChunk];
@@ -70,7 +72,7 @@ export async function startScriptedUpstream(script: ModelScript): Promise<Script
       if (i === turn.cutAfter) return void res.destroy();
       if (i === 1 && turn.holdAfterFirst) await turn.holdAfterFirst;
       if (i > 0 && turn.chunkDelayMs) await new Promise((r) => setTimeout(r, turn.chunkDelayMs));
-      res.write(`data: ${JSON.stringify({ id: "chatcmpl-scripted", object: "chat.completion.chunk", created: 1, model: body.model, ...frames[i] })}\n\n`);
+      res.write(`data: ${JSON.stringify({ id: "chatcmpl-scripted", object: "chat.completion.chunk", created: 1, model: turn.model ?? body.model, ...frames[i] })}\n\n`);
     }
     res.end("data: [DONE]\n\n");
   }
