@@ -107,5 +107,5 @@ describe("exemplars", () => {
       await prometheus.stop();
       await rm(dir, { recursive: true, force: true });
     }
-  });
+  }, 40_000); // past the poll's own 20 s, so a failure stops Prometheus rather than leaving it
 });
