@@ -2,7 +2,7 @@
 // and the test upstream itself (bench/upstream-process.ts), each in its own process, with Sluice
 // configured as an operator runs it (all limits, metering, usage rows, request log at info).
 //
-// Sections, in order (a default run takes about 5-6 minutes on 2 cores):
+// Sections, in order (a default run takes about 6-7 minutes on 2 cores):
 //   non-stream   RPS and CPU/request at 32 connections: upstream alone, floor, Sluice, Sluice+chatId;
 //                then latency at one connection (added p50/p99 over the upstream alone)
 //   bodies       CPU/request of an app with logBodies "all" against one with "off" (non-stream)
