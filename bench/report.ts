@@ -19,6 +19,7 @@ import { LOAD_GENERATOR, TARGET } from "./process-cpu.js";
 import type { ProfileSummary } from "./profile.js";
 import { formatScheduling, type SchedulingCase } from "./scheduling.js";
 import type { StartUpFigures, StartUpResult } from "./start-up.js";
+import { tracingLines, type TracingResult } from "./tracing.js";
 
 export interface MachineFacts {
   date: string;
@@ -51,6 +52,8 @@ export interface BenchResults {
   /** the fleet section's shared-prefix workload, and what routing one request by prefix costs */
   sharedPrefix?: SharedPrefixResult;
   prefixCost?: PrefixCost;
+  /** the tracing section's span counts */
+  tracing?: TracingResult;
   /** sections skipped or failed, one line each */
   notes: string[];
   /** what else the run measured against (the PostgreSQL and Redis of --store postgres), one line each */
@@ -185,6 +188,7 @@ function printDetails(r: BenchResults): void {
   if (r.batches) lines.push(...batchesLines(r.batches));
   if (r.sharedPrefix) lines.push(...sharedPrefixLines(r.sharedPrefix));
   if (r.prefixCost) lines.push(...prefixCostLines(r.prefixCost));
+  if (r.tracing) lines.push(...tracingLines(r.tracing));
   if (lines.length > 0) console.log(`\n${lines.join("\n")}`);
 }
 
@@ -231,6 +235,8 @@ function checks(r: BenchResults): string[][] {
     info("Sluice/floor CPU per request, embeddings", ratioText(find("embeddings", "sluice"), find("embeddings", "floor"), cpu)),
     ratio("Messages/chat CPU per request, 20-chunk stream", find("dialects", "sluice", "messages stream"), find("dialects", "sluice", "chat stream"), cpu, "<=", 1.15),
     ratio("Responses/chat CPU per request, 20-chunk stream", find("dialects", "sluice", "responses stream"), find("dialects", "sluice", "chat stream"), cpu, "<=", 1.15),
+    ratio("tracing sampleRatio 0/absent CPU per request, 20-chunk stream", find("tracing", "sluice", "tracing sampleRatio 0"), find("tracing", "sluice", "tracing absent"), cpu, "<=", 1.01),
+    ratio("tracing every request sampled/absent CPU per request", find("tracing", "sluice", "tracing sampleRatio 1"), find("tracing", "sluice", "tracing absent"), cpu, "<=", 1.15),
     info("31 KB on 32k model / on 256k model, Sluice CPU", k?.fitRatio === undefined ? "n/a" : `${num(k.fitRatio, 2)}x`),
     ratio("PostgreSQL+Redis chatId/stateless RPS", find("store", "sluice", "PostgreSQL+Redis chatId"), find("store", "sluice", "PostgreSQL+Redis stateless"), rps, ">=", 0.7),
     info("SQLite chatId/stateless RPS (same rounds)", ratioText(find("store", "sluice", "SQLite chatId"), find("store", "sluice", "SQLite stateless"), rps)),

@@ -2,7 +2,7 @@
 // and the test upstream itself (bench/upstream-process.ts), each in its own process, with Sluice
 // configured as an operator runs it (all limits, metering, usage rows, request log at info).
 //
-// Sections, in order (a default run takes about 5-6 minutes on 2 cores):
+// Sections, in order (a default run takes about 6-7 minutes on 2 cores):
 //   non-stream   RPS and CPU/request at 32 connections: upstream alone, floor, Sluice, Sluice+chatId;
 //                then latency at one connection (added p50/p99 over the upstream alone)
 //   bodies       CPU/request of an app with logBodies "all" against one with "off" (non-stream)
@@ -16,6 +16,8 @@
 //                the build has no vectorModels or no POST /v1/embeddings)
 //   dialects     the 20-chunk stream asked as Chat Completions, as Anthropic Messages and as a
 //                Responses stream (nothing stored), interleaved: CPU/request of each dialect against chat
+//   tracing      the 20-chunk stream through three more Sluices, interleaved: no tracing block, sampleRatio 0,
+//                sampleRatio 1 exporting to an OTLP sink process: CPU/request against none, spans exported
 //   lag          Sluice's event-loop lag p99 under the non-stream load plus a 2 MB one-word body/s
 //   memory       RSS of a fresh Sluice and a fresh floor (2 s of non-stream and of stream load
 //                first) with 1,000 and then 5,000 streams open
@@ -64,10 +66,7 @@
 //   --heap-profile [case]  instead of the sections: Sluice under one load with V8's sampling heap
 //                     profiler after the warm-up; what reached the old generation (freed by a
 //                     major collection, or still alive) by the frames of Sluice's that made it
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
+import { writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { build } from "esbuild";
 import { runLoad, type LoadSpec } from "./autocannon-case.js";
@@ -77,30 +76,28 @@ import { failedUsers, measureFailoverLatency } from "./failover.js";
 import { errorMessage, measureGroup, type GroupTiming, type LoadCase, type TargetName } from "./interleave.js";
 import { measureLatency } from "./latency.js";
 import { measureLongQpm } from "./long-qpm.js";
-import { LOADS, chatIdBody, spec } from "./loads.js";
+import { chatIdBody, spec } from "./loads.js";
 import { MODELS } from "./models.js";
 import { spawnNodeServer, type NodeServer } from "./node-process.js";
 import { measureMemory } from "./open-streams.js";
 import { bodyCases, floorRuns, perKbCost } from "./per-kb.js";
-import { readProfile } from "./profile.js";
-import { summariseHeap } from "./heap-profile.js";
-import { machineFacts, printHeapProfile, printProfile, printReport, type BenchResults } from "./report.js";
-import { childProcesses } from "./process-cpu.js";
-import { startSharedSluice, startSharedStore, type SharedSluice, type SharedStore } from "./shared-store.js";
+import { heapProfile, profile, type ProfileFlags } from "./profile-run.js";
+import { machineFacts, printReport, type BenchResults } from "./report.js";
+import { forkedWorkers, startSharedSluice, startSharedStore, type SharedSluice, type SharedStore } from "./shared-store.js";
 import { measureScheduling } from "./scheduling.js";
 import { BODIES_KEY, startSluice, type SluiceProcess } from "./sluice-process.js";
 import { measureStartUp } from "./start-up.js";
+import { measureTracing } from "./tracing.js";
 import { measureFleet } from "./fleet/bench.js";
 import { measureBatches, BATCHES_DEFAULTS } from "./fleet/batches.js";
 import { measurePrefixCost } from "./fleet/prefix-cost.js";
 import { measureSharedPrefix } from "./fleet/shared-prefix.js";
 
-const SECTIONS = ["non-stream", "bodies", "stream", "realistic", "per-kb", "failover", "embeddings", "dialects", "lag", "memory", "scheduling", "start", "qpm", "store", "workers", "fleet", "batches"] as const;
+const SECTIONS = ["non-stream", "bodies", "stream", "realistic", "per-kb", "failover", "embeddings", "dialects", "tracing", "lag", "memory", "scheduling", "start", "qpm", "store", "workers", "fleet", "batches"] as const;
 type Section = (typeof SECTIONS)[number];
 /** the sections that need PostgreSQL and Redis: only with --store postgres, and then by default */
 const STORE_SECTIONS: readonly Section[] = ["store", "workers"];
 const WORKERS = 2;
-const WORKERS_FORK_TIMEOUT_MS = 10_000;
 const REALISTIC_CONNECTIONS = 100;
 const MEMORY_WARMUP_SECONDS = 2;
 const OUT = ".bench-out";
@@ -142,7 +139,7 @@ interface Context {
 
 async function main(): Promise<void> {
   // 1. The upstream and the floor as plain JavaScript, as Sluice runs after `npm run build`.
-  await build({ entryPoints: ["bench/upstream-process.ts", "bench/floor-proxy-process.ts", "bench/heap-sampling.ts"], bundle: true, packages: "external", outdir: OUT, platform: "node", format: "esm", target: "node20", logLevel: "warning" });
+  await build({ entryPoints: ["bench/upstream-process.ts", "bench/floor-proxy-process.ts", "bench/otlp-sink-process.ts", "bench/heap-sampling.ts"], bundle: true, packages: "external", outdir: OUT, platform: "node", format: "esm", target: "node20", logLevel: "warning" });
   const servers: Array<{ stop(): Promise<void> }> = [];
   const facts = await machineFacts();
   try {
@@ -150,8 +147,9 @@ async function main(): Promise<void> {
     const postgres = flags.store === "postgres";
     const upstream = await spawnNodeServer("test upstream", { args: [`${OUT}/upstream-process.js`], readyPath: "/healthz", ready: (s) => s === 200 });
     servers.push(upstream);
-    if (flags.profile) return await profile(upstream, positionals[0] ?? "non-stream");
-    if (flags["heap-profile"]) return await heapProfile(upstream, positionals[0] ?? "non-stream");
+    const profiling: ProfileFlags = { ...timingBase, top: Number(flags.top), store: flags.store, workers: Number(flags.workers), outDir: OUT };
+    if (flags.profile) return await profile(upstream, positionals[0] ?? "non-stream", profiling);
+    if (flags["heap-profile"]) return await heapProfile(upstream, positionals[0] ?? "non-stream", profiling);
     const floor = await startFloor(upstream.url);
     servers.push(floor);
     const sluice = await startSluice(upstream.url);
@@ -308,6 +306,12 @@ const SECTION_RUNS: Record<Section, (ctx: Context, results: BenchResults) => Pro
     results.groups.dialects = await measureGroup("dialects (20-chunk streams)", cases, ctx.timing);
   },
 
+  async tracing(ctx, results) {
+    const { cases, result } = await measureTracing(ctx.upstream.url, ctx.timing, OUT);
+    results.groups.tracing = cases;
+    results.tracing = result;
+  },
+
   async lag(ctx, results) {
     console.error(`event-loop lag: ${ctx.timing.seconds} s of non-stream load plus a 2 MB one-word body each second`);
     results.lag = await measureEventLoopLag(ctx.sluice.url, ctx.timing.seconds, ctx.sluice.pid);
@@ -380,84 +384,6 @@ const SECTION_RUNS: Record<Section, (ctx: Context, results: BenchResults) => Pro
     results.qpm = await measureLongQpm(ctx.sluice.url, { target: ctx.sluice.pid, upstream: ctx.upstream.pid }, qpmSeconds || 120, Math.max(3, ctx.timing.warmupSeconds));
   },
 };
-
-/** How many worker processes the primary `pid` has forked, once it has `wanted` or after a while:
- *  the primary answers /healthz through its first worker, perhaps before the others are up. */
-async function forkedWorkers(pid: number, wanted: number): Promise<number> {
-  const deadline = Date.now() + WORKERS_FORK_TIMEOUT_MS;
-  for (;;) {
-    const count = (await childProcesses(pid)).length;
-    if (count >= wanted || Date.now() > deadline) return count;
-    await sleep(100);
-  }
-}
-
-/** Sluice with `--cpu-prof` under one case's load; it writes the profile when it exits. */
-async function profile(upstream: NodeServer, mode: string): Promise<void> {
-  const loadOf = LOADS[mode];
-  if (!loadOf) throw new Error(`--profile takes one of ${Object.keys(LOADS).join(", ")}, not ${mode}`);
-  const dir = await mkdtemp(join(tmpdir(), "sluice-profile-"));
-  const nodeArgs = ["--cpu-prof", `--cpu-prof-dir=${dir}`];
-  const workers = Number(flags.workers);
-  if (workers !== 1 && flags.store !== "postgres") throw new Error("--workers needs --store postgres (server.workers needs the shared store)");
-  const shared = flags.store === "postgres" ? await startSharedStore() : undefined;
-  try {
-    // node:cluster forks the workers with the primary's node arguments: each writes its own profile
-    const sluice = shared ? await startSharedSluice(upstream.url, shared, workers, nodeArgs) : await startSluice(upstream.url, { nodeArgs });
-    try {
-      const load = loadOf(sluice.url);
-      await runLoad(load, timingBase.warmupSeconds);
-      console.error(`profile: Sluice under the ${mode} load for ${timingBase.seconds} s`);
-      const result = await runLoad(load, timingBase.seconds, { target: sluice.pid, upstream: upstream.pid });
-      await sluice.stop();
-      printProfile(mode, result, await readProfile(dir, Number(flags.top)));
-    } finally {
-      await sluice.stop();
-    }
-  } finally {
-    await shared?.close();
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
-/** Sluice with V8's sampling heap profiler (bench/heap-sampling.ts) under one case's load, after
- *  its warm-up: what of it reached the old generation, and where it was made. */
-async function heapProfile(upstream: NodeServer, mode: string): Promise<void> {
-  const loadOf = LOADS[mode];
-  if (!loadOf) throw new Error(`--heap-profile takes one of ${Object.keys(LOADS).join(", ")}, not ${mode}`);
-  const dir = await mkdtemp(join(tmpdir(), "sluice-heap-"));
-  const file = join(dir, "sluice.heapprofile");
-  process.env.SLUICE_HEAP_PROFILE = file; // the Sluice process inherits it
-  try {
-    const sluice = await startSluice(upstream.url, { nodeArgs: [`--import=${resolve(OUT, "heap-sampling.js")}`] });
-    try {
-      const load = loadOf(sluice.url);
-      await runLoad(load, timingBase.warmupSeconds);
-      process.kill(sluice.pid, "SIGUSR2"); // sampling starts
-      console.error(`heap profile: Sluice under the ${mode} load for ${timingBase.seconds} s`);
-      const result = await runLoad(load, timingBase.seconds, { target: sluice.pid, upstream: upstream.pid });
-      process.kill(sluice.pid, "SIGUSR2"); // the profile is written
-      const written = await waitForFile(file);
-      const profile = JSON.parse(written) as { head?: Parameters<typeof summariseHeap>[0]; error?: string };
-      if (!profile.head) throw new Error(`the heap profiler said: ${profile.error ?? "nothing"}`);
-      printHeapProfile(mode, result, summariseHeap(profile.head, Number(flags.top)));
-    } finally {
-      await sluice.stop();
-    }
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
-/** The file's text once it is written whole (the profile is one JSON write). */
-async function waitForFile(file: string): Promise<string> {
-  for (let i = 0; i < 300; i++) {
-    const text = await readFile(file, "utf8").catch(() => "");
-    if (text.endsWith("}")) return text;
-    await sleep(100);
-  }
-  throw new Error(`no heap profile in ${file} after 30 s`);
-}
 
 main().catch((err: unknown) => {
   console.error(err);

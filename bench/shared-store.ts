@@ -3,11 +3,12 @@
 // root, but with PostgreSQL's durable defaults (fsync, full-page writes, synchronous commit: each
 // commit waits for its WAL flush), and a throwaway redis-server (no AOF, no snapshots). Each Sluice
 // gets a database and a Redis of its own, so that no instance sees another's rows or counters.
+import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { startPostgres, type PostgresServer } from "../test/support/postgres.js";
 import { startRedis, type RedisServer } from "../test/support/redis.js";
-import { parentPid } from "./process-cpu.js";
+import { childProcesses, parentPid } from "./process-cpu.js";
 import { startSluice, type SluiceProcess } from "./sluice-process.js";
 
 export interface SharedStore {
@@ -73,5 +74,18 @@ async function redisServerPid(server: RedisServer): Promise<number> {
     return Number(pid);
   } finally {
     client.disconnect();
+  }
+}
+
+const WORKERS_FORK_TIMEOUT_MS = 10_000;
+
+/** How many worker processes the primary `pid` has forked, once it has `wanted` or after a while:
+ *  the primary answers /healthz through its first worker, perhaps before the others are up. */
+export async function forkedWorkers(pid: number, wanted: number): Promise<number> {
+  const deadline = Date.now() + WORKERS_FORK_TIMEOUT_MS;
+  for (;;) {
+    const count = (await childProcesses(pid)).length;
+    if (count >= wanted || Date.now() > deadline) return count;
+    await sleep(100);
   }
 }

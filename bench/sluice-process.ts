@@ -37,6 +37,8 @@ export interface SluiceOptions {
   pollMs?: number;
   /** the build to run: a dist/ folder (default this checkout's) */
   dist?: string;
+  /** the config's `tracing` block (docs/tracing.md#config); none when absent */
+  tracing?: Record<string, unknown>;
 }
 
 export async function startSluice(upstreamUrl: string, opts: SluiceOptions = {}): Promise<SluiceProcess> {
@@ -94,6 +96,7 @@ function benchConfig(upstreamUrl: string, dbPath: string, withEmbeddings: boolea
     server: { log: { level: "info" }, shutdownTimeoutMs: 2_000, ...(opts.workers === undefined ? {} : { workers: opts.workers }) },
     store: opts.shared ? { driver: "postgres", url: opts.shared.postgresUrl } : { driver: "sqlite", path: dbPath },
     ...(opts.shared ? { cluster: { redisUrl: opts.shared.redisUrl } } : {}),
+    ...(opts.tracing ? { tracing: opts.tracing } : {}),
     channels: [
       // enough pooled upstream connections for the 5,000 open streams of the memory case
       { ...channel("bench", [MODELS.chat, MODELS.realistic, MODELS.hold, MODELS.large, ...(withEmbeddings ? [MODELS.embed] : [])]), connections: 5_200 },

@@ -138,8 +138,9 @@ export function figures(acc: { ttfts: number[]; stats: Array<[ReplicaStats[], Re
   };
 }
 
-/** Sluice over the replicas, its routing as given (default: the configured defaults). */
-export async function startFleetSluice(replicas: Replica[], routing: Record<string, unknown> = {}): Promise<NodeServer & { cleanup(): Promise<void> }> {
+/** Sluice over the replicas, its routing as given (default: the configured defaults); `extra`
+ *  adds top-level config blocks (scripts/trace-waterfall.ts: `tracing`). */
+export async function startFleetSluice(replicas: Replica[], routing: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Promise<NodeServer & { cleanup(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), "sluice-fleet-"));
   const config = {
     server: { log: { level: "warn" } },
@@ -149,6 +150,7 @@ export async function startFleetSluice(replicas: Replica[], routing: Record<stri
     apps: [{ id: "agents", model: MODEL }],
     apiKeys: [{ name: "agents", kind: "app", appId: "agents", key: KEY }],
     routing,
+    ...extra,
   };
   await writeFile(join(dir, "config.json"), JSON.stringify(config));
   const sluice = await spawnNodeServer("Sluice (fleet)", { args: ["dist/main.js", "--config", join(dir, "config.json")], readyPath: "/healthz", ready: (s) => s === 200, outputFile: join(dir, "sluice.log") });
