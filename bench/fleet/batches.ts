@@ -26,6 +26,8 @@ export interface BatchesResult {
   options: BatchesOptions;
   ttftP95Alone: number;
   ttftP95WithBatch: number;
+  ttftP50Alone: number;
+  ttftP50WithBatch: number;
   /** lines/s of the batch while the sessions ran */
   batchLinesPerSecond: number;
   /** lines/s straight to the replicas with nothing else, and beside the sessions */
@@ -109,10 +111,13 @@ export async function measureBatches(o: BatchesOptions = BATCHES_DEFAULTS, secon
     await Promise.all(replicas.map((r) => r.stop()));
   }
   const median = (xs: number[]) => quantile(xs, 0.5);
+  const [without, beside] = [figures(alone, replicas.length), figures(withBatch, replicas.length)];
   return {
     options: o,
-    ttftP95Alone: figures(alone, replicas.length).ttftP95,
-    ttftP95WithBatch: figures(withBatch, replicas.length).ttftP95,
+    ttftP95Alone: without.ttftP95,
+    ttftP95WithBatch: beside.ttftP95,
+    ttftP50Alone: without.ttftP50,
+    ttftP50WithBatch: beside.ttftP50,
     batchLinesPerSecond: median(rates),
     capacityLinesPerSecond: median(capacity),
     idleLinesPerSecond: median(idle),
@@ -151,7 +156,7 @@ export function batchesLines(r: BatchesResult): string[] {
   const share = r.batchLinesPerSecond / r.idleLinesPerSecond;
   return [
     `batches: ${o.replicas} replicas (max ${o.maxRunning} running, channel concurrency ${o.maxRunning}, batches.reserve ${o.reserve}), ${o.sessions} sessions × ${o.turns} turns, a ${o.lines}-line batch, ${o.rounds} rounds`,
-    `  interactive TTFT p95: ${r.ttftP95Alone.toFixed(0)} ms alone, ${r.ttftP95WithBatch.toFixed(0)} ms with the batch (${ratio.toFixed(2)}×, target ≤ 1.10×)`,
+    `  interactive TTFT p95: ${r.ttftP95Alone.toFixed(0)} ms alone, ${r.ttftP95WithBatch.toFixed(0)} ms with the batch (${ratio.toFixed(2)}×, target ≤ 1.10×); p50 ${r.ttftP50Alone.toFixed(0)} ms, ${r.ttftP50WithBatch.toFixed(0)} ms`,
     `  batch lines/s beside the sessions: ${r.batchLinesPerSecond.toFixed(1)}; idle capacity left by the sessions ${r.idleLinesPerSecond.toFixed(1)} lines/s (${(share * 100).toFixed(0)} %, target ≥ 70 %); replicas alone ${r.capacityLinesPerSecond.toFixed(1)} lines/s`,
     `  failed calls: ${r.failed}`,
   ];
