@@ -147,6 +147,44 @@ describe("a batch line's place in a channel's gate", () => {
     for (const r of [...low.slice(1), fourth!]) r();
     expect(gate.view()).toMatchObject({ active: 0, lowActive: 0 });
   });
+
+  it("preempts the newest batch line for each interactive call that would wait, no more", async () => {
+    const gate = new ConnectionGate({ connections: 3, maxQueue: 10, queueTimeoutMs: 1e9 });
+    const stopped: number[] = [];
+    const lines: Release[] = [];
+    // each line lets go of its slot when told to stop, as the runner's abort does
+    for (let i = 0; i < 2; i++) {
+      const release: Release = await gate.acquire(undefined, { priority: -1, preempt: () => (stopped.push(i), queueMicrotask(release)) });
+      lines.push(release);
+    }
+    const first = await gate.acquire(undefined, { priority: 0 }); // the third slot: no preemption
+    expect(stopped).toEqual([]);
+    const second = gate.acquire(undefined, { priority: 0 });
+    const third = gate.acquire(undefined, { priority: 5 });
+    expect(stopped).toEqual([1, 0]); // newest first, one per waiting call
+    await Promise.all([second, third]);
+    expect(gate.view()).toMatchObject({ active: 3, lowActive: 0, queued: 0 });
+    // a line that ended by itself is never told to stop later
+    const fourth = gate.acquire(undefined, { priority: 0 });
+    first();
+    (await fourth)();
+    expect(stopped).toEqual([1, 0]);
+  });
+
+  it("an interactive ticket is never preempted, and a line told to stop is not told twice", async () => {
+    const gate = new ConnectionGate({ connections: 2, maxQueue: 10, queueTimeoutMs: 1e9 });
+    let told = 0;
+    const interactive = await gate.acquire(undefined, { priority: 0, preempt: () => told++ });
+    const line = await gate.acquire(undefined, { priority: -1, preempt: () => told++ });
+    const a = gate.acquire(undefined, { priority: 0 });
+    const b = gate.acquire(undefined, { priority: 0 });
+    expect(told).toBe(1); // the line, once; the interactive holder never
+    line();
+    (await a)();
+    interactive();
+    (await b)();
+    expect(gate.view()).toMatchObject({ active: 0, queued: 0 });
+  });
 });
 
 const row = (over: Partial<UsageRow> = {}): UsageRow => ({

@@ -20,6 +20,8 @@ export interface LineCall {
   signal: AbortSignal;
   /** why the signal was aborted */
   cut: () => CutReason | undefined;
+  /** an interactive call wants the line's slot: the line is to stop and run again later */
+  preempt?: () => void;
 }
 
 /** A never-run line's error line (cancelled or expired). */
@@ -42,6 +44,7 @@ export async function runLine(call: (input: CallInput) => Promise<CallAnswer>, c
       priority: c.priority,
       channel: c.channel,
       paced: true,
+      preempt: c.preempt,
       batch: { id: c.line.batchId, customId: c.line.customId },
       keepUsage: (row, scopes) => void (kept = { row, scopes }),
     },

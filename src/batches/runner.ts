@@ -47,6 +47,8 @@ interface Running {
   channel: string | undefined;
   abort: AbortController;
   cut?: CutReason;
+  /** stopped for an interactive call (docs/batches.md#preemption) */
+  preempted?: boolean;
 }
 
 export interface BatchRunner {
@@ -162,9 +164,18 @@ export function createBatchRunner(deps: RunnerDeps): BatchRunner {
         priority,
         signal: r.abort.signal,
         cut: () => r.cut,
+        preempt: () => {
+          r.preempted = true;
+          r.abort.abort();
+        },
       });
       // stopped: the line is left to its lease (run again elsewhere or after a restart), unless it ended whole
       if (stopped && r.cut === undefined && r.abort.signal.aborted) return;
+      // preempted before it ended whole: its lease given up, it runs again (its partial usage is not kept)
+      if (r.preempted && r.cut === undefined && outcome.state !== "done") {
+        await deps.store.renew(owner, [line], 0);
+        return deps.lineEnded?.(endpoint, "preempted");
+      }
       const mine = await deps.store.finishLine(line.batchId, line.line, owner, outcome);
       deps.lineEnded?.(endpoint, mine ? outcome.state : "lost");
     };

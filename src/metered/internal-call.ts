@@ -16,4 +16,7 @@ export interface InternalCall {
   keepUsage?: (row: UsageRow, spendScopes: string[]) => void;
   /** paced by idle capacity: QPM, TPM and maxConcurrent do not apply (budgets do) */
   paced?: boolean;
+  /** at a priority below 0: called when an interactive call would wait for this call's slot; the
+   *  caller then aborts the call (docs/batches.md#preemption) */
+  preempt?: () => void;
 }

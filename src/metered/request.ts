@@ -177,7 +177,7 @@ export class MeteredRequest<Req = unknown, Model extends { model: string } = { m
         // share-link users are anonymous: one is told from another by the address they call from
         caller: caller.share ? `${caller.scope}:${this.inbound.address(deps.trustProxy)}` : caller.scope,
         taps: this,
-        ticket: { priority: caller.priority, app: caller.app.id },
+        ticket: { priority: caller.priority, app: caller.app.id, preempt: this.inbound.internal?.preempt },
       },
       (client) => spec.attempt(client, plan, this),
     );

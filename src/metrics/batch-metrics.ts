@@ -4,14 +4,14 @@ import { Counter, Gauge, type Registry } from "prom-client";
 import type { BatchObserver } from "../observability/observer.js";
 
 const ENDPOINTS = ["/v1/chat/completions", "/v1/embeddings", "/v1/completions", "/v1/responses"];
-const OUTCOMES = ["done", "failed", "cancelled", "expired", "lost"];
+const OUTCOMES = ["done", "failed", "cancelled", "expired", "lost", "preempted"];
 const STATUSES = ["validating", "failed", "in_progress", "finalizing", "completed", "expired", "cancelling", "cancelled"];
 
 export function createBatchMetrics(registry: Registry): BatchObserver {
   const reg = { registers: [registry] };
   const lines = new Counter({
     name: "sluice_batch_lines_total",
-    help: "Batch lines ended, by endpoint and outcome (done, failed, cancelled, expired, lost: taken over by another instance).",
+    help: "Batch lines ended, by endpoint and outcome (done, failed, cancelled, expired, lost: taken over by another instance; preempted: stopped for an interactive call and run again).",
     labelNames: ["endpoint", "outcome"] as const,
     ...reg,
   });

@@ -8,7 +8,9 @@
 // which is refused in its place: so a burst never queues without bound, and one app's burst cannot
 // shut the others out of the channel. A ticket below priority 0 (a batch line, docs/batches.md#how-lines-run)
 // is never aged to 0 or above, and never given one of the slots held in reserve for interactive calls
-// (`reserveLow`): an interactive arrival finds room at once.
+// (`reserveLow`): an interactive arrival finds room at once. When more arrive than the reserve
+// holds, each that would wait stops the newest preemptible batch line (`Ticket.preempt`), whose slot
+// passes to it as soon as the line lets go (docs/batches.md#preemption).
 import { LRUCache } from "lru-cache";
 import type { Cancel } from "../http/cancel.js";
 
@@ -34,6 +36,9 @@ export interface QueueListener {
 export interface Ticket {
   priority?: number;
   app?: string;
+  /** a ticket below 0 that may be stopped for an interactive call: the gate calls it when an
+   *  interactive call would wait, and the holder gives its slot back (docs/batches.md#preemption) */
+  preempt?: () => void;
 }
 
 export type Release = () => void;
@@ -53,6 +58,7 @@ interface Waiter {
   priority: number;
   /** below 0: a batch line */
   low: boolean;
+  preempt: (() => void) | undefined;
   app: string;
   since: number;
   grant: (release: Release) => void;
@@ -76,6 +82,10 @@ export class ConnectionGate {
   /** slots a ticket below priority 0 is never given (set by headroom, ./headroom.ts) */
   #reserve = 0;
   #grants = 0;
+  /** batch lines holding a slot that may be stopped, newest last */
+  readonly #preemptible: Array<() => void> = [];
+  /** lines told to stop whose slots have not come back yet */
+  #preempting = 0;
   readonly #queue: Waiter[] = [];
   /** app → its calls in the queue (an app leaves when its last one does) */
   readonly #waiting = new Map<string, number>();
@@ -133,7 +143,7 @@ export class ConnectionGate {
       this.#served.set(app, ++this.#grants);
       this.#opts.onWait?.(0, priority);
       listener?.queued(0);
-      return Promise.resolve(this.#releaser(low));
+      return Promise.resolve(this.#releaser(low, low ? ticket.preempt : undefined));
     }
     if (this.#queue.length >= this.#opts.maxQueue && !this.#makeRoom(priority, app)) return Promise.reject(new GateRefused("busy"));
     return new Promise<Release>((resolve, reject) => {
@@ -155,6 +165,7 @@ export class ConnectionGate {
       const waiter: Waiter = {
         priority,
         low,
+        preempt: low ? ticket.preempt : undefined,
         app,
         since: this.#now(),
         grant: (release) => {
@@ -170,21 +181,39 @@ export class ConnectionGate {
       this.#queue.push(waiter);
       this.#waiting.set(app, (this.#waiting.get(app) ?? 0) + 1);
       this.#depthChanged();
+      if (!low) this.#preemptFor();
     });
   }
 
-  #releaser(low: boolean): Release {
+  /** An interactive call queued: the newest preemptible line is told to stop, unless the lines
+   *  already told to free as many slots as interactive calls wait. */
+  #preemptFor(): void {
+    let interactive = 0;
+    for (const w of this.#queue) if (!w.low) interactive++;
+    if (this.#preempting >= interactive) return;
+    const preempt = this.#preemptible.pop();
+    if (!preempt) return;
+    this.#preempting++;
+    preempt();
+  }
+
+  #releaser(low: boolean, stop?: () => void): Release {
     let released = false;
+    let told = false;
+    const preempt = stop && (() => ((told = true), stop()));
+    if (preempt) this.#preemptible.push(preempt);
     return () => {
       if (released) return;
       released = true;
       if (low) this.#lowActive--;
+      if (told) this.#preempting--;
+      else if (preempt) this.#preemptible.splice(this.#preemptible.indexOf(preempt), 1);
       const next = this.#next();
       if (next) {
         // the slot passes straight to the next waiter: #active stays the same
         if (next.low) this.#lowActive++;
         this.#depthChanged();
-        next.grant(this.#releaser(next.low));
+        next.grant(this.#releaser(next.low, next.preempt));
       } else {
         this.#active--;
       }
