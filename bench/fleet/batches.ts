@@ -28,6 +28,8 @@ export interface BatchesResult {
   ttftP95WithBatch: number;
   ttftP50Alone: number;
   ttftP50WithBatch: number;
+  /** each round's p95 with the batch over its p95 alone: their median and range */
+  roundRatios: number[];
   /** lines/s of the batch while the sessions ran */
   batchLinesPerSecond: number;
   /** lines/s straight to the replicas with nothing else, and beside the sessions */
@@ -87,11 +89,13 @@ export async function measureBatches(o: BatchesOptions = BATCHES_DEFAULTS, secon
   const rates: number[] = [];
   const idle: number[] = [];
   const capacity: number[] = [];
+  const roundRatios: number[] = [];
   try {
     await warmUp(replicas, o);
     for (let round = 0; round < o.rounds; round++) {
       capacity.push(await direct(replicas, o.maxRunning, new Promise((r) => setTimeout(r, seconds * 1000))));
       const cases = round % 2 === 0 ? (["alone", "batch", "idle"] as const) : (["idle", "batch", "alone"] as const);
+      const from = [alone.ttfts.length, withBatch.ttfts.length];
       for (const c of cases) {
         console.error(`batches: round ${round + 1}/${o.rounds}, ${c}`);
         const run = `${round}-${c}`;
@@ -105,6 +109,7 @@ export async function measureBatches(o: BatchesOptions = BATCHES_DEFAULTS, secon
           idle.push(await flood);
         } else rates.push(await withLines(client, sluice.url, replicas, o, run, withBatch));
       }
+      roundRatios.push(quantile(withBatch.ttfts.slice(from[1]), 0.95) / quantile(alone.ttfts.slice(from[0]), 0.95));
     }
   } finally {
     await sluice.stop().then(() => sluice.cleanup());
@@ -118,6 +123,7 @@ export async function measureBatches(o: BatchesOptions = BATCHES_DEFAULTS, secon
     ttftP95WithBatch: beside.ttftP95,
     ttftP50Alone: without.ttftP50,
     ttftP50WithBatch: beside.ttftP50,
+    roundRatios,
     batchLinesPerSecond: median(rates),
     capacityLinesPerSecond: median(capacity),
     idleLinesPerSecond: median(idle),
@@ -157,6 +163,7 @@ export function batchesLines(r: BatchesResult): string[] {
   return [
     `batches: ${o.replicas} replicas (max ${o.maxRunning} running, channel concurrency ${o.maxRunning}, batches.reserve ${o.reserve}), ${o.sessions} sessions × ${o.turns} turns, a ${o.lines}-line batch, ${o.rounds} rounds`,
     `  interactive TTFT p95: ${r.ttftP95Alone.toFixed(0)} ms alone, ${r.ttftP95WithBatch.toFixed(0)} ms with the batch (${ratio.toFixed(2)}×, target ≤ 1.10×); p50 ${r.ttftP50Alone.toFixed(0)} ms, ${r.ttftP50WithBatch.toFixed(0)} ms`,
+    `  per round, p95 with / alone: median ${quantile(r.roundRatios, 0.5).toFixed(2)}× (${Math.min(...r.roundRatios).toFixed(2)}–${Math.max(...r.roundRatios).toFixed(2)})`,
     `  batch lines/s beside the sessions: ${r.batchLinesPerSecond.toFixed(1)}; idle capacity left by the sessions ${r.idleLinesPerSecond.toFixed(1)} lines/s (${(share * 100).toFixed(0)} %, target ≥ 70 %); replicas alone ${r.capacityLinesPerSecond.toFixed(1)} lines/s`,
     `  failed calls: ${r.failed}`,
   ];
