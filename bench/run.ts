@@ -222,9 +222,7 @@ async function latencies(ctx: Context, results: BenchResults, name: string, body
 
 const SECTION_RUNS: Record<Section, (ctx: Context, results: BenchResults) => Promise<void>> = {
   async batches(ctx, results) {
-    // BENCH_BATCHES_RESERVE: another `batches.reserve` than the section's own
-    const reserve = Number(process.env.BENCH_BATCHES_RESERVE ?? BATCHES_DEFAULTS.reserve);
-    results.batches = await measureBatches({ ...BATCHES_DEFAULTS, rounds: ctx.timing.rounds, reserve }, ctx.timing.seconds);
+    results.batches = await measureBatches({ ...BATCHES_DEFAULTS, rounds: ctx.timing.rounds }, ctx.timing.seconds);
   },
 
   async fleet(_ctx, results) {

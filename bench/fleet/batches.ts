@@ -20,7 +20,8 @@ export interface BatchesOptions extends FleetOptions {
   reserve: number;
 }
 
-export const BATCHES_DEFAULTS: BatchesOptions = { replicas: 4, agents: 4, sessions: 8, turns: 8, rounds: 2, slow: 1, lines: 2_000, maxRunning: 8, reserve: 0.125 };
+/** BENCH_BATCHES_RESERVE: another `batches.reserve` than the section's own 0.125 */
+export const BATCHES_DEFAULTS: BatchesOptions = { replicas: 4, agents: 4, sessions: 8, turns: 8, rounds: 2, slow: 1, lines: 2_000, maxRunning: 8, reserve: Number(process.env.BENCH_BATCHES_RESERVE ?? 0.125) };
 
 export interface BatchesResult {
   options: BatchesOptions;
