@@ -171,6 +171,29 @@ describe("a batch line's place in a channel's gate", () => {
     expect(stopped).toEqual([1, 0]);
   });
 
+  it("counts slots batch lines hold as room for an interactive call, and in no other case", async () => {
+    const gate = new ConnectionGate({ connections: 2, maxQueue: 10, queueTimeoutMs: 1e9 });
+    const line: Release = await gate.acquire(undefined, { priority: -1, preempt: () => queueMicrotask(line) });
+    const interactive = await gate.acquire(undefined, { priority: 0 });
+    // full, but the line gives its slot to the next interactive call: routing must not leave it
+    expect(gate.view()).toMatchObject({ active: 2, lowActive: 1 });
+    expect(gate.preemptible).toBe(1);
+    expect(gate.hasRoom()).toBe(true);
+    const next = gate.acquire(undefined, { priority: 0 });
+    // the line was told to stop: its slot is the waiting call's, no room for another
+    expect(gate.preemptible).toBe(0);
+    expect(gate.hasRoom()).toBe(false);
+    (await next)();
+    expect(gate.hasRoom()).toBe(true);
+    interactive();
+    // a line without preempt (not a batch line) is no room
+    const held: Release = await gate.acquire(undefined, { priority: -1 });
+    const other = await gate.acquire(undefined, { priority: 0 });
+    expect(gate.hasRoom()).toBe(false);
+    held();
+    other();
+  });
+
   it("an interactive ticket is never preempted, and a line told to stop is not told twice", async () => {
     const gate = new ConnectionGate({ connections: 2, maxQueue: 10, queueTimeoutMs: 1e9 });
     let told = 0;

@@ -200,7 +200,8 @@ export function startEngineScrapes(entries: ChannelEntry[], now: () => number, o
         .then(({ figures, cacheTokens }) => {
           entry.engineCacheTokens = cacheTokens ?? entry.engineCacheTokens;
           if (!figures) return;
-          entry.engine = { ...figures, at: now() };
+          // this instance's batch lines the engine was running then (docs/routing.md#load)
+          entry.engine = { ...figures, at: now(), lines: entry.client.load?.().preemptible ?? 0 };
           onFigures(entry);
         })
         .catch(() => {})

@@ -109,9 +109,15 @@ export class ConnectionGate {
     return this.#queue.length;
   }
 
-  /** A call sent now would hold a slot at once, without queueing. */
+  /** batch lines holding a slot that an interactive call would take (docs/batches.md#preemption) */
+  get preemptible(): number {
+    return this.#preemptible.length;
+  }
+
+  /** An interactive call sent now would hold a slot at once: a free one, or a batch line's that
+   *  stops for it (docs/batches.md#preemption). */
   hasRoom(): boolean {
-    return this.#active < this.#opts.connections;
+    return this.#active - this.#preemptible.length < this.#opts.connections;
   }
 
   /** What headroom reads (./headroom.ts): slots, calls holding one, those of tickets below 0, and

@@ -82,7 +82,7 @@ export function createOpenAIChannel(channel: UpstreamChannelConfig, hooks: Queue
     }
   }
 
-  return { name: channel.name, post, check, close: () => pool.close(), load: () => ({ active: gate.active, queued: gate.queued }), hasRoom: () => gate.hasRoom(), gate };
+  return { name: channel.name, post, check, close: () => pool.close(), load: () => ({ active: gate.active, queued: gate.queued, preemptible: gate.preemptible }), hasRoom: () => gate.hasRoom(), gate };
 }
 
 function ignore(): void {}

@@ -57,14 +57,15 @@ const RECENT_MS = 10_000;
 /** How often this instance tells the others its calls in flight per channel (docs/routing.md#load). */
 const LOAD_SHARE_MS = 500;
 
-/** This instance's calls on the channel: holding a connection or waiting for one. */
+/** This instance's calls on the channel: holding a connection or waiting for one, less the batch
+ *  lines that give their slot to an interactive call (docs/routing.md#load). */
 function localLoad(e: ChannelEntry): number {
   const local = e.client.load?.();
-  return local ? local.active + local.queued : 0;
+  return local ? local.active + local.queued - (local.preemptible ?? 0) : 0;
 }
 
 /** The engine's figures are used while younger than STALE_INTERVALS scrape intervals. */
-function freshEngine(e: ChannelEntry, at: number): { queue: number; kv: number; waiting?: number } | undefined {
+function freshEngine(e: ChannelEntry, at: number): { queue: number; kv: number; waiting?: number; lines?: number } | undefined {
   const interval = e.config.engineMetrics?.intervalMs;
   return e.engine && interval !== undefined && at - e.engine.at <= STALE_INTERVALS * interval ? e.engine : undefined;
 }
@@ -92,7 +93,9 @@ export function createChannelRouter(channels: UpstreamChannelConfig[], observer:
   function loadOf(e: ChannelEntry): number {
     const inflight = localLoad(e) + (othersLoad.get(e.config.name) ?? 0);
     const engine = freshEngine(e, now());
-    return engine ? Math.max(inflight, engine.queue) : inflight;
+    // the engine ran this instance's preemptible lines too (counted as the figures came, not now:
+    // the lines change between scrapes): they are not load for an interactive call
+    return engine ? Math.max(inflight, engine.queue - (engine.lines ?? 0)) : inflight;
   }
   const view: ChannelView = {
     load: loadOf,

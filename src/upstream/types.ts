@@ -64,9 +64,10 @@ export interface ChannelClient {
   /** POSTs to the channel; a 2xx reply, else rejects with the channel failure (UpstreamError) */
   post(req: PostRequest): Promise<UpstreamReply>;
   close(): Promise<void>;
-  /** calls holding a connection and calls waiting for one */
-  load?(): { active: number; queued: number };
-  /** a call sent now would not wait in the channel's queue */
+  /** calls holding a connection and calls waiting for one; of the first, batch lines that give
+   *  their slot to an interactive call (docs/batches.md#preemption) */
+  load?(): { active: number; queued: number; preemptible?: number };
+  /** an interactive call sent now would not wait in the channel's queue */
   hasRoom?(): boolean;
   /** its gate as headroom reads it, and the slots it keeps from tickets below 0 (./headroom.ts) */
   gate?: { view(): GateView; reserveLow(slots: number): void };
@@ -89,7 +90,8 @@ export interface ChannelEntry {
   /** callers whose requests got a plain 500 since the channel last answered well */
   serverErrorCallers?: Set<string>;
   /** the engine's last scraped figures (docs/routing.md#load): running + waiting, KV cache use, when */
-  engine?: { queue: number; kv: number; at: number; waiting?: number };
+  /** `lines`: this instance's preemptible batch lines when the figures came (of `queue`) */
+  engine?: { queue: number; kv: number; at: number; waiting?: number; lines?: number };
   /** the tokens its engine's prefix cache holds, as its metrics last said (docs/routing.md#prefix) */
   engineCacheTokens?: number;
 }
