@@ -254,6 +254,8 @@ function checks(r: BenchResults): string[][] {
     limit("fleet, shared prefixes: Sluice token cache hit ratio", sp?.prefix.cacheHitRatio, ">=", 0.8, "x"),
     info("fleet, shared prefixes: affinity session/random TTFT p50", sp ? num(sp.session.ttftP50 / sp.random.ttftP50, 2) : "n/a"),
     info("routing by prefix: score of 8 channels, 100K-token prompt", r.prefixCost ? `${num(r.prefixCost.scoreUs, 1)} µs (hash ${num(r.prefixCost.hashUs, 0)} µs)` : "n/a"),
+    limit("batches: interactive TTFT p95 with a 2,000-line batch / without", r.batches ? r.batches.ttftP95WithBatch / r.batches.ttftP95Alone : undefined, "<=", 1.1, "x"),
+    limit("batches: batch lines/s / idle capacity the sessions leave", r.batches ? r.batches.batchLinesPerSecond / r.batches.idleLinesPerSecond : undefined, ">=", 0.7, "x"),
     info("2 workers/1 worker RPS, PostgreSQL+Redis, chatId", ratioText(find("workers", "sluice", "2 workers chatId"), find("workers", "sluice", "1 worker chatId"), rps)),
   ];
   return rows;

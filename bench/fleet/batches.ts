@@ -3,13 +3,15 @@
 // submitted at once through OpenAI's SDK (files.create + batches.create), in interleaved rounds.
 // Measured: the sessions' TTFT p95 with the batch against without; the batch's lines per second
 // while the sessions ran, against the idle capacity the sessions leave — the lines per second the
-// replicas take posted straight to them (no gateway) while the same sessions run, and with nothing else.
+// replicas take posted straight to them (no gateway) into the slots the sessions leave (each
+// replica's `maxRunning` less its share of the sessions) while the same sessions run; and, for
+// scale, into every slot beside the sessions and with nothing else.
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI, { toFile } from "openai";
 import { spawnNodeServer } from "../node-process.js";
-import { figures, KEY, MODEL, quantile, runOnce, warmUp, type FleetOptions } from "./bench.js";
+import { decisionCounts, figures, KEY, MODEL, quantile, runOnce, warmUp, type FleetOptions } from "./bench.js";
 import { startReplicas, type Replica, type ReplicaStats } from "./replicas.js";
 
 export interface BatchesOptions extends FleetOptions {
@@ -21,7 +23,7 @@ export interface BatchesOptions extends FleetOptions {
 }
 
 /** BENCH_BATCHES_RESERVE: another `batches.reserve` than the section's own 0.125 */
-export const BATCHES_DEFAULTS: BatchesOptions = { replicas: 4, agents: 4, sessions: 8, turns: 8, rounds: 2, slow: 1, lines: 2_000, maxRunning: 8, reserve: Number(process.env.BENCH_BATCHES_RESERVE ?? 0.125) };
+export const BATCHES_DEFAULTS: BatchesOptions = { replicas: 4, agents: 4, sessions: 8, turns: 8, rounds: 2, slow: 1, lines: 2_000, maxRunning: 8, reserve: Number(process.env.BENCH_BATCHES_RESERVE ?? 0.125), staggerMs: Number(process.env.BENCH_BATCHES_STAGGER_MS ?? 250) };
 
 export interface BatchesResult {
   options: BatchesOptions;
@@ -33,9 +35,20 @@ export interface BatchesResult {
   roundRatios: number[];
   /** lines/s of the batch while the sessions ran */
   batchLinesPerSecond: number;
-  /** lines/s straight to the replicas with nothing else, and beside the sessions */
+  /** lines/s straight to the replicas with nothing else; into the slots the sessions leave beside
+   *  them (the idle capacity); into every slot beside them */
   capacityLinesPerSecond: number;
   idleLinesPerSecond: number;
+  fullLinesPerSecond: number;
+  /** the slots per replica the idle capacity's lines were posted into */
+  idleSlots: number;
+  /** the sessions' TTFT p95 beside the idle capacity's lines and beside every slot's */
+  ttftP95Idle: number;
+  ttftP95Full: number;
+  /** batch lines preempted by interactive calls, per round's batch case */
+  preemptedPerRound: number;
+  /** the sessions' route decisions alone and with the batch: prefix, pinned, spilled, least_loaded */
+  decisions: { alone: number[]; withBatch: number[] };
   failed: number;
 }
 
@@ -89,26 +102,42 @@ export async function measureBatches(o: BatchesOptions = BATCHES_DEFAULTS, secon
   const withBatch = acc();
   const rates: number[] = [];
   const idle: number[] = [];
+  const full: number[] = [];
   const capacity: number[] = [];
+  const [besideIdle, besideFull] = [acc(), acc()];
+  let preempted = 0;
+  const decisions = { alone: [0, 0, 0, 0], withBatch: [0, 0, 0, 0] };
+  // the slots the sessions leave: each replica's share of them at most in flight at once
+  const idleSlots = Math.max(1, o.maxRunning - Math.ceil(o.sessions / o.replicas));
   const roundRatios: number[] = [];
   try {
     await warmUp(replicas, o);
     for (let round = 0; round < o.rounds; round++) {
       capacity.push(await direct(replicas, o.maxRunning, new Promise((r) => setTimeout(r, seconds * 1000))));
-      const cases = round % 2 === 0 ? (["alone", "batch", "idle"] as const) : (["idle", "batch", "alone"] as const);
+      const cases = round % 2 === 0 ? (["alone", "batch", "idle", "full"] as const) : (["full", "idle", "batch", "alone"] as const);
       const from = [alone.ttfts.length, withBatch.ttfts.length];
       for (const c of cases) {
         console.error(`batches: round ${round + 1}/${o.rounds}, ${c}`);
         const run = `${round}-${c}`;
+        const decided = c === "alone" || c === "batch" ? await decisionCounts(sluice.url) : undefined;
         if (c === "alone") await runOnce(sluice.url, replicas, o, run, alone);
-        else if (c === "idle") {
+        else if (c === "idle" || c === "full") {
           let end!: () => void;
           const ended = new Promise<void>((r) => (end = r));
-          const flood = direct(replicas, o.maxRunning, ended);
-          await runOnce(sluice.url, replicas, o, run, acc());
+          const flood = direct(replicas, c === "idle" ? idleSlots : o.maxRunning, ended);
+          await runOnce(sluice.url, replicas, o, run, c === "idle" ? besideIdle : besideFull);
           end();
-          idle.push(await flood);
-        } else rates.push(await withLines(client, sluice.url, replicas, o, run, withBatch));
+          (c === "idle" ? idle : full).push(await flood);
+        } else {
+          const { rate, preempted: p } = await withLines(client, sluice.url, replicas, o, run, withBatch);
+          rates.push(rate);
+          preempted += p;
+        }
+        if (decided) {
+          const now = await decisionCounts(sluice.url);
+          const into = c === "alone" ? decisions.alone : decisions.withBatch;
+          now.forEach((n, i) => (into[i] = (into[i] ?? 0) + n - decided[i]!));
+        }
       }
       roundRatios.push(quantile(withBatch.ttfts.slice(from[1]), 0.95) / quantile(alone.ttfts.slice(from[0]), 0.95));
     }
@@ -128,31 +157,37 @@ export async function measureBatches(o: BatchesOptions = BATCHES_DEFAULTS, secon
     batchLinesPerSecond: median(rates),
     capacityLinesPerSecond: median(capacity),
     idleLinesPerSecond: median(idle),
+    fullLinesPerSecond: median(full),
+    idleSlots,
+    preemptedPerRound: preempted / o.rounds,
+    decisions,
+    ttftP95Idle: quantile(besideIdle.ttfts, 0.95),
+    ttftP95Full: quantile(besideFull.ttfts, 0.95),
     failed: alone.failed + withBatch.failed,
   };
 }
 
-/** A batch of `o.lines` submitted at once, then the sessions; the lines done per second while they ran. */
-async function withLines(client: OpenAI, url: string, replicas: Replica[], o: BatchesOptions, run: string, into: Acc): Promise<number> {
+/** A batch of `o.lines` submitted at once, then the sessions; the lines done per second while they
+ *  ran, and the lines preempted meanwhile. */
+async function withLines(client: OpenAI, url: string, replicas: Replica[], o: BatchesOptions, run: string, into: Acc): Promise<{ rate: number; preempted: number }> {
   const text = Array.from({ length: o.lines }, (_, i) => JSON.stringify({ custom_id: `${run}-${i}`, method: "POST", url: "/v1/chat/completions", body: lineBody(i) })).join("\n");
   const file = await client.files.create({ file: await toFile(Buffer.from(text), `${run}.jsonl`), purpose: "batch" });
   const batch = await client.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
   // the batch object's counts are set when it finalizes: lines done so far are read from /metrics
-  const completed = () => linesDone(url);
-  const before = await completed();
+  const before = await linesEnded(url);
   const started = performance.now();
   await runOnce(url, replicas, o, run, into);
-  const done = (await completed()) - before;
-  const rate = done / ((performance.now() - started) / 1000);
+  const after = await linesEnded(url);
+  const rate = (after.done - before.done) / ((performance.now() - started) / 1000);
   await client.batches.cancel(batch.id);
-  return rate;
+  return { rate, preempted: after.preempted - before.preempted };
 }
 
-/** Batch lines ended well so far: the sum of sluice_batch_lines_total{outcome="ok"} on /metrics. */
-async function linesDone(url: string): Promise<number> {
+/** Batch lines so far by outcome, from sluice_batch_lines_total on /metrics: done, and preempted. */
+async function linesEnded(url: string): Promise<{ done: number; preempted: number }> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  let n = 0;
-  for (const m of text.matchAll(/^sluice_batch_lines_total\{([^}]*)\} (\S+)$/gm)) if (/outcome="(ok|done|completed)"/.test(m[1]!)) n += Number(m[2]);
+  const n = { done: 0, preempted: 0 };
+  for (const m of text.matchAll(/^sluice_batch_lines_total\{[^}]*outcome="(done|preempted)"[^}]*\} (\S+)$/gm)) n[m[1] as "done" | "preempted"] += Number(m[2]);
   return n;
 }
 
@@ -165,7 +200,10 @@ export function batchesLines(r: BatchesResult): string[] {
     `batches: ${o.replicas} replicas (max ${o.maxRunning} running, channel concurrency ${o.maxRunning}, batches.reserve ${o.reserve}), ${o.sessions} sessions × ${o.turns} turns, a ${o.lines}-line batch, ${o.rounds} rounds`,
     `  interactive TTFT p95: ${r.ttftP95Alone.toFixed(0)} ms alone, ${r.ttftP95WithBatch.toFixed(0)} ms with the batch (${ratio.toFixed(2)}×, target ≤ 1.10×); p50 ${r.ttftP50Alone.toFixed(0)} ms, ${r.ttftP50WithBatch.toFixed(0)} ms`,
     `  per round, p95 with / alone: median ${quantile(r.roundRatios, 0.5).toFixed(2)}× (${Math.min(...r.roundRatios).toFixed(2)}–${Math.max(...r.roundRatios).toFixed(2)})`,
-    `  batch lines/s beside the sessions: ${r.batchLinesPerSecond.toFixed(1)}; idle capacity left by the sessions ${r.idleLinesPerSecond.toFixed(1)} lines/s (${(share * 100).toFixed(0)} %, target ≥ 70 %); replicas alone ${r.capacityLinesPerSecond.toFixed(1)} lines/s`,
-    `  failed calls: ${r.failed}`,
+    `  batch lines/s beside the sessions: ${r.batchLinesPerSecond.toFixed(1)}; idle capacity left by the sessions (lines straight to the replicas, ${r.idleSlots} of ${o.maxRunning} slots each) ${r.idleLinesPerSecond.toFixed(1)} lines/s (${(share * 100).toFixed(0)} %, target ≥ 70 %)`,
+    `  for scale: straight into all ${o.maxRunning} slots beside the sessions ${r.fullLinesPerSecond.toFixed(1)} lines/s (${((r.batchLinesPerSecond / r.fullLinesPerSecond) * 100).toFixed(0)} %); replicas alone ${r.capacityLinesPerSecond.toFixed(1)} lines/s`,
+    `  the sessions' TTFT p95 beside the lines straight to the replicas: ${r.ttftP95Idle.toFixed(0)} ms (${r.idleSlots} slots), ${r.ttftP95Full.toFixed(0)} ms (all ${o.maxRunning})`,
+    `  the sessions' route decisions, prefix/pinned/spilled/least loaded: ${r.decisions.alone.join("/")} alone, ${r.decisions.withBatch.join("/")} with the batch`,
+    `  batch lines preempted by interactive calls: ${r.preemptedPerRound.toFixed(0)} a round; failed calls: ${r.failed}`,
   ];
 }

@@ -7,6 +7,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { spawnNodeServer, type NodeServer } from "../node-process.js";
 import { startRandomProxy } from "./random-proxy.js";
 import { startReplicas, type Replica, type ReplicaStats } from "./replicas.js";
@@ -22,6 +23,8 @@ export interface FleetOptions {
   rounds: number;
   /** the slowed replica's factor */
   slow: number;
+  /** session s starts s × this many ms after the first (0: all at once) */
+  staggerMs?: number;
 }
 
 export const FLEET_DEFAULTS: FleetOptions = { replicas: 4, agents: 4, sessions: 8, turns: 8, rounds: 2, slow: 3 };
@@ -117,7 +120,10 @@ export async function runOnce(url: string, replicas: Replica[], o: FleetOptions,
   const before = await statsOf(replicas);
   const systems = systemPrompts(o);
   const results = await Promise.all(
-    Array.from({ length: o.sessions }, (_, s) => runSession(url, systems[s % o.agents]!, `task ${run}-${s}: ${words(`task-${run}-${s}`, TASK_CHARS)}`, o.turns)),
+    Array.from({ length: o.sessions }, async (_, s) => {
+      if (o.staggerMs) await sleep(s * o.staggerMs);
+      return runSession(url, systems[s % o.agents]!, `task ${run}-${s}: ${words(`task-${run}-${s}`, TASK_CHARS)}`, o.turns);
+    }),
   );
   into.stats.push([before, await statsOf(replicas)]);
   for (const r of results) {
@@ -157,10 +163,17 @@ export async function startFleetSluice(replicas: Replica[], routing: Record<stri
   return { ...sluice, cleanup: () => rm(dir, { recursive: true, force: true }) };
 }
 
+const DECISIONS = ["prefix", "pinned", "spilled", "least_loaded"] as const;
+
+/** Sluice's route decisions so far, counted: prefix, pinned, spilled, least_loaded. */
+export async function decisionCounts(url: string): Promise<number[]> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return DECISIONS.map((d) => Number(new RegExp(`sluice_route_decisions_total\\{model="${MODEL}",decision="${d}"\\} (\\d+)`).exec(text)?.[1] ?? 0));
+}
+
 /** Sluice's route decisions so far: prefix/pinned/spilled/least_loaded. */
 export async function decisionsOf(url: string): Promise<string> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  return ["prefix", "pinned", "spilled", "least_loaded"].map((d) => new RegExp(`sluice_route_decisions_total\\{model="${MODEL}",decision="${d}"\\} (\\d+)`).exec(text)?.[1] ?? "?").join("/");
+  return (await decisionCounts(url)).join("/");
 }
 
 /** Random floor and Sluice over the same replicas, interleaved by round. */
