@@ -17,7 +17,7 @@ export const batchesSchema = z.strictObject({
   /** lines run at once per instance */
   concurrency: z.number().int().positive().max(256).default(4),
   /** the share of a channel's `concurrency` kept free for interactive calls (at least 1 slot) */
-  reserve: z.number().min(0).max(1).default(0.25),
+  reserve: z.number().min(0).max(1).default(0.125),
   /** lines at once on a channel without `concurrency` */
   perChannel: z.number().int().positive().default(2),
   /** no new line on a channel whose engine reports more waiting requests than this */
